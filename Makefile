@@ -1,0 +1,35 @@
+# Two entry points for a fresh machine: `make demo` and `make test`.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+FASHION_MNIST := /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz
+
+.PHONY: demo test lint bench data clean
+
+$(STAMP): setup.cfg pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q torch==2.13.0
+	$(BIN)/pip install -q -e '.[test]'
+	touch $(STAMP)
+
+$(FASHION_MNIST):
+	@if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	$$SUDO apt-get update -q && $$SUDO apt-get install -y -q dataset-fashion-mnist
+
+data: $(FASHION_MNIST)
+
+demo: $(STAMP) $(FASHION_MNIST)
+	rm -rf runs/demo
+	$(BIN)/p2pfl run configs/demo.toml --out runs/demo
+
+test: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/pytest
+
+bench: $(STAMP) $(FASHION_MNIST)
+	$(BIN)/python -m bench.population
+
+clean:
+	rm -rf $(VENV) runs *.egg-info

@@ -1,0 +1,78 @@
+"""Command line: `p2pfl run CONFIG ...` and `p2pfl plot RUN_DIR ...`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from p2pfl.config import ConfigError, load_config, parse_overrides
+from p2pfl.engine import DivergenceError, run, run_compare
+from p2pfl.plots import plot_histories
+from p2pfl.results import read_metrics
+
+EXIT_CONFIG = 2
+EXIT_DIVERGED = 3
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="p2pfl", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("run", help="run an experiment from a TOML config")
+    r.add_argument("config", help="TOML experiment file")
+    r.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a field, e.g. --set algorithm.lr=0.05 (repeatable)")
+    r.add_argument("--out", help="run directory (default: runs/<algorithm>-<topology>-<time>)")
+    r.add_argument("--device", choices=("cpu", "cuda", "auto"), help="overrides config.device")
+    r.add_argument("--quiet", action="store_true", help="no progress bar")
+    p = sub.add_parser("plot", help="draw the curves of one or more run directories")
+    p.add_argument("runs", nargs="+", help="run directories (holding metrics.jsonl)")
+    p.add_argument("--out", default="comparison", help="output file stem (.png and .pdf)")
+    return parser
+
+
+def _run(args: argparse.Namespace) -> int:
+    overrides = parse_overrides(args.overrides)
+    if args.device:
+        overrides["device"] = args.device
+    cfg = load_config(args.config, overrides)
+    if cfg.compare:
+        histories = run_compare(cfg, args.out, progress=not args.quiet)
+        for label, history in histories.items():
+            print(f"{label}: final test_acc {history[-1].get('test_acc', float('nan')):.4f}")
+    else:
+        history = run(cfg, args.out, progress=not args.quiet)
+        print(json.dumps(history[-1], sort_keys=True))
+    return 0
+
+
+def _plot(args: argparse.Namespace) -> int:
+    histories = {}
+    for run_dir in map(Path, args.runs):
+        metrics = run_dir / "metrics.jsonl"
+        if not metrics.exists():
+            raise ConfigError("runs", f"{run_dir} holds no metrics.jsonl")
+        histories[run_dir.name] = read_metrics(metrics)
+    for path in plot_histories(histories, Path(args.out)):
+        print(path)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        return _run(args) if args.command == "run" else _plot(args)
+    except ConfigError as err:
+        print(f"p2pfl: error: {err}", file=sys.stderr)
+        return EXIT_CONFIG
+    except DivergenceError as err:
+        print(f"p2pfl: diverged: {err}", file=sys.stderr)
+        return EXIT_DIVERGED
+    except KeyboardInterrupt:
+        print("p2pfl: interrupted; metrics written so far are kept", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

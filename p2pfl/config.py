@@ -1,0 +1,300 @@
+"""Experiment configuration: TOML file -> validated, typed `Config`.
+
+Every field is checked before any work starts. A bad value raises `ConfigError`, whose message is
+one line naming the field and what is allowed; the CLI prints it and exits with status 2.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any, get_type_hints
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+
+class ConfigError(ValueError):
+    """An invalid configuration; `str(err)` is one line that names the field."""
+
+    def __init__(self, field_name: str, message: str) -> None:
+        super().__init__(f"{field_name}: {message}")
+        self.field = field_name
+
+
+@dataclass
+class DataConfig:
+    name: str = "fashion_mnist"
+    root: str = ""
+    num_nodes: int = 100
+    partition: str = "dirichlet"
+    alpha: float = 0.3
+    classes_per_node: int = 2
+    synthetic_train: int = 2000
+    synthetic_test: int = 500
+
+
+@dataclass
+class ModelConfig:
+    name: str = "mlp"
+
+
+@dataclass
+class TopologyConfig:
+    name: str = "random_out"
+    out_degree: int = 10
+    directed: bool = True
+    base: int = 2
+
+
+@dataclass
+class AlgorithmConfig:
+    name: str = "sgp"
+    lr: float = 0.1
+    lr_decay: float = 0.998
+    local_epochs: int = 5
+    local_steps: int = 0
+    batch_size: int = 128
+    participation: float = 0.1
+    momentum: float = 0.0
+    rho: float = 0.0
+    weight_decay: float = 0.0
+    clip_norm: float = 0.0
+    server_lr: float = 1.0
+
+
+@dataclass
+class EvalConfig:
+    every: int = 1
+    local_samples: int = 2000
+    batch_size: int = 1000
+
+
+@dataclass
+class EngineConfig:
+    chunk_size: int = 0
+    dtype: str = "float32"
+    executor: str = "vectorized"
+
+
+@dataclass
+class Config:
+    seed: int = 0
+    rounds: int = 300
+    device: str = "auto"
+    data: DataConfig = field(default_factory=DataConfig)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    topology: TopologyConfig = field(default_factory=TopologyConfig)
+    algorithm: AlgorithmConfig = field(default_factory=AlgorithmConfig)
+    eval: EvalConfig = field(default_factory=EvalConfig)
+    engine: EngineConfig = field(default_factory=EngineConfig)
+    compare: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+DEVICES = ("auto", "cpu", "cuda")
+DTYPES = ("float32", "float64")
+EXECUTORS = ("vectorized", "loop")
+
+# (section, field) -> (low, high, low_inclusive, high_inclusive); None means unbounded.
+_RANGES: dict[tuple[str, str], tuple[float | None, float | None, bool, bool]] = {
+    ("", "seed"): (0, None, True, True),
+    ("", "rounds"): (1, None, True, True),
+    ("data", "num_nodes"): (1, None, True, True),
+    ("data", "alpha"): (0, None, True, True),
+    ("data", "classes_per_node"): (1, None, True, True),
+    ("data", "synthetic_train"): (1, None, True, True),
+    ("data", "synthetic_test"): (1, None, True, True),
+    ("topology", "out_degree"): (1, None, True, True),
+    ("topology", "base"): (2, None, True, True),
+    ("algorithm", "lr"): (0, None, False, True),
+    ("algorithm", "lr_decay"): (0, 1, False, True),
+    ("algorithm", "local_epochs"): (0, None, True, True),
+    ("algorithm", "local_steps"): (0, None, True, True),
+    ("algorithm", "batch_size"): (1, None, True, True),
+    ("algorithm", "participation"): (0, 1, False, True),
+    ("algorithm", "momentum"): (0, 1, True, False),
+    ("algorithm", "rho"): (0, None, True, True),
+    ("algorithm", "weight_decay"): (0, None, True, True),
+    ("algorithm", "clip_norm"): (0, None, True, True),
+    ("algorithm", "server_lr"): (0, None, False, True),
+    ("eval", "every"): (1, None, True, True),
+    ("eval", "local_samples"): (0, None, True, True),
+    ("eval", "batch_size"): (1, None, True, True),
+    ("engine", "chunk_size"): (0, None, True, True),
+}
+
+
+def _choices() -> dict[tuple[str, str], tuple[str, ...]]:
+    """Allowed names per field (imported lazily: registries live in other packages)."""
+    from algorithms import ALGORITHMS
+    from p2pfl.data import DATASETS, PARTITIONS
+    from p2pfl.models import MODELS
+    from topologies import TOPOLOGIES
+
+    return {
+        ("", "device"): DEVICES,
+        ("data", "name"): DATASETS,
+        ("data", "partition"): PARTITIONS,
+        ("model", "name"): MODELS,
+        ("topology", "name"): tuple(TOPOLOGIES),
+        ("algorithm", "name"): tuple(ALGORITHMS),
+        ("engine", "executor"): EXECUTORS,
+        ("engine", "dtype"): DTYPES,
+    }
+
+
+def _type_name(tp: type) -> str:
+    return {bool: "a boolean", int: "an integer", float: "a number", str: "a string"}.get(
+        tp, tp.__name__
+    )
+
+
+def _coerce(value: Any, tp: type, name: str) -> Any:
+    """Check `value` against the field type; ints are accepted where floats are expected."""
+    if tp is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if tp in (int, float, str, bool) and (
+        not isinstance(value, tp) or (tp is int and isinstance(value, bool))
+    ):
+        raise ConfigError(name, f"must be {_type_name(tp)}, got {value!r}")
+    return value
+
+
+def _build_section(cls: type, values: Any, prefix: str) -> Any:
+    if not isinstance(values, dict):
+        raise ConfigError(prefix, f"must be a table, got {values!r}")
+    hints = get_type_hints(cls)
+    known = {f.name for f in fields(cls)}
+    unknown = sorted(set(values) - known)
+    if unknown:
+        allowed = ", ".join(sorted(known))
+        raise ConfigError(f"{prefix}.{unknown[0]}", f"unknown field (allowed: {allowed})")
+    kwargs = {k: _coerce(v, hints[k], f"{prefix}.{k}") for k, v in values.items()}
+    return cls(**kwargs)
+
+
+_SECTIONS = {
+    "data": DataConfig,
+    "model": ModelConfig,
+    "topology": TopologyConfig,
+    "algorithm": AlgorithmConfig,
+    "eval": EvalConfig,
+    "engine": EngineConfig,
+}
+
+
+def config_from_dict(raw: dict[str, Any]) -> Config:
+    """Build and validate a `Config` from a plain nested dict (as parsed from TOML)."""
+    top_hints = get_type_hints(Config)
+    kwargs: dict[str, Any] = {}
+    for key, value in raw.items():
+        if key in _SECTIONS:
+            kwargs[key] = _build_section(_SECTIONS[key], value, key)
+        elif key == "compare":
+            if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
+                raise ConfigError("compare", "must be an array of tables ([[compare]])")
+            kwargs[key] = value
+        elif key in top_hints:
+            kwargs[key] = _coerce(value, top_hints[key], key)
+        else:
+            allowed = ", ".join(sorted(top_hints))
+            raise ConfigError(key, f"unknown field (allowed: {allowed})")
+    cfg = Config(**kwargs)
+    validate(cfg)
+    for i, variant in enumerate(cfg.compare):
+        try:
+            validate(with_overrides(cfg, _variant_overrides(variant)))
+        except ConfigError as err:
+            raise ConfigError(f"compare[{i}].{err.field}", str(err).split(": ", 1)[1]) from None
+    return cfg
+
+
+def _check_range(name: str, value: float, bounds: tuple) -> None:
+    low, high, low_incl, high_incl = bounds
+    too_low = low is not None and (value < low or (value == low and not low_incl))
+    too_high = high is not None and (value > high or (value == high and not high_incl))
+    if too_low or too_high:
+        lo = "-inf" if low is None else low
+        hi = "inf" if high is None else high
+        interval = f"{'[' if low_incl else '('}{lo}, {hi}{']' if high_incl else ')'}"
+        raise ConfigError(name, f"{value!r} is out of range {interval}")
+
+
+def validate(cfg: Config) -> None:
+    """Check names against the registries and numbers against their ranges."""
+    for (section, key), allowed in _choices().items():
+        obj = getattr(cfg, section) if section else cfg
+        value = getattr(obj, key)
+        if value not in allowed:
+            name = f"{section}.{key}" if section else key
+            raise ConfigError(name, f"unknown value {value!r} (allowed: {', '.join(allowed)})")
+    for (section, key), bounds in _RANGES.items():
+        obj = getattr(cfg, section) if section else cfg
+        _check_range(f"{section}.{key}" if section else key, getattr(obj, key), bounds)
+    alg = cfg.algorithm
+    if alg.local_epochs == 0 and alg.local_steps == 0:
+        raise ConfigError("algorithm.local_steps", "local_epochs and local_steps are both 0")
+
+
+def _parse_value(text: str) -> Any:
+    """A --set value: a TOML literal (number, bool, quoted string, array) or else a bare string."""
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        return text
+
+
+def _set_path(raw: dict[str, Any], dotted: str, value: Any) -> None:
+    *parents, leaf = dotted.split(".")
+    node = raw
+    for part in parents:
+        child = node.setdefault(part, {})
+        if not isinstance(child, dict):
+            raise ConfigError(dotted, f"'{part}' is not a table")
+        node = child
+    node[leaf] = value
+
+
+def _variant_overrides(variant: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in variant.items() if k != "label"}
+
+
+def parse_overrides(items: list[str]) -> dict[str, Any]:
+    """['algorithm.lr=0.05', ...] -> {'algorithm.lr': 0.05, ...}."""
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, text = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError("--set", f"expected key=value, got {item!r}")
+        out[key.strip()] = _parse_value(text.strip())
+    return out
+
+
+def with_overrides(cfg: Config, overrides: dict[str, Any]) -> Config:
+    """A new validated config with dotted-key overrides applied."""
+    raw = cfg.to_dict()
+    raw.pop("compare")
+    for key, value in overrides.items():
+        _set_path(raw, key, value)
+    return config_from_dict(raw)
+
+
+def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> Config:
+    """Read a TOML experiment file, apply dotted-key overrides, validate."""
+    path = Path(path)
+    try:
+        raw = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise ConfigError("config", f"file not found: {path}") from None
+    except tomllib.TOMLDecodeError as err:
+        raise ConfigError("config", f"{path} is not valid TOML: {err}") from None
+    for key, value in (overrides or {}).items():
+        _set_path(raw, key, value)
+    return config_from_dict(raw)

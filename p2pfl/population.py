@@ -1,0 +1,64 @@
+"""The N node models as one vectorized population.
+
+Each parameter of all nodes is one contiguous block `[N, *shape]`; the blocks are carved,
+parameter-major, from a single flat buffer, so a whole population is saved, restored or copied as
+one tensor, and mixing is one matrix product per block.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+Params = dict[str, torch.Tensor]  # name -> [rows, *shape]
+
+
+class Population:
+    """Stacked parameters of `num_nodes` copies of `model`, all starting from its weights."""
+
+    def __init__(self, model: nn.Module, num_nodes: int, device: torch.device,
+                 dtype: torch.dtype) -> None:
+        named = [(name, p.detach()) for name, p in model.named_parameters()]
+        self.names = [name for name, _ in named]
+        self.shapes = {name: tuple(p.shape) for name, p in named}
+        self.num_nodes = num_nodes
+        self.num_params = sum(p.numel() for _, p in named)
+        self.flat = torch.empty(num_nodes * self.num_params, device=device, dtype=dtype)
+        self.params: Params = {}
+        offset = 0
+        for name, p in named:
+            size = num_nodes * p.numel()
+            block = self.flat[offset:offset + size].view(num_nodes, *p.shape)
+            block.copy_(p.to(device=device, dtype=dtype).expand_as(block))
+            self.params[name] = block
+            offset += size
+
+    def blocks(self) -> list[torch.Tensor]:
+        """The parameter blocks as 2-D views [N, numel]."""
+        return [p.view(self.num_nodes, -1) for p in self.params.values()]
+
+    def rows(self, nodes: torch.Tensor) -> Params:
+        """Copies of the parameters of `nodes` (int64 [m]): name -> [m, *shape]."""
+        return {name: p[nodes] for name, p in self.params.items()}
+
+    def state_dict(self) -> dict[str, torch.Tensor]:
+        return {"flat": self.flat.clone()}
+
+    def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
+        self.flat.copy_(state["flat"])
+
+
+def broadcast(model: Params, rows: int) -> Params:
+    """`rows` fresh copies of one model (name -> [*shape]) as stacked params [rows, *shape]."""
+    return {k: v.unsqueeze(0).expand(rows, *v.shape).clone() for k, v in model.items()}
+
+
+def per_node_sq_norm(tensors: Params) -> torch.Tensor:
+    """Squared L2 norm of each row over all tensors jointly: [rows]."""
+    return sum(t.flatten(1).square().sum(dim=1) for t in tensors.values())
+
+
+def row_scale(scale: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
+    """Reshape a per-row vector [rows] to broadcast against `like` [rows, ...]."""
+    return scale.view(-1, *([1] * (like.dim() - 1)))
+

@@ -1,0 +1,191 @@
+"""Config validation, the CLI, the run directory and determinism."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import networkx as nx
+import pytest
+
+import p2pfl
+import topologies as T
+from algorithms import ALGORITHMS
+from p2pfl.cli import main
+from p2pfl.config import ConfigError, config_from_dict, load_config
+from p2pfl.data import DEBIAN_FASHION_MNIST
+from p2pfl.engine import check_topology, run
+from p2pfl.results import read_metrics
+from tests.conftest import small_config
+
+ROOT = Path(__file__).resolve().parents[1]
+TINY = ["--set", "data.name='synthetic'", "--set", "data.num_nodes=4", "--set",
+        "data.synthetic_train=200", "--set", "data.synthetic_test=50", "--set", "rounds=2",
+        "--set", "algorithm.local_steps=2", "--set", "algorithm.batch_size=8", "--quiet"]
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "exp.toml"
+    path.write_text(text)
+    return path
+
+
+BASE = """
+seed = 0
+rounds = 2
+[data]
+name = "synthetic"
+num_nodes = 4
+[topology]
+out_degree = 2
+[algorithm]
+name = "sgp"
+"""
+
+BAD_CONFIGS = [
+    ("algorithm.name", '[algorithm]\nname = "nope"'),
+    ("topology.name", '[topology]\nname = "moebius"'),
+    ("data.name", '[data]\nname = "imagenet"'),
+    ("model.name", '[model]\nname = "gpt"'),
+    ("data.partition", '[data]\npartition = "random"'),
+    ("rounds", 'rounds = "ten"'),
+    ("rounds", "rounds = 0"),
+    ("seed", "seed = 1.5"),
+    ("data.alpha", "[data]\nalpha = -0.1"),
+    ("data.num_nodes", "[data]\nnum_nodes = 0"),
+    ("algorithm.participation", "[algorithm]\nparticipation = 0.0"),
+    ("algorithm.participation", "[algorithm]\nparticipation = 1.5"),
+    ("algorithm.lr", "[algorithm]\nlr = -1"),
+    ("algorithm.momentum", "[algorithm]\nmomentum = 1.0"),
+    ("algorithm.batch_size", '[algorithm]\nbatch_size = "big"'),
+    ("topology.directed", '[topology]\ndirected = "yes"'),
+    ("data.colour", '[data]\ncolour = "red"'),
+    ("learning_rate", "learning_rate = 0.1"),
+    ("device", 'device = "tpu"'),
+    ("engine.dtype", '[engine]\ndtype = "float16"'),
+]
+
+
+@pytest.mark.parametrize(("field", "text"), BAD_CONFIGS)
+def test_bad_config_is_one_line_error_naming_the_field(tmp_path, capsys, field, text):
+    path = _write(tmp_path, text)
+    with pytest.raises(ConfigError) as err:
+        load_config(path)
+    assert err.value.field == field
+    assert main(["run", str(path), "--out", str(tmp_path / "run")]) == 2
+    stderr = capsys.readouterr().err
+    assert stderr.count("\n") == 1 and field in stderr and "Traceback" not in stderr
+
+
+def test_missing_dataset_is_a_clean_error(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("P2PFL_DATA", raising=False)
+    path = _write(tmp_path, f'rounds = 1\n[data]\nname = "mnist"\nroot = "{tmp_path}"\n')
+    assert main(["run", str(path), "--out", str(tmp_path / "run")]) == 2
+    stderr = capsys.readouterr().err
+    assert stderr.count("\n") == 1 and "mnist" in stderr and str(tmp_path) in stderr
+    assert not (tmp_path / "run").exists()
+
+
+def test_cli_exit_status_from_a_real_process(tmp_path):
+    path = _write(tmp_path, '[algorithm]\nname = "nope"\n')
+    proc = subprocess.run([sys.executable, "-m", "p2pfl.cli", "run", str(path)],
+                          capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("p2pfl: error: algorithm.name") and "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize(("algorithm", "topology", "message"), [
+    ("fedavg", "ring", "star"),
+    ("dfedavg", "directed_ring", "undirected"),
+])
+def test_algorithm_refuses_wrong_topology(algorithm, topology, message):
+    with pytest.raises(ConfigError, match=message):
+        run(small_config(algorithm__name=algorithm, topology__name=topology))
+
+
+def test_pushsum_refuses_graph_that_is_not_strongly_connected():
+    G = nx.DiGraph([(0, 1), (1, 0), (2, 3), (3, 2)])
+    algorithm = ALGORITHMS["sgp"](small_config().algorithm)
+    with pytest.raises(ConfigError, match="not strongly connected"):
+        check_topology(algorithm, T.static(G), rounds=10)
+
+
+def test_set_overrides_and_compare_variants_are_validated(tmp_path):
+    path = _write(tmp_path, BASE + '[[compare]]\nlabel = "x"\n"algorithm.name" = "nope"\n')
+    with pytest.raises(ConfigError) as err:
+        load_config(path)
+    assert err.value.field == "compare[0].algorithm.name"
+    cfg = load_config(_write(tmp_path, BASE), {"algorithm.lr": 0.5, "topology.name": "ring"})
+    assert cfg.algorithm.lr == 0.5 and cfg.topology.name == "ring"
+
+
+def test_run_directory_contents_and_refusal_to_overwrite(tmp_path):
+    cfg = small_config(rounds=3, algorithm__name="sgp", topology__name="random_out",
+                       topology__out_degree=2, eval__every=2)
+    history = run(cfg, tmp_path / "run")
+    records = read_metrics(tmp_path / "run" / "metrics.jsonl")
+    assert records == history and [r["round"] for r in records] == [1, 2, 3]
+    assert "test_acc" not in records[0] and "test_acc" in records[1] and "test_acc" in records[2]
+    for key in ("train_loss", "bytes_sent", "wall_s", "ps_weight_min", "ps_weight_max",
+                "ps_weight_sum"):
+        assert key in records[0]
+    for key in ("test_acc", "test_acc_local_mean", "consensus_dist"):
+        assert key in records[2]
+    assert records[0]["bytes_sent"] == 12 * (records[0]["bytes_sent"] // 12)
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["rounds"] == 3 and summary["final"]["round"] == 3
+    assert json.loads((tmp_path / "run" / "config.json").read_text())["seed"] == cfg.seed
+    for name in ("curves.png", "curves.pdf", "final.pt"):
+        assert (tmp_path / "run" / name).stat().st_size > 0
+    with pytest.raises(ConfigError, match="already holds a run"):
+        run(cfg, tmp_path / "run")
+
+
+def test_torn_last_metrics_line_is_dropped(tmp_path):
+    path = tmp_path / "metrics.jsonl"
+    path.write_text('{"round": 1}\n{"round": 2}\n{"rou')
+    assert read_metrics(path) == [{"round": 1}, {"round": 2}]
+
+
+def _strip_times(records):
+    return [{k: v for k, v in r.items() if k not in ("wall_s", "eval_s")} for r in records]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_same_config_and_seed_give_identical_metrics(tmp_path, dtype):
+    cfg = small_config(rounds=3, algorithm__name="sgp", topology__name="random_out",
+                       topology__out_degree=2, engine__dtype=dtype)
+    a = _strip_times(run(cfg, tmp_path / "a"))
+    b = _strip_times(run(cfg, tmp_path / "b"))
+    assert a == b
+    other = _strip_times(run(p2pfl.with_overrides(cfg, {"seed": 4}), tmp_path / "c"))
+    assert other != a
+
+
+def test_cli_run_and_plot(tmp_path, capsys):
+    cfg = ROOT / "configs" / "demo.toml"
+    assert main(["run", str(cfg), "--out", str(tmp_path / "demo"), *TINY]) == 0
+    out = capsys.readouterr().out
+    assert out.count("final test_acc") == 3
+    assert (tmp_path / "demo" / "comparison.png").exists()
+    runs = sorted(p for p in (tmp_path / "demo").iterdir() if p.is_dir())
+    assert len(runs) == 3
+    assert main(["plot", *map(str, runs), "--out", str(tmp_path / "cmp")]) == 0
+    assert (tmp_path / "cmp.png").exists()
+
+
+@pytest.mark.skipif(not DEBIAN_FASHION_MNIST.exists(), reason="Fashion-MNIST not installed")
+@pytest.mark.parametrize(("algorithm", "topology"), [
+    ("fedavg", "star"), ("dfedavg", "ring"), ("sgp", "exponential")])
+def test_real_fashion_mnist_reaches_078(tmp_path, algorithm, topology):
+    raw = {"seed": 0, "rounds": 4, "device": "cpu",
+           "data": {"name": "fashion_mnist", "num_nodes": 10, "partition": "iid"},
+           "model": {"name": "mlp"},
+           "topology": {"name": topology, "directed": True},
+           "algorithm": {"name": algorithm, "lr": 0.05, "local_epochs": 1, "batch_size": 64,
+                         "participation": 1.0},
+           "eval": {"local_samples": 500}}
+    history = run(config_from_dict(raw), tmp_path / "run")
+    assert history[-1]["test_acc"] >= 0.78
