@@ -258,7 +258,10 @@ def run_compare(cfg: Config, out_dir: str | Path | None = None,
         label = str(variant.get("label") or ", ".join(f"{k}={v}" for k, v in overrides.items()))
         histories[label] = run(with_overrides(cfg, overrides), out / _slug(label), progress,
                                label)
-    plot_histories(histories, out / "comparison", title="comparison")
+    d = cfg.data
+    split = f"Dirichlet({d.alpha})" if d.partition == "dirichlet" else d.partition
+    plot_histories(histories, out / "comparison",
+                   title=f"{d.name}, {d.num_nodes} nodes, {split}, {cfg.model.name}")
     write_json_atomic(out / "comparison.json", {
         label: {"final_test_acc": h[-1].get("test_acc"), "rounds": len(h),
                 "total_wall_s": sum(r["wall_s"] for r in h)}

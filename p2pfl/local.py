@@ -79,14 +79,18 @@ def descent_direction(forward: StackedForward, params: Params, x: torch.Tensor, 
 
 def apply_step(params: Params, direction: Params, buffers: Params | None, lr: torch.Tensor,
                solver: LocalSolver) -> None:
-    """x -= lr * (momentum buffer of d + wd * x), in place; `lr` is per node [c]."""
+    """x -= lr * (momentum buffer of d + wd * x), in place; `lr` is per node [c].
+
+    Two passes over memory per tensor (the step is memory-bound): b <- d + momentum * b, then
+    x <- x - lr * b.
+    """
     for k, d in direction.items():
         x = params[k]
         if solver.weight_decay > 0:
             d = d.add(x, alpha=solver.weight_decay)
         if buffers is not None:
-            d = buffers[k].mul_(solver.momentum).add_(d)
-        x.sub_(d * row_scale(lr, d))
+            d = torch.add(d, buffers[k], alpha=solver.momentum, out=buffers[k])
+        x.addcmul_(d, row_scale(lr, d), value=-1.0)
 
 
 class VectorizedTrainer:
