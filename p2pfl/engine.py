@@ -189,10 +189,11 @@ def run(cfg: Config, out_dir: str | Path | None = None, progress: bool = False,
         report = algorithm.round(ctx, t, ctx.schedule.at(t))
         if not torch.isfinite(report.losses).all():
             bad = report.nodes[~torch.isfinite(report.losses)].tolist()
-            last = history[-1]["train_loss"] if history else float("nan")
+            last = (f"last finite mean loss {history[-1]['train_loss']:.4g}" if history
+                    else "no round completed")
             raise DivergenceError(f"round {t + 1}: non-finite training loss at nodes {bad[:10]}"
-                                  f"{' ...' if len(bad) > 10 else ''} (last finite mean loss "
-                                  f"{last:.4g}); results so far are in {out}")
+                                  f"{' ...' if len(bad) > 10 else ''} ({last}); results so far "
+                                  f"are in {out}")
         if ctx.device.type == "cuda":
             torch.cuda.synchronize()
         record: dict[str, Any] = {

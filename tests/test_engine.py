@@ -189,3 +189,15 @@ def test_real_fashion_mnist_reaches_078(tmp_path, algorithm, topology):
            "eval": {"local_samples": 500}}
     history = run(config_from_dict(raw), tmp_path / "run")
     assert history[-1]["test_acc"] >= 0.78
+
+
+def test_divergence_stops_with_one_line_and_keeps_metrics(tmp_path, capsys):
+    path = _write(tmp_path, BASE.replace("rounds = 2", "rounds = 8") + "local_steps = 1\nlr = 10\n")
+    assert main(["run", str(path), "--out", str(tmp_path / "run"), "--quiet"]) == 3
+    stderr = capsys.readouterr().err
+    assert stderr.count("\n") == 1 and "non-finite training loss" in stderr
+    assert "Traceback" not in stderr
+    records = read_metrics(tmp_path / "run" / "metrics.jsonl")
+    assert 1 <= len(records) < 8
+    assert f"round {len(records) + 1}:" in stderr
+    assert all(r["round"] == i + 1 for i, r in enumerate(records))
