@@ -210,7 +210,7 @@ def config_from_dict(raw: dict[str, Any]) -> Config:
     validate(cfg)
     for i, variant in enumerate(cfg.compare):
         try:
-            validate(with_overrides(cfg, _variant_overrides(variant)))
+            validate(with_overrides(cfg, variant_overrides(variant)))
         except ConfigError as err:
             raise ConfigError(f"compare[{i}].{err.field}", str(err).split(": ", 1)[1]) from None
     return cfg
@@ -262,7 +262,8 @@ def _set_path(raw: dict[str, Any], dotted: str, value: Any) -> None:
     node[leaf] = value
 
 
-def _variant_overrides(variant: dict[str, Any]) -> dict[str, Any]:
+def variant_overrides(variant: dict[str, Any]) -> dict[str, Any]:
+    """The dotted-key overrides of one [[compare]] table (everything but its label)."""
     return {k: v for k, v in variant.items() if k != "label"}
 
 

@@ -20,7 +20,7 @@ import analysis as A
 import topologies as T
 from algorithms import ALGORITHMS, Algorithm
 from p2pfl.comm import LocalComm
-from p2pfl.config import Config, ConfigError, with_overrides
+from p2pfl.config import Config, ConfigError, variant_overrides, with_overrides
 from p2pfl.context import RunContext
 from p2pfl.data import DatasetNotFoundError, find_dataset_dir, load_dataset, partition
 from p2pfl.federated import FederatedData
@@ -255,7 +255,7 @@ def run_compare(cfg: Config, out_dir: str | Path | None = None,
     out = Path(out_dir) if out_dir is not None else default_out_dir(cfg)
     histories: dict[str, History] = {}
     for variant in cfg.compare:
-        overrides = {k: v for k, v in variant.items() if k != "label"}
+        overrides = variant_overrides(variant)
         label = str(variant.get("label") or ", ".join(f"{k}={v}" for k, v in overrides.items()))
         histories[label] = run(with_overrides(cfg, overrides), out / _slug(label), progress,
                                label)
