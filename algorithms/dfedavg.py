@@ -5,7 +5,7 @@ The Gossip round is exactly this algorithm; momentum > 0 gives DFedAvgM's local 
 
 from __future__ import annotations
 
-from algorithms.base import Gossip
+from algorithms.decentralized import Gossip
 
 
 class DFedAvg(Gossip):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from algorithms.base import Server
+from algorithms.server import Server
 from p2pfl.context import RunContext
 from p2pfl.population import Params
 

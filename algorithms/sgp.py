@@ -6,7 +6,7 @@ column-stochastic P. With one local step per round this is SGP; with K > 1 it is
 
 from __future__ import annotations
 
-from algorithms.base import PushSum
+from algorithms.decentralized import PushSum
 
 
 class SGP(PushSum):
