@@ -95,18 +95,19 @@ def select_random(losses: np.ndarray | None, candidates: int | np.ndarray, k: in
 def select_loss_based(losses: np.ndarray | None, candidates: int | np.ndarray, k: int,
                       rng: np.random.Generator) -> np.ndarray:
     """DFedSGPSM-S: ``Pr(i picks j) = |f_i - f_j| / sum_l |f_i - f_l|``, k draws without
-    replacement; uniform when all differences are 0 or losses is None (and, once the nodes with
-    a positive difference are used up, uniform over the rest)."""
+    replacement; uniform when all differences are 0 or losses is None (then the same draw as
+    ``select_random``), and once the nodes with a positive difference are used up, uniform over
+    the rest."""
     n, mask = _candidates(candidates, k)
     f = _check_losses(losses, n)
     if f is None:
-        return weighted_choice(lambda rows: np.ones((rows.size, n)), n, mask, k, rng)
+        return select_random(None, candidates, k, rng)
     return weighted_choice(lambda rows: np.abs(f[rows, None] - f[None, :]), n, mask, k, rng)
 
 
 def loss_softmax(temperature: float = 1.0) -> Selector:
     """Selector with ``Pr(i picks j) proportional to exp(|f_i - f_j| / temperature)``, drawn
-    without replacement; uniform when losses is None."""
+    without replacement; with losses None, the draw of ``select_random``."""
     try:
         tau = float(temperature)
     except (TypeError, ValueError):
@@ -119,7 +120,7 @@ def loss_softmax(temperature: float = 1.0) -> Selector:
         n, mask = _candidates(candidates, k)
         f = _check_losses(losses, n)
         if f is None:
-            return weighted_choice(lambda rows: np.ones((rows.size, n)), n, mask, k, rng)
+            return select_random(None, candidates, k, rng)
 
         def weight(rows: np.ndarray) -> np.ndarray:
             logits = np.abs(f[rows, None] - f[None, :]) / tau
