@@ -581,6 +581,9 @@ def test_from_adjacency() -> None:
     assert not U.is_directed() and nx.number_of_selfloops(U) == 0 and U.number_of_edges() == 3
     assert T.from_adjacency(A + A.T, directed=True).number_of_edges() == 6
     assert edge_set(T.from_adjacency(sp.csr_array(A))) == edge_set(G)
+    assert edge_set(T.from_adjacency(A, directed=False)) == {(0, 1), (1, 2), (0, 2)}
+    with pytest.raises(ValueError, match="symmetric"):
+        T.from_adjacency(A, directed=False, weighted=True)
     with pytest.raises(ValueError, match="square"):
         T.from_adjacency(np.ones((2, 3)))
     with pytest.raises(ValueError, match=r"negative entry at \[0, 1\]"):

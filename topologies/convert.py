@@ -27,7 +27,8 @@ def from_adjacency(
     Parameters
     ----------
     A : dense array or scipy.sparse matrix, non-negative.
-    directed : DiGraph or Graph; None picks Graph exactly when A is symmetric.
+    directed : DiGraph or Graph; None picks Graph exactly when A is symmetric (with False, an
+        edge is there when A[i, j] or A[j, i] is non-zero).
     weighted : store ``A[i, j]`` as the edge attribute ``weight`` (a mixing weight).
 
     Returns
@@ -53,9 +54,12 @@ def from_adjacency(
         raise ValueError(f"adjacency matrix has a negative entry at [{M.row[e]}, {M.col[e]}]")
     keep = (M.row != M.col) & (M.data != 0)
     rows, cols, vals = M.row[keep], M.col[keep], M.data[keep]
+    off = sp.coo_array((vals, (rows, cols)), shape=M.shape).tocsr()
+    asymmetric = (off != off.T).nnz > 0
     if directed is None:
-        off = sp.coo_array((vals, (rows, cols)), shape=M.shape).tocsr()
-        directed = (off != off.T).nnz > 0
+        directed = asymmetric
+    elif not directed and weighted and asymmetric:
+        raise ValueError("an undirected weighted graph needs a symmetric matrix")
     G = nx.DiGraph() if directed else nx.Graph()
     G.add_nodes_from(range(M.shape[0]))
     if weighted:
