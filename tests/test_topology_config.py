@@ -8,7 +8,7 @@ import pytest
 
 import topologies as T
 from p2pfl.config import ConfigError, TopologyConfig
-from p2pfl.engine import build
+from p2pfl.engine import build, run
 from tests.conftest import small_config
 
 SMOKE = {  # name -> (num_nodes, extra [topology] fields) giving a connected instance
@@ -97,3 +97,12 @@ def test_engine_errors_name_the_topology_field(fields: dict, field: str, message
     with pytest.raises(ConfigError, match=message) as err:
         build(cfg)
     assert err.value.field == field
+
+
+def test_full_run_on_a_time_varying_topology(tmp_path) -> None:
+    cfg = small_config(rounds=2, data__num_nodes=6, algorithm__name="sgp",
+                       topology__name="random_regular_schedule", topology__degree=3,
+                       topology__window=2, algorithm__local_steps=1)
+    history = run(cfg, tmp_path / "run")
+    assert [r["round"] for r in history] == [1, 2]
+    assert abs(history[-1]["ps_weight_sum"] - 6) < 1e-9

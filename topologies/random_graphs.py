@@ -121,11 +121,17 @@ def random_regular(n: int, d: int, seed: Seed = None) -> nx.Graph:
     >>> sorted({deg for _, deg in random_regular(10, 3, seed=0).degree()})
     [3]
     """
+    n, d = check_regular(n, d)
+    return _simple(nx.random_regular_graph(d, n, seed=seed))
+
+
+def check_regular(n: int, d: int) -> tuple[int, int]:
+    """(n, d) as ints, or ParameterError unless a d-regular graph on n nodes exists."""
     n = check_int(n, "n", 1)
     d = check_int(d, "d", 0, n - 1)
     if n * d % 2:
         raise ParameterError("d", f"times n must be even, got n={n}, d={d}")
-    return _simple(nx.random_regular_graph(d, n, seed=seed))
+    return n, d
 
 
 def watts_strogatz(

@@ -17,7 +17,7 @@ import numpy as np
 
 from topologies._common import ParameterError, check_int, check_nodes, check_out_degree
 from topologies.builders import _circulant
-from topologies.random_graphs import Seed, out_digraph, random_regular
+from topologies.random_graphs import Seed, check_regular, out_digraph, random_regular
 from topologies.selection import Selector, check_targets, get_selector
 
 
@@ -252,7 +252,7 @@ def random_regular_schedule(n: int, d: int, seed: Seed = None) -> RandomRegularS
     >>> sorted({deg for _, deg in random_regular_schedule(10, 4, seed=0).at(3).degree()})
     [4]
     """
-    random_regular(check_int(n, "n", 1), d, seed=0)  # validates n and d now, not at round 0
+    n, d = check_regular(n, d)
     return RandomRegularSchedule(n, d, _schedule_seed(seed))
 
 
