@@ -99,7 +99,8 @@ class FedFSA(FedCM):
     def local_terms(self, ctx: RunContext, nodes: torch.Tensor, start: Params,
                     t: int) -> LocalTerms:
         a = self.cfg
-        radii = torch.where(self.selected[nodes], a.rho_larger, a.rho).to(ctx.dtype)
+        radii = torch.full(self.selected[nodes].shape, a.rho, device=ctx.device, dtype=ctx.dtype)
+        radii[self.selected[nodes]] = a.rho_larger
         return replace(super().local_terms(ctx, nodes, start, t), ascent="layerwise",
                        radii=radii)
 

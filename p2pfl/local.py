@@ -197,10 +197,9 @@ def _ascent(grads: Params, params: Params, solver: LocalSolver,
         for k, e in perturb.items():
             terms.dual[k].add_(e - terms.shift[k])
         return perturb
-    inv_norm = 1.0 / (per_node_sq_norm(grads).sqrt() + SAM_EPS)
+    norm = per_node_sq_norm(grads).sqrt() + SAM_EPS
     order = list(params)
-    return {k: g * row_scale(terms.radii[:, order.index(k)] * inv_norm, g)
-            for k, g in grads.items()}
+    return {k: g * row_scale(terms.radii[:, order.index(k)] / norm, g) for k, g in grads.items()}
 
 
 def corrected_direction(forward: StackedForward, params: Params, x: torch.Tensor,
