@@ -62,10 +62,21 @@ class Server(Algorithm):
         self.trainer = ctx.trainer
 
     def sample(self, ctx: RunContext, t: int) -> torch.Tensor:
-        n = ctx.num_nodes
-        m = max(1, round(self.cfg.participation * n))
-        chosen = numpy_rng(ctx.cfg.seed, "participation", t).choice(n, size=m, replace=False)
-        return torch.as_tensor(np.sort(chosen), device=ctx.device)
+        """The clients of round t (int64 [m], sorted); spec 1.5.
+
+        fixed: m = max(1, round(participation * N)) clients without replacement. bernoulli
+        (FL-Simulator): each client independently with probability `participation`, redrawn
+        until at least one is active.
+        """
+        n, r = ctx.num_nodes, self.cfg.participation
+        rng = numpy_rng(ctx.cfg.seed, "participation", t)
+        if self.cfg.sampling == "bernoulli":
+            chosen = np.flatnonzero(rng.random(n) < r)
+            while len(chosen) == 0:
+                chosen = np.flatnonzero(rng.random(n) < r)
+        else:
+            chosen = np.sort(rng.choice(n, size=max(1, round(r * n)), replace=False))
+        return torch.as_tensor(chosen, device=ctx.device)
 
     def client_start(self, ctx: RunContext, t: int) -> Params:
         """The model the sampled clients of round t start from."""

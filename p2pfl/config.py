@@ -67,6 +67,7 @@ class AlgorithmConfig:
     server_lr: float = 1.0
     # Centralized family (docs/algorithms-centralized.md says which algorithm reads which field).
     variant: str = "paper"  # paper | reference_code (where the authors' code differs)
+    sampling: str = "fixed"  # fixed: m = round(participation N) clients; bernoulli: each w.p. r
     prox_mu: float = 0.01  # FedProx proximal coefficient
     server_beta1: float = 0.9  # FedAdam first-moment decay
     server_beta2: float = 0.99  # FedAdam second-moment decay
@@ -122,6 +123,7 @@ DEVICES = ("auto", "cpu", "cuda")
 DTYPES = ("float32", "float64")
 EXECUTORS = ("vectorized", "loop")
 VARIANTS = ("paper", "reference_code")
+SAMPLINGS = ("fixed", "bernoulli")
 
 # (section, field) -> (low, high, low_inclusive, high_inclusive); None means unbounded.
 _RANGES: dict[tuple[str, str], tuple[float | None, float | None, bool, bool]] = {
@@ -184,6 +186,7 @@ def _choices() -> dict[tuple[str, str], tuple[str, ...]]:
         ("topology", "name"): tuple(TOPOLOGIES),
         ("algorithm", "name"): tuple(ALGORITHMS),
         ("algorithm", "variant"): VARIANTS,
+        ("algorithm", "sampling"): SAMPLINGS,
         ("engine", "executor"): EXECUTORS,
         ("engine", "dtype"): DTYPES,
     }

@@ -400,3 +400,25 @@ def test_variant_and_executor_errors_are_one_line_config_errors():
         build(_config("scaffold", engine__executor="loop"))
     with pytest.raises(ConfigError, match="algorithm.variant"):
         _config("fedavg", algorithm__variant="code")
+
+
+@pytest.mark.parametrize("path", ["centralized_fmnist", "fedgloss_cifar10_cnn_alpha0",
+                                  "fedgloss_cifar10_cnn_alpha005", "fedgloss_fmnist",
+                                  "fedlesam_cifar10", "fedlesam_fmnist"])
+def test_centralized_configs_validate(path):
+    from p2pfl.config import load_config
+
+    cfg = load_config(f"configs/{path}.toml")
+    assert cfg.topology.name == "star" and len(cfg.compare) >= 8
+
+
+def test_bernoulli_sampling_varies_the_number_of_clients_and_accounts_for_it():
+    cfg = _config("scaffold", data__num_nodes=20, algorithm__participation=0.3,
+                  algorithm__sampling="bernoulli")
+    ctx, algorithm = build(cfg)
+    sizes = {len(algorithm.sample(ctx, t)) for t in range(30)}
+    assert len(sizes) > 2 and min(sizes) >= 1
+    report = algorithm.round(ctx, 0, ctx.schedule.at(0))
+    assert report.copies_sent == 4 * len(report.nodes)
+    _, fixed = build(_config("scaffold", data__num_nodes=20, algorithm__participation=0.3))
+    assert {len(fixed.sample(ctx, t)) for t in range(5)} == {6}
