@@ -1,20 +1,64 @@
-"""FedAvg (McMahan et al. 2017; spec 3.10): x <- x + server_lr * mean_i (x_i^K - x)."""
+"""FedAvg (McMahan et al. 2017; spec 3.10) and the algorithms that only change its local step or
+its server optimizer: FedSAM (3.16), FedProx (3.11), FedAdam (3.12)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 
-from algorithms.server import Server
+from algorithms.client_state import expand
+from algorithms.server import ClientRound, Server
+from algorithms.server_optim import ServerAdam, ServerSGD
 from p2pfl.context import RunContext
+from p2pfl.local import LocalTerms
 from p2pfl.population import Params
 
 
 class FedAvg(Server):
-    name = "fedavg"
+    """x <- x + server_lr * mean_i (x_i^K - x)."""
 
-    def aggregate(self, ctx: RunContext, params: Params, nodes: torch.Tensor) -> None:
-        # Every node holds the same number of samples, so sample weighting is the plain mean.
-        weights = torch.full((len(nodes),), 1.0 / len(nodes), device=ctx.device, dtype=ctx.dtype)
-        mean = ctx.comm.weighted_sum(params, weights)
-        for k, x in self.server.items():
-            x.add_(mean[k] - x, alpha=self.cfg.server_lr)
+    name = "fedavg"
+    uses_terms = False
+
+    def setup(self, ctx: RunContext) -> None:
+        super().setup(ctx)
+        self.optimizer: ServerSGD | ServerAdam = ServerSGD(self.cfg.server_lr)
+
+    def aggregate(self, ctx: RunContext, r: ClientRound) -> None:
+        self.optimizer.step(self.server, self.mean_update(ctx, r))
+
+    def state_dict(self) -> dict[str, Any]:
+        return super().state_dict() | {"optimizer": self.optimizer.state_dict()}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        super().load_state_dict(state)
+        self.optimizer.load_state_dict(state["optimizer"])
+
+
+class FedSAM(FedAvg):
+    """FedAvg whose clients take SAM steps of radius `rho` (spec 1.2)."""
+
+    name = "fedsam"
+
+
+class FedProx(FedAvg):
+    """Local step direction g + prox_mu * (x - x^t)."""
+
+    name = "fedprox"
+    uses_terms = True
+
+    def local_terms(self, ctx: RunContext, nodes: torch.Tensor, start: Params,
+                    t: int) -> LocalTerms:
+        return LocalTerms(prox=self.cfg.prox_mu, anchor=expand(start, len(nodes)))
+
+
+class FedAdam(FedAvg):
+    """Adam on the server with the mean client update as the (negative) pseudo-gradient."""
+
+    name = "fedadam"
+
+    def setup(self, ctx: RunContext) -> None:
+        super().setup(ctx)
+        a = self.cfg
+        self.optimizer = ServerAdam(a.server_lr, a.server_beta1, a.server_beta2, a.server_tau)

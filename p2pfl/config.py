@@ -78,6 +78,27 @@ class AlgorithmConfig:
     weight_decay: float = 0.0
     clip_norm: float = 0.0
     server_lr: float = 1.0
+    # Centralized family (docs/algorithms-centralized.md says which algorithm reads which field).
+    variant: str = "paper"  # paper | reference_code (where the authors' code differs)
+    sampling: str = "fixed"  # fixed: m = round(participation N) clients; bernoulli: each w.p. r
+    prox_mu: float = 0.01  # FedProx proximal coefficient
+    server_beta1: float = 0.9  # FedAdam first-moment decay
+    server_beta2: float = 0.99  # FedAdam second-moment decay
+    server_tau: float = 0.01  # FedAdam epsilon
+    cm_alpha: float = 0.1  # FedCM / MoFedSAM / FedFSA weight of the LOCAL gradient
+    dyn_alpha: float = 0.1  # FedDyn alpha = lambda of FedSpeed/FedSMOO/FedLESAM-D = 1/beta (ADMM)
+    correction_scale: float = 0.1  # FedLESAM-S reference code's scale of the SCAFFOLD correction
+    quasi_alpha: float = 0.95  # FedSpeed paper form: weight of the perturbed gradient
+    ema_alpha: float = 0.95  # FedGMT trajectory EMA coefficient
+    distill_gamma: float = 1.0  # FedGMT weight of the KL term
+    kl_temperature: float = 1.0  # FedGMT KL temperature (reference code: 3)
+    server_rho: float = 0.0  # FedGloSS server-side SAM radius rho_s
+    rho_warmup: int = 0  # FedGloSS rounds T_s of the linear rho warm-up (0 = none)
+    rho_start: float = 0.001  # FedGloSS warm-up start rho_0
+    server_rho_warmup: bool = False  # FedGloSS: warm rho_s up too
+    rho_larger: float = 0.2  # FedFSA radius of the TopC most sensitive layers
+    top_c: int = 2  # FedFSA number of layers with the larger radius
+    personal_fraction: float = 0.3  # FedFSA share of each client's data held out as its test set
 
 
 @dataclass
@@ -114,6 +135,8 @@ class Config:
 DEVICES = ("auto", "cpu", "cuda")
 DTYPES = ("float32", "float64")
 EXECUTORS = ("vectorized", "loop")
+VARIANTS = ("paper", "reference_code")
+SAMPLINGS = ("fixed", "bernoulli")
 
 # (section, field) -> (low, high, low_inclusive, high_inclusive); None means unbounded.
 _RANGES: dict[tuple[str, str], tuple[float | None, float | None, bool, bool]] = {
@@ -148,6 +171,23 @@ _RANGES: dict[tuple[str, str], tuple[float | None, float | None, bool, bool]] = 
     ("algorithm", "weight_decay"): (0, None, True, True),
     ("algorithm", "clip_norm"): (0, None, True, True),
     ("algorithm", "server_lr"): (0, None, False, True),
+    ("algorithm", "prox_mu"): (0, None, True, True),
+    ("algorithm", "server_beta1"): (0, 1, True, False),
+    ("algorithm", "server_beta2"): (0, 1, True, False),
+    ("algorithm", "server_tau"): (0, None, False, True),
+    ("algorithm", "cm_alpha"): (0, 1, False, True),
+    ("algorithm", "dyn_alpha"): (0, None, False, True),
+    ("algorithm", "correction_scale"): (0, None, True, True),
+    ("algorithm", "quasi_alpha"): (0, 1, True, True),
+    ("algorithm", "ema_alpha"): (0, 1, True, False),
+    ("algorithm", "distill_gamma"): (0, None, True, True),
+    ("algorithm", "kl_temperature"): (0, None, False, True),
+    ("algorithm", "server_rho"): (0, None, True, True),
+    ("algorithm", "rho_warmup"): (0, None, True, True),
+    ("algorithm", "rho_start"): (0, None, True, True),
+    ("algorithm", "rho_larger"): (0, None, True, True),
+    ("algorithm", "top_c"): (0, None, True, True),
+    ("algorithm", "personal_fraction"): (0, 1, False, False),
     ("eval", "every"): (1, None, True, True),
     ("eval", "local_samples"): (0, None, True, True),
     ("eval", "batch_size"): (1, None, True, True),
@@ -170,6 +210,8 @@ def _choices() -> dict[tuple[str, str], tuple[str, ...]]:
         ("topology", "name"): tuple(TOPOLOGIES),
         ("topology", "selection"): tuple(SELECTIONS),
         ("algorithm", "name"): tuple(ALGORITHMS),
+        ("algorithm", "variant"): VARIANTS,
+        ("algorithm", "sampling"): SAMPLINGS,
         ("engine", "executor"): EXECUTORS,
         ("engine", "dtype"): DTYPES,
     }

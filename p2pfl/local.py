@@ -1,13 +1,15 @@
 """The local phase: K optimizer steps of many nodes at once.
 
 `LocalSolver` is the per-step rule shared by every algorithm (SGD, heavy-ball momentum reset each
-round, the SAM ascent, weight decay, clipping). `VectorizedTrainer` runs it on stacked parameters,
-chunk by chunk, one batched forward/backward per step for all nodes of a chunk.
+round, the SAM ascent, weight decay, clipping). `LocalTerms` adds what centralized algorithms put
+into the step (gradient corrections, proximal and distillation terms, SAM variants).
+`VectorizedTrainer` runs it on stacked parameters, chunk by chunk, one batched forward/backward per
+step for all nodes of a chunk.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 
 import torch
 import torch.nn.functional as F
@@ -93,6 +95,155 @@ def apply_step(params: Params, direction: Params, buffers: Params | None, lr: to
         x.addcmul_(d, row_scale(lr, d), value=-1.0)
 
 
+ASCENTS = ("gradient", "corrected", "layerwise", "fixed")
+
+
+@dataclass(frozen=True)
+class LocalTerms:
+    """What a centralized algorithm adds to the local step of the m rows it trains.
+
+    Every per-row tensor is stacked `[m, *shape]` (a model shared by all rows may be an expanded
+    view). The step direction is
+
+        d = clip(grad_scale * g + linear + prox * (x - anchor)) + wd * x
+
+    where g is the gradient of the objective CE + distill_weight * tau^2 * KL(p_teacher || p_x)
+    (softmax at temperature tau, batch mean; the teacher's forward builds no graph), taken at
+    x + e on the same minibatch, with e from the `ascent` rule (rho is the solver's radius):
+
+    - "gradient":  e = rho * g1 / (||g1|| + eps)                       (SAM; SGD when rho = 0)
+    - "corrected": a = g1 - dual - shift, e = rho * a / (||a|| + eps), then dual += e - shift
+      (FedSMOO; `dual` is updated in place every step)
+    - "layerwise": e_k = radii[:, k] * g1_k / (||g1|| + eps), one radius per parameter tensor
+      and row, the norm global (FedFSA)
+    - "fixed":     e = perturb, fixed for the round; one forward/backward per step (FedLESAM)
+
+    With sam_mix < 1 the gradient is (1 - sam_mix) * g1 + sam_mix * g(x + e) (FedSpeed's
+    quasi-gradient). Only the `trainable` parameters move when it is given. The losses reported
+    are the cross-entropies at x (at x + e for "fixed", which never evaluates x).
+    """
+
+    grad_scale: float = 1.0
+    linear: Params | None = None
+    prox: float = 0.0
+    anchor: Params | None = None
+    ascent: str = "gradient"
+    dual: Params | None = None
+    shift: Params | None = None
+    radii: torch.Tensor | None = None  # [m, number of parameter tensors], in params order
+    perturb: Params | None = None
+    sam_mix: float = 1.0
+    teacher: Params | None = None
+    distill_weight: float = 0.0
+    temperature: float = 1.0
+    trainable: tuple[str, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if self.ascent not in ASCENTS:
+            raise ValueError(f"unknown ascent {self.ascent!r}; allowed: {', '.join(ASCENTS)}")
+        needs = {"corrected": ("dual", "shift"), "layerwise": ("radii",), "fixed": ("perturb",)}
+        for name in needs.get(self.ascent, ()):
+            if getattr(self, name) is None:
+                raise ValueError(f"ascent {self.ascent!r} needs {name}")
+        if self.prox and self.anchor is None:
+            raise ValueError("a proximal term needs an anchor")
+
+    def rows(self, rows: slice) -> LocalTerms:
+        """The terms of rows `rows` (views: in-place dual updates reach the full tensors)."""
+        changes: dict = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, dict):
+                changes[f.name] = {k: v[rows] for k, v in value.items()}
+            elif isinstance(value, torch.Tensor):
+                changes[f.name] = value[rows]
+        return replace(self, **changes)
+
+
+def _objective_grads(forward: StackedForward, params: Params, x: torch.Tensor, y: torch.Tensor,
+                     terms: LocalTerms, teacher_logits: torch.Tensor | None,
+                     names: tuple[str, ...]) -> tuple[Params, torch.Tensor]:
+    """Per-node gradients (of the `names` parameters) of the local objective; CE losses [c]."""
+    leaves = {k: v.detach().requires_grad_() if k in names else v.detach()
+              for k, v in params.items()}
+    logits = forward(leaves, x)
+    ce = F.cross_entropy(logits.flatten(0, 1), y.flatten(), reduction="none").view(y.shape)
+    ce = ce.mean(dim=1)
+    objective = ce
+    if teacher_logits is not None:
+        tau = terms.temperature
+        log_p = F.log_softmax(logits / tau, dim=-1)
+        log_q = F.log_softmax(teacher_logits / tau, dim=-1)
+        kl = (log_q.exp() * (log_q - log_p)).sum(dim=-1).mean(dim=1)
+        objective = ce + terms.distill_weight * tau**2 * kl
+    grads = torch.autograd.grad(objective.sum(), [leaves[k] for k in names])
+    return dict(zip(names, grads)), ce.detach()
+
+
+def _scaled(tensors: Params, scale: torch.Tensor) -> Params:
+    return {k: t * row_scale(scale, t) for k, t in tensors.items()}
+
+
+def _ascent(grads: Params, params: Params, solver: LocalSolver,
+            terms: LocalTerms) -> Params | None:
+    """The perturbation e of one step from the gradient g1 at x (None: no ascent)."""
+    if terms.ascent == "gradient":
+        if solver.rho <= 0:
+            return None
+        return _scaled(grads, solver.rho / (per_node_sq_norm(grads).sqrt() + SAM_EPS))
+    if terms.ascent == "corrected":
+        direction = {k: g - terms.dual[k] - terms.shift[k] for k, g in grads.items()}
+        perturb = _scaled(direction, solver.rho / (per_node_sq_norm(direction).sqrt() + SAM_EPS))
+        for k, e in perturb.items():
+            terms.dual[k].add_(e - terms.shift[k])
+        return perturb
+    norm = per_node_sq_norm(grads).sqrt() + SAM_EPS
+    order = list(params)
+    return {k: g * row_scale(terms.radii[:, order.index(k)] / norm, g) for k, g in grads.items()}
+
+
+def corrected_direction(forward: StackedForward, params: Params, x: torch.Tensor,
+                        y: torch.Tensor, solver: LocalSolver,
+                        terms: LocalTerms) -> tuple[Params, torch.Tensor]:
+    """The step direction of `LocalTerms` (before weight decay and momentum); CE losses [c]."""
+    names = terms.trainable or tuple(params)
+    teacher_logits = None
+    if terms.teacher is not None and terms.distill_weight > 0:
+        with torch.no_grad():
+            teacher_logits = forward(terms.teacher, x)
+    if terms.ascent == "fixed":
+        perturb: Params | None = {k: terms.perturb[k] for k in names}
+        grads = None
+    else:
+        grads, losses = _objective_grads(forward, params, x, y, terms, teacher_logits, names)
+        perturb = _ascent(grads, params, solver, terms)
+    if perturb is not None:
+        for k, e in perturb.items():
+            params[k].add_(e)
+        perturbed, perturbed_losses = _objective_grads(forward, params, x, y, terms,
+                                                       teacher_logits, names)
+        for k, e in perturb.items():
+            params[k].sub_(e)
+        if grads is None:
+            grads, losses = perturbed, perturbed_losses
+        elif terms.sam_mix == 1.0:
+            grads = perturbed
+        else:
+            grads = {k: torch.lerp(g, perturbed[k], terms.sam_mix) for k, g in grads.items()}
+    direction = {}
+    for k, g in grads.items():
+        d = g * terms.grad_scale if terms.grad_scale != 1.0 else g
+        if terms.linear is not None:
+            d = d + terms.linear[k]
+        if terms.prox:
+            d = d + terms.prox * (params[k] - terms.anchor[k])
+        direction[k] = d
+    if solver.clip_norm > 0:
+        norm = per_node_sq_norm(direction).sqrt()
+        direction = _scaled(direction, (solver.clip_norm / (norm + CLIP_EPS)).clamp(max=1.0))
+    return direction, losses
+
+
 class VectorizedTrainer:
     """Runs the local phase of many nodes as batched tensor operations, `chunk_size` nodes at a
     time (each chunk runs all K steps; nodes are independent, so chunking does not change results).
@@ -104,21 +255,27 @@ class VectorizedTrainer:
         self.chunk_size = chunk_size
 
     def train(self, params: Params, nodes: torch.Tensor, plan: BatchPlan, solver: LocalSolver,
-              lr: torch.Tensor) -> torch.Tensor:
+              lr: torch.Tensor, terms: LocalTerms | None = None) -> torch.Tensor:
         """Update `params` (name -> [m, ...], row r belongs to node nodes[r]) in place.
 
-        `lr` [m] is each row's step size. Returns each row's mean training loss over its steps [m].
+        `lr` [m] is each row's step size; `terms` (rows as `params`) the algorithm's additions to
+        the step. Returns each row's mean training loss over its steps [m].
         """
         m = len(nodes)
         mean_loss = torch.zeros(m, device=lr.device, dtype=lr.dtype)
         for start in range(0, m, self.chunk_size):
             rows = slice(start, min(start + self.chunk_size, m))
             chunk = {k: v[rows] for k, v in params.items()}
+            chunk_terms = terms.rows(rows) if terms is not None else None
             buffers = ({k: torch.zeros_like(v) for k, v in chunk.items()}
                        if solver.momentum > 0 else None)
             for step in range(plan.steps):
                 x, y = self.data.batch(plan, step, nodes[rows])
-                direction, losses = descent_direction(self.forward, chunk, x, y, solver)
+                if chunk_terms is None:
+                    direction, losses = descent_direction(self.forward, chunk, x, y, solver)
+                else:
+                    direction, losses = corrected_direction(self.forward, chunk, x, y, solver,
+                                                            chunk_terms)
                 apply_step(chunk, direction, buffers, lr[rows], solver)
                 mean_loss[rows] += losses
         return mean_loss / plan.steps

@@ -1,0 +1,50 @@
+"""FedCM (Xu et al. 2021; spec 3.13) and MoFedSAM (Qu et al. 2022; spec 3.17): client-level
+momentum. The server broadcasts Delta = -U^{t-1} / (K * lr^{t-1}), an estimate of the previous
+round's mean gradient, and clients step along alpha * g + (1 - alpha) * Delta (alpha = cm_alpha,
+the weight of the LOCAL gradient; Delta = 0 in the first round)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from algorithms.client_state import clone, expand
+from algorithms.server import ClientRound, Server
+from p2pfl.context import RunContext
+from p2pfl.local import LocalTerms
+from p2pfl.population import Params
+
+
+class FedCM(Server):
+    name = "fedcm"
+    down = 2  # model and Delta
+
+    def setup(self, ctx: RunContext) -> None:
+        super().setup(ctx)
+        self.momentum = {k: torch.zeros_like(v) for k, v in self.server.items()}
+
+    def local_terms(self, ctx: RunContext, nodes: torch.Tensor, start: Params,
+                    t: int) -> LocalTerms:
+        alpha = self.cfg.cm_alpha
+        shared = {k: (1 - alpha) * v for k, v in self.momentum.items()}
+        return LocalTerms(grad_scale=alpha, linear=expand(shared, len(nodes)))
+
+    def aggregate(self, ctx: RunContext, r: ClientRound) -> None:
+        update = self.mean_update(ctx, r)
+        for k, x in self.server.items():
+            x.add_(update[k], alpha=self.cfg.server_lr)
+            self.momentum[k] = update[k] / (-r.steps * r.lr)
+
+    def state_dict(self) -> dict[str, Any]:
+        return super().state_dict() | {"momentum": clone(self.momentum)}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        super().load_state_dict(state)
+        self.momentum = clone(state["momentum"])
+
+
+class MoFedSAM(FedCM):
+    """FedCM whose local gradient is the SAM gradient (the ascent uses the plain g1)."""
+
+    name = "mofedsam"

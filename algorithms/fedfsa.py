@@ -1,0 +1,155 @@
+"""FedFSA (Xing et al. 2025; spec 3.24): MoFedSAM with layer-wise perturbation radii chosen by
+perturbation sensitivity, evaluated as personalised FL.
+
+Local step (MoFedSAM): e_k = rho_k g1_k / ||g1|| with the GLOBAL norm, rho_k = rho_larger for the
+client's selected layers and rho (rho_default) elsewhere; d = alpha g(x + e) + (1 - alpha) Delta.
+After the local phase every client scores each weight tensor k by its sensitivity
+  paper (poster):        s_k = mean((w_k^E - w_k^0)^2)
+  reference_code:        s_k = mean((mm(w_k^E) - mm(w_k^0))^2), mm = min-max scaling of the tensor
+(biases and normalisation / shortcut layers score -inf) and selects its top_c tensors for its
+NEXT participation (none before its first).
+
+Each client holds out `personal_fraction` of its samples as its own test split (the rest is its
+training data). On evaluation rounds every client fine-tunes the classifier head (the last
+layer) of the server model with plain SGD for the local epochs and is tested on its split:
+`test_acc_personal` is the mean over clients (`test_acc_personal_global`: the server model on the
+same splits). The fine-tuned copies are discarded.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import replace
+from typing import Any
+
+import networkx as nx
+import numpy as np
+import torch
+
+from algorithms.base import RoundReport
+from algorithms.fedcm import FedCM
+from algorithms.server import ClientRound
+from p2pfl.config import ConfigError
+from p2pfl.context import RunContext
+from p2pfl.local import LocalSolver, LocalTerms, VectorizedTrainer
+from p2pfl.population import Params, broadcast
+from p2pfl.seeding import numpy_rng
+
+UNSCORED = ("bias", "bn", "norm", "gn", "downsample", "shortcut")
+
+
+def _minmax(w: torch.Tensor) -> torch.Tensor:
+    """Min-max scaling of each row [m, n] to [0, 1] (NaN for a constant row)."""
+    low = w.min(dim=1, keepdim=True).values
+    high = w.max(dim=1, keepdim=True).values
+    return (w - low) / (high - low)
+
+
+def sensitivity(start: Params, trained: Params, normalise: bool) -> torch.Tensor:
+    """Per-row sensitivity of every tensor [m, tensors] (params order); -inf for unscored ones."""
+    scores = []
+    for k, w in trained.items():
+        before = start[k].reshape(1, -1).expand(w.shape[0], -1)
+        after = w.flatten(1)
+        if any(tag in k.lower() for tag in UNSCORED):
+            scores.append(torch.full((w.shape[0],), -torch.inf, dtype=w.dtype, device=w.device))
+            continue
+        if normalise:
+            before, after = _minmax(before), _minmax(after)
+        s = (after - before).square().mean(dim=1)
+        scores.append(torch.nan_to_num(s, nan=-torch.inf))
+    return torch.stack(scores, dim=1)
+
+
+def top_layers(scores: torch.Tensor, c: int) -> torch.Tensor:
+    """Boolean [m, tensors]: each row's `c` highest scores (never a -inf one)."""
+    c = min(c, scores.shape[1])
+    selected = torch.zeros_like(scores, dtype=torch.bool)
+    if c == 0:
+        return selected
+    top = scores.topk(c, dim=1).indices
+    selected.scatter_(1, top, True)
+    return selected & torch.isfinite(scores)
+
+
+class FedFSA(FedCM):
+    name = "fedfsa"
+    variants = ("paper", "reference_code")
+
+    def setup(self, ctx: RunContext) -> None:
+        super().setup(ctx)
+        n = ctx.data.n_per_node
+        n_test = max(1, round(self.cfg.personal_fraction * n))
+        if n_test >= n:
+            raise ConfigError("algorithm.personal_fraction", f"{n} samples per client leave "
+                              "none to train on")
+        rng = numpy_rng(ctx.cfg.seed, "eval", 1)
+        order = np.stack([rng.permutation(n) for _ in range(ctx.num_nodes)])
+        shuffled = ctx.data.node_indices.gather(1, torch.as_tensor(order, device=ctx.device))
+        self.data = copy.copy(ctx.data)
+        self.data.node_indices = shuffled[:, :n - n_test].contiguous()
+        self.personal_test = shuffled[:, n - n_test:].contiguous()  # [N, n_test] sample indices
+        self.trainer = VectorizedTrainer(ctx.forward, self.data, ctx.trainer.chunk_size)
+        self.selected = torch.zeros(ctx.num_nodes, len(self.server), dtype=torch.bool,
+                                    device=ctx.device)
+        last = list(self.server)[-1].rsplit(".", 1)[0]
+        self.head = tuple(k for k in self.server if k.rsplit(".", 1)[0] == last)
+        self.t = -1
+
+    def local_terms(self, ctx: RunContext, nodes: torch.Tensor, start: Params,
+                    t: int) -> LocalTerms:
+        a = self.cfg
+        radii = torch.full(self.selected[nodes].shape, a.rho, device=ctx.device, dtype=ctx.dtype)
+        radii[self.selected[nodes]] = a.rho_larger
+        return replace(super().local_terms(ctx, nodes, start, t), ascent="layerwise",
+                       radii=radii)
+
+    def aggregate(self, ctx: RunContext, r: ClientRound) -> None:
+        normalise = self.cfg.variant == "reference_code"
+        scores = sensitivity(r.start, r.trained, normalise)
+        self.selected[r.nodes] = top_layers(scores, self.cfg.top_c)
+        super().aggregate(ctx, r)
+
+    def round(self, ctx: RunContext, t: int, graph: nx.Graph) -> RoundReport:
+        self.t = t
+        return super().round(ctx, t, graph)
+
+    def personal_accuracy(self, ctx: RunContext) -> tuple[float, float]:
+        """Mean over all clients of the accuracy of (fine-tuned head, server model) on their
+        own test splits."""
+        a, nodes = self.cfg, ctx.all_nodes()
+        tuned = broadcast(self.server, ctx.num_nodes)
+        plan = self.data.plan(ctx.cfg.seed, self.t, a.batch_size, a.local_epochs, a.local_steps)
+        lrs = torch.full((ctx.num_nodes,), self.lr(self.t), device=ctx.device, dtype=ctx.dtype)
+        solver = LocalSolver(weight_decay=a.weight_decay, clip_norm=a.clip_norm)
+        self.trainer.train(tuned, nodes, plan, solver, lrs, LocalTerms(trainable=self.head))
+        chunk = self.trainer.chunk_size
+        correct = torch.zeros(2, ctx.num_nodes, device=ctx.device)
+        with torch.no_grad():
+            for start in range(0, ctx.num_nodes, chunk):
+                rows = slice(start, min(start + chunk, ctx.num_nodes))
+                idx = self.personal_test[rows]
+                x, y = ctx.data.x_train[idx], ctx.data.y_train[idx]
+                c = idx.shape[0]
+                models = ({k: v[rows] for k, v in tuned.items()},
+                          {k: v.unsqueeze(0).expand(c, *v.shape) for k, v in self.server.items()})
+                for i, model in enumerate(models):
+                    pred = ctx.forward(model, x).argmax(-1)
+                    correct[i, rows] = (pred == y).sum(dim=1).to(correct.dtype)
+        acc = correct / self.personal_test.shape[1]
+        return acc[0].mean().item(), acc[1].mean().item()
+
+    def metrics(self, ctx: RunContext) -> dict[str, float]:
+        done = self.t + 1
+        if done <= 0 or (done % ctx.cfg.eval.every and done != ctx.cfg.rounds):
+            return {}
+        personal, global_ = self.personal_accuracy(ctx)
+        return {"test_acc_personal": personal, "test_acc_personal_global": global_}
+
+    def state_dict(self) -> dict[str, Any]:
+        return super().state_dict() | {"selected": self.selected.clone(), "t": self.t}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        super().load_state_dict(state)
+        self.selected.copy_(state["selected"])
+        self.t = state["t"]

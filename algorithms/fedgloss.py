@@ -1,0 +1,122 @@
+"""FedGloSS and NaiveFedGloSS (Caldarola et al. 2025; spec 3.23): server-side SAM with the
+previous round's pseudo-gradient, on an ADMM-corrected client step.
+
+Round t of FedGloSS (beta = 1 / dyn_alpha, rho_s = server_rho, server optimizer SGD with
+server_lr = eta_s):
+  e_t = rho_s * D_{t-1} / ||D_{t-1}|| (0 while D = 0); clients start from w~ = w + e_t and take
+  SAM (rho_l = rho, linear warm-up from rho_start over rho_warmup rounds) or SGD steps along
+  g - sigma_k + (x - w~) / beta; after training sigma_k <- sigma_k - (w_k - w~) / beta.
+  Server: sigma <- sigma - sum_{S_t} (w_k - w) / (beta N) (N = all clients);
+  D_t = w~ - mean_{S_t} w_k; w <- w - eta_s D_t - beta sigma. The evaluated model is w.
+reference_code (pietrocagnasso/fedgloss): sigma <- sigma - sum_{S_t} (w_k - w~) / (beta N |S_t|).
+NaiveFedGloSS: a first exchange from w gives D = w - mean w_k^(1) and w^ = w + rho_s D / ||D||;
+the second exchange from w^ is then handled as FedGloSS's round with w~ = w^ (only the second
+exchange updates the duals; both use the round's minibatch plan).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import networkx as nx
+import torch
+
+from algorithms.base import RoundReport
+from algorithms.client_state import clone, sq_norm
+from algorithms.dual import DriftDual
+from algorithms.server import ClientRound, Server
+from algorithms.server_optim import ServerSGD
+from p2pfl.context import RunContext
+from p2pfl.local import LocalSolver, LocalTerms
+from p2pfl.population import Params
+
+
+def warmup(final: float, start: float, rounds: int, t: int) -> float:
+    """rho(t) = start + (final - start) t / rounds for t <= rounds, then final."""
+    if rounds <= 0 or t >= rounds:
+        return final
+    return start + (final - start) * t / rounds
+
+
+def ascend(model: Params, direction: Params, rho: float) -> Params:
+    """model + rho * direction / ||direction|| (the model itself when the direction is 0)."""
+    norm = sq_norm(direction).sqrt()
+    if rho == 0 or norm == 0:
+        return clone(model)
+    return {k: v + direction[k] * (rho / norm) for k, v in model.items()}
+
+
+class FedGloSS(Server):
+    name = "fedgloss"
+    variants = ("paper", "reference_code")
+
+    def setup(self, ctx: RunContext) -> None:
+        super().setup(ctx)
+        self.dual = DriftDual(self.server, ctx.num_nodes, self.cfg.dyn_alpha, proximal=True)
+        self.sigma = {k: torch.zeros_like(v) for k, v in self.server.items()}
+        self.pseudo_grad = {k: torch.zeros_like(v) for k, v in self.server.items()}
+        self.optimizer = ServerSGD(self.cfg.server_lr)
+
+    def server_rho(self, t: int) -> float:
+        a = self.cfg
+        if not a.server_rho_warmup:
+            return a.server_rho
+        return warmup(a.server_rho, a.rho_start, a.rho_warmup, t)
+
+    def client_start(self, ctx: RunContext, t: int) -> Params:
+        return ascend(self.server, self.pseudo_grad, self.server_rho(t))
+
+    def solver_at(self, t: int) -> LocalSolver:
+        a = self.cfg
+        return replace(self.solver, rho=warmup(a.rho, a.rho_start, a.rho_warmup, t))
+
+    def local_terms(self, ctx: RunContext, nodes: torch.Tensor, start: Params,
+                    t: int) -> LocalTerms:
+        return LocalTerms(**self.dual.terms(nodes, start))
+
+    def aggregate(self, ctx: RunContext, r: ClientRound) -> None:
+        beta, n = 1.0 / self.cfg.dyn_alpha, ctx.num_nodes
+        self.dual.absorb(r.nodes, r.trained, r.start)
+        if self.cfg.variant == "paper":
+            origin, weight = self.server, 1.0 / (beta * n)
+        else:
+            origin, weight = r.start, 1.0 / (beta * n * len(r.nodes))
+        weights = torch.full((len(r.nodes),), weight, device=ctx.device, dtype=ctx.dtype)
+        drift = ctx.comm.weighted_sum({k: v - origin[k] for k, v in r.trained.items()}, weights)
+        mean = self.client_mean(ctx, r.trained)
+        self.pseudo_grad = {k: r.start[k] - v for k, v in mean.items()}
+        self.optimizer.step(self.server, {k: -v for k, v in self.pseudo_grad.items()})
+        for k, s in self.sigma.items():
+            s.sub_(drift[k])
+            self.server[k].sub_(s, alpha=beta)
+
+    def state_dict(self) -> dict[str, Any]:
+        return super().state_dict() | {"dual": self.dual.state_dict(), "sigma": clone(self.sigma),
+                                       "pseudo_grad": clone(self.pseudo_grad)}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        super().load_state_dict(state)
+        self.dual.load_state_dict(state["dual"])
+        self.sigma = clone(state["sigma"])
+        self.pseudo_grad = clone(state["pseudo_grad"])
+
+
+class NaiveFedGloSS(FedGloSS):
+    """Two exchanges per round with the same clients: the ascent uses this round's update."""
+
+    name = "naive_fedgloss"
+    down = 2
+    up = 2
+
+    def round(self, ctx: RunContext, t: int, graph: nx.Graph) -> RoundReport:
+        nodes = self.sample(ctx, t)
+        first, _ = self.train_clients(ctx, nodes, self.server, t)
+        mean = self.client_mean(ctx, first.trained)
+        ascent = {k: x - mean[k] for k, x in self.server.items()}
+        start = ascend(self.server, ascent, self.server_rho(t))
+        r, losses = self.train_clients(ctx, nodes, start, t)
+        self.keep_local(ctx, r)
+        self.aggregate(ctx, r)
+        self.last_nodes = nodes
+        return RoundReport(nodes, losses, copies_sent=(self.down + self.up) * len(nodes))

@@ -1,0 +1,62 @@
+"""FedGMT (Li et al. 2025; spec 3.22): sharpness from the global model trajectory.
+
+The server keeps an EMA e_t = ema_alpha e_{t-1} + (1 - ema_alpha) w_t of its models (e_0 = w_0)
+and sends (w_t, e_t). Clients minimise CE + gamma tau^2 KL(softmax(f(e_t)/tau) || softmax(f(w)/tau))
+with the ADMM dual correction, w <- w - lr (g - u_i), u_i = -h_i / beta (no proximal term), and
+after training u_i <- u_i - (w_i^K - w_t) / beta. beta = 1 / dyn_alpha.
+
+Server, paper: w_{t+1} = mean_{S_t} (w_i^K - beta u_i) = mean_{S_t} (w_i^K + h_i).
+reference_code (harrylee999/FL-SAM): mean_{S_t} w_i^K + mean over ALL clients of h_i.
+The reference code's temperature is 3 (kl_temperature); the paper's form is tau = 1.
+The evaluated model is w, never e.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from algorithms.client_state import clone, expand
+from algorithms.dual import DriftDual
+from algorithms.server import ClientRound, Server
+from p2pfl.context import RunContext
+from p2pfl.local import LocalTerms
+from p2pfl.population import Params
+
+
+class FedGMT(Server):
+    name = "fedgmt"
+    down = 2  # w_t and e_t
+    variants = ("paper", "reference_code")
+
+    def setup(self, ctx: RunContext) -> None:
+        super().setup(ctx)
+        self.dual = DriftDual(self.server, ctx.num_nodes, self.cfg.dyn_alpha, proximal=False)
+        self.ema = clone(self.server)
+
+    def local_terms(self, ctx: RunContext, nodes: torch.Tensor, start: Params,
+                    t: int) -> LocalTerms:
+        a = self.cfg
+        return LocalTerms(**self.dual.terms(nodes, start), teacher=expand(self.ema, len(nodes)),
+                          distill_weight=a.distill_gamma, temperature=a.kl_temperature)
+
+    def aggregate(self, ctx: RunContext, r: ClientRound) -> None:
+        self.dual.absorb(r.nodes, r.trained, r.start)
+        mean = self.client_mean(ctx, r.trained)
+        if self.cfg.variant == "paper":
+            correction = self.dual.mean_over(ctx.comm, r.nodes)
+        else:
+            correction = self.dual.mean_all(ctx.comm)
+        self.server = {k: v + correction[k] for k, v in mean.items()}
+        alpha = self.cfg.ema_alpha
+        for k, e in self.ema.items():
+            e.mul_(alpha).add_(self.server[k], alpha=1 - alpha)
+
+    def state_dict(self) -> dict[str, Any]:
+        return super().state_dict() | {"dual": self.dual.state_dict(), "ema": clone(self.ema)}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        super().load_state_dict(state)
+        self.dual.load_state_dict(state["dual"])
+        self.ema = clone(state["ema"])

@@ -1,0 +1,97 @@
+"""FedLESAM, FedLESAM-S and FedLESAM-D (Fan et al. 2024; spec 3.21): locally estimated global
+perturbations.
+
+Each client stores the global model it received the last time it was sampled, x_i^old. In a
+round it perturbs along the estimated global ascent direction, fixed for the whole round,
+e_i = rho * (x_i^old - x^t) / ||x_i^old - x^t|| (0 at its first participation), and takes ONE
+forward/backward per step at x + e (paper Eq. 3, global L2 norm). At the end of the round
+x_i^old <- x^t. Nothing extra is sent. Bases: FedAvg (fedlesam), SCAFFOLD (fedlesam_s), FedDyn
+(fedlesam_d).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import torch
+
+from algorithms.client_state import ClientState, expand
+from algorithms.fedavg import FedAvg
+from algorithms.feddyn import FedDyn
+from algorithms.scaffold import Scaffold
+from algorithms.server import ClientRound, Server
+from p2pfl.context import RunContext
+from p2pfl.local import SAM_EPS, LocalTerms
+from p2pfl.population import Params, per_node_sq_norm, row_scale
+
+
+class LocalEstimate:
+    """The clients' last-seen global models and the fixed perturbation they give."""
+
+    def __init__(self, like: Params, num_clients: int) -> None:
+        self.old = ClientState(like, num_clients)
+        self.seen = torch.zeros(num_clients, dtype=torch.bool,
+                                device=next(iter(like.values())).device)
+
+    def perturbation(self, nodes: torch.Tensor, start: Params, rho: float) -> Params:
+        """e_i = rho (x_i^old - x^t) / (||x_i^old - x^t|| + eps); 0 for first participations."""
+        diff = {k: v - start[k] for k, v in self.old.rows(nodes).items()}
+        scale = rho / (per_node_sq_norm(diff).sqrt() + SAM_EPS) * self.seen[nodes]
+        return {k: d * row_scale(scale, d) for k, d in diff.items()}
+
+    def remember(self, nodes: torch.Tensor, start: Params) -> None:
+        self.old.write(nodes, expand(start, len(nodes)))
+        self.seen[nodes] = True
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"old": self.old.state_dict(), "seen": self.seen.clone()}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.old.load_state_dict(state["old"])
+        self.seen.copy_(state["seen"])
+
+
+class _LESAM(Server):
+    """Mixin: the base algorithm's local terms with the fixed FedLESAM perturbation."""
+
+    def setup(self, ctx: RunContext) -> None:
+        super().setup(ctx)
+        self.estimate = LocalEstimate(self.server, ctx.num_nodes)
+
+    def local_terms(self, ctx: RunContext, nodes: torch.Tensor, start: Params,
+                    t: int) -> LocalTerms:
+        base = super().local_terms(ctx, nodes, start, t) or LocalTerms()
+        return replace(base, ascent="fixed",
+                       perturb=self.estimate.perturbation(nodes, start, self.cfg.rho))
+
+    def aggregate(self, ctx: RunContext, r: ClientRound) -> None:
+        super().aggregate(ctx, r)
+        self.estimate.remember(r.nodes, r.start)
+
+    def state_dict(self) -> dict[str, Any]:
+        return super().state_dict() | {"estimate": self.estimate.state_dict()}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        super().load_state_dict(state)
+        self.estimate.load_state_dict(state["estimate"])
+
+
+class FedLESAM(_LESAM, FedAvg):
+    name = "fedlesam"
+    uses_terms = True
+
+
+class FedLESAMS(_LESAM, Scaffold):
+    """SCAFFOLD base. reference_code multiplies the correction c - c_i by `correction_scale`
+    (MediaBrain-SJTU/FedLESAM client/fedlesam_s.py); the paper states no scale (1)."""
+
+    name = "fedlesam_s"
+    variants = ("paper", "reference_code")
+
+    def correction_scale(self) -> float:
+        return self.cfg.correction_scale if self.cfg.variant == "reference_code" else 1.0
+
+
+class FedLESAMD(_LESAM, FedDyn):
+    name = "fedlesam_d"
