@@ -49,8 +49,9 @@ def per_round_rate(schedule: ScheduleLike, rounds: int | None = None,
                    mixing: str | None = None) -> float:
     """``slem(W(rounds-1) ... W(0)) ** (1 / rounds)``: the geometric-mean contraction per round.
 
-    rounds defaults to the period; a product within 1e-12 of exact averaging gives 0. For a static W it equals slem(W); for circulant schedules it
-    equals ``||Pi - J||_2 ** (1 / period)`` (topologies.md 3.2: one-peer n = 12 -> 0.6762).
+    rounds defaults to the period; a product within 1e-12 of exact averaging gives 0. For a
+    static W it equals slem(W); for circulant schedules ``||Pi - J||_2 ** (1 / period)``
+    (topologies.md 3.2: one-peer n = 12 -> 0.6762).
     """
     sched, length = rounds_of(schedule)
     rounds = rounds or sched.period or length
