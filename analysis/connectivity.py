@@ -16,7 +16,8 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components, shortest_path
 
-from analysis.matrices import DENSE_MAX, MatrixLike, adjacency, as_graph
+from analysis import matrices
+from analysis.matrices import MatrixLike, adjacency, as_graph
 from topologies.schedules import Schedule, as_schedule
 
 ScheduleLike = Schedule | nx.Graph | Sequence[MatrixLike]
@@ -59,7 +60,7 @@ def diameter(G: MatrixLike) -> int:
                 else "strongly connected")
         raise ValueError(f"the graph is not {kind}, so its diameter is infinite")
     graph_n = G.number_of_nodes() if isinstance(G, nx.Graph) else G.shape[0]
-    if graph_n > DENSE_MAX or not isinstance(G, nx.Graph):
+    if graph_n > matrices.DENSE_MAX or not isinstance(G, nx.Graph):
         return int(_eccentricity_max(adjacency(G)))
     return nx.diameter(G)
 

@@ -51,8 +51,10 @@ def sparse_mixing(G: nx.Graph) -> sp.csr_array:
     return sp.csr_array((np.concatenate([values, diag]), (rows, cols)), shape=(n, n))
 
 
-def as_matrix(W: MatrixLike, dense_max: int = DENSE_MAX) -> Matrix:
-    """W as float64: a dense ndarray if n <= dense_max or W is dense already, else CSR."""
+def as_matrix(W: MatrixLike, dense_max: int | None = None) -> Matrix:
+    """W as float64: a dense ndarray if n <= dense_max (default DENSE_MAX) or W is dense
+    already, else CSR."""
+    dense_max = DENSE_MAX if dense_max is None else dense_max
     if isinstance(W, nx.Graph):
         if W.number_of_nodes() > dense_max:
             return sparse_mixing(W)

@@ -14,6 +14,7 @@ import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as sla
 
+from analysis import matrices
 from analysis.matrices import MatrixLike, as_matrix, is_symmetric
 
 SPARSE_K = 20  # eigenpairs asked from ARPACK for a non-symmetric SLEM (k = 1 stops too early)
@@ -87,10 +88,7 @@ def slem(W: MatrixLike) -> float:
         return float(np.abs(np.delete(ev, np.argmin(np.abs(ev - 1.0)))).max())
     v0 = np.random.default_rng(0).standard_normal(n)
     if is_symmetric(W):
-        op = sla.LinearOperator((n, n), matvec=lambda x: W @ x - x.mean(), dtype=float)
-        ev = sla.eigsh(op, k=4, which="LM", tol=1e-10, v0=v0 - v0.mean(), maxiter=20000,
-                       return_eigenvectors=False)
-        return float(np.abs(ev).max())
+        return _slem_symmetric_sparse(W, v0 - v0.mean())
     try:
         pi = perron_vector(W)
     except ValueError:
@@ -98,6 +96,23 @@ def slem(W: MatrixLike) -> float:
     op = sla.LinearOperator((n, n), matvec=lambda x: W @ x - pi * x.sum(), dtype=float)
     ev = sla.eigs(op, k=SPARSE_K, which="LM", tol=1e-10, v0=v0, return_eigenvectors=False)
     return float(np.abs(ev).max())
+
+
+def _slem_symmetric_sparse(W: sp.csr_array, v0: np.ndarray) -> float:
+    """max(lambda_2, -lambda_n) of a symmetric stochastic W from the deflated operator W - J.
+
+    Lanczos for the top of the spectrum; the bottom only when Gershgorin
+    (lambda_n >= 2 min_i W_ii - 1, topologies.md 5) cannot rule it out.
+    """
+    n = W.shape[0]
+    op = sla.LinearOperator((n, n), matvec=lambda x: W @ x - x.mean(), dtype=float)
+    opts = {"k": 1, "tol": 1e-8, "v0": v0, "ncv": 20, "maxiter": 20000,
+            "return_eigenvectors": False}
+    top = float(sla.eigsh(op, which="LA", **opts)[0])
+    if 2.0 * W.diagonal().min() - 1.0 >= -top:
+        return max(top, 0.0)
+    bottom = float(sla.eigsh(op, which="SA", **opts)[0])
+    return max(top, -bottom, 0.0)
 
 
 def spectral_gap(W: MatrixLike) -> float:
@@ -179,7 +194,7 @@ def algebraic_connectivity(G: nx.Graph, weight: str | None = None) -> float:
     if n < 2:
         return 0.0
     L = nx.laplacian_matrix(G, nodelist=sorted(G), weight=weight).astype(float)
-    if n <= 2000:
+    if n <= matrices.DENSE_MAX:
         return float(np.linalg.eigvalsh(L.toarray())[1])
     vals = sla.eigsh(sp.csc_array(L), k=2, sigma=-1e-6, which="LM", return_eigenvectors=False)
     return float(np.sort(vals)[1])

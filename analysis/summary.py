@@ -9,6 +9,7 @@ import networkx as nx
 import numpy as np
 import scipy.sparse as sp
 
+from analysis import matrices
 from analysis.connectivity import (
     ScheduleLike,
     b_connectivity,
@@ -20,7 +21,6 @@ from analysis.connectivity import (
     rounds_of,
 )
 from analysis.matrices import (
-    DENSE_MAX,
     Matrix,
     adjacency,
     as_matrix,
@@ -40,7 +40,7 @@ APERIODIC_HORIZON = 20  # rounds examined for a schedule without a period
 
 
 def _static_matrix(graph: nx.Graph, mixing: str | None) -> Matrix:
-    if graph.number_of_nodes() > DENSE_MAX and mixing is None:
+    if graph.number_of_nodes() > matrices.DENSE_MAX and mixing is None:
         return sparse_mixing(graph)
     return round_matrix(graph, mixing)
 
@@ -59,7 +59,8 @@ def _static(graph: nx.Graph | None, W: Matrix, eps: float) -> dict[str, Any]:
     target = graph if graph is not None else W
     connected = is_strongly_connected(target)
     out: dict[str, Any] = {"strongly_connected": connected,
-                           "components": number_of_components(target)}
+                           "components": number_of_components(target),
+                           "min_B": 1 if connected else None}
     if connected:
         out["diameter"] = diameter(target)
     else:
@@ -68,7 +69,7 @@ def _static(graph: nx.Graph | None, W: Matrix, eps: float) -> dict[str, Any]:
     rate = slem(W)
     out["slem"] = rate
     out["spectral_gap"] = 1.0 - rate
-    if is_symmetric(W) and n <= DENSE_MAX:
+    if is_symmetric(W) and n <= matrices.DENSE_MAX:
         dense = W.toarray() if sp.issparse(W) else W
         out["lambda2"] = float(np.sort(np.linalg.eigvalsh(dense))[-2]) if n > 1 else 0.0
     out["relaxation_time"] = 1.0 / (1.0 - rate) if rate < 1.0 else math.inf
@@ -95,7 +96,7 @@ def _time_varying(schedule: ScheduleLike, mixing: str | None, eps: float,
         report = b_connectivity(sched, b, None if period is not None and horizon is None
                                 else window)
         out["diameter"] = int(report.max_union_diameter)  # SGP's Delta: union over a B-window
-    if sched.n <= DENSE_MAX:
+    if sched.n <= matrices.DENSE_MAX:
         P = product(sched, 0, window, mixing)
         rate = rate_of_product(P, window)
         out["per_round_rate"] = rate
