@@ -1,7 +1,7 @@
 """Sharpness of a trained model: Hessian top eigenvalue and loss-landscape slices.
 
-- `hessian_top_eigenvalue`: power iteration on Hessian-vector products (forward-over-reverse,
-  ``torch.func.jvp`` of ``torch.func.grad``); never forms the Hessian.
+- `hessian_top_eigenvalue`: power iteration on Hessian-vector products (``torch.func.vjp`` of
+  ``torch.func.grad``); never forms the Hessian.
 - `interpolate`: loss and accuracy along ``(1 - a) theta_A + a theta_B``.
 - `landscape_2d`: loss on ``theta + a d1 + b d2`` with filter-normalised random directions
   (Li, Xu, Taylor, Studer, Goldstein, "Visualizing the Loss Landscape of Neural Nets", NeurIPS
@@ -25,7 +25,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
-from torch.func import functional_call, grad, jvp
+from torch.func import functional_call, grad, vjp
 
 Params = dict[str, torch.Tensor]
 LossFn = Callable[[Params], torch.Tensor]
@@ -36,8 +36,13 @@ def _dot(a: Params, b: Params) -> torch.Tensor:
 
 
 def hessian_vector_product(loss_fn: LossFn, params: Params, v: Params) -> Params:
-    """H v, H the Hessian of loss_fn at params (name -> tensor, same shapes as params)."""
-    return jvp(grad(loss_fn), (params,), (v,))[1]
+    """H v, H the Hessian of loss_fn at params (name -> tensor, same shapes as params).
+
+    Reverse over reverse: the vector-Jacobian product of grad(loss_fn), which is H^T v = H v
+    (H is symmetric). Forward-over-reverse (jvp of grad) fails on some losses' double backward.
+    """
+    _, pullback = vjp(grad(loss_fn), params)
+    return pullback(v)[0]
 
 
 def hessian_top_eigenvalue(loss_fn: LossFn, params: Params, iters: int = 100,
