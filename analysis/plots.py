@@ -21,6 +21,7 @@ import numpy as np  # noqa: E402
 from analysis.matrices import MatrixLike  # noqa: E402
 from analysis.spectral import eigenvalues  # noqa: E402
 
+ZERO_FLOOR = 1e-16  # where plot_consensus draws an exact 0
 DRAW_MAX_NODES = 200  # draw_topology refuses larger graphs: nothing readable comes out
 
 
@@ -53,15 +54,15 @@ def plot_runs(run_dirs: Sequence[str | Path], path: str | Path, title: str = "")
 def plot_consensus(curves: Mapping[str, np.ndarray], path: str | Path,
                    ylabel: str = "consensus distance  mean_i ||x_i - x_bar||^2") -> list[Path]:
     """One line per label of a per-round quantity ([T], e.g. `consensus_distance(trajectory)`)
-    on a log scale."""
-    fig, ax = plt.subplots(figsize=(6, 4))
+    on a log scale; exact zeros (exact consensus) are drawn at 1e-16."""
+    fig, ax = plt.subplots(figsize=(7, 4.5))
     for label, values in curves.items():
         values = np.asarray(values, dtype=float)
-        ax.semilogy(np.arange(len(values)), np.where(values > 0, values, np.nan), label=label)
+        ax.semilogy(np.arange(len(values)), np.maximum(values, ZERO_FLOOR), label=label)
     ax.set_xlabel("round")
     ax.set_ylabel(ylabel)
     ax.grid(alpha=0.3, which="both")
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=7, loc="upper right")
     return _save(fig, path)
 
 
@@ -115,7 +116,7 @@ def plot_spectrum(matrices: Mapping[str, MatrixLike], path: str | Path) -> list[
     ax.set_xlabel("Re lambda")
     ax.set_ylabel("Im lambda")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="lower left")
     return _save(fig, path)
 
 

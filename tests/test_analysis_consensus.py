@@ -143,3 +143,22 @@ def test_consensus_helpers_and_errors() -> None:
         A.pushsum_consensus(np.eye(3), X4, 1)
     with pytest.raises(ValueError, match="start"):
         A.contraction_rate(np.ones(3), 2, 1)
+
+
+GRID = nx.convert_node_labels_to_integers(nx.grid_2d_graph(4, 4), ordering="sorted")
+
+
+@pytest.mark.parametrize(("topology", "src", "expected"), [  # topologies.md 3.6, T_src(1e-3)
+    (T.complete(16), 0, 1), (T.star(16), 15, 149), (T.exponential(16), 0, 15),
+    (T.one_peer_exponential(16), 0, 4), (GRID, 15, 58), (T.ring(16), 0, 146),
+    (T.directed_ring(16), 0, 391),
+])
+def test_rounds_to_consensus_from_one_source_golden(topology, src: int, expected: int) -> None:
+    """Natural matrices (MH if undirected, push rule if directed), x(0) = 16 e_src."""
+    x0 = np.zeros(16)
+    x0[src] = 16.0
+    natural = topology if isinstance(topology, T.OnePeerExponential) else (
+        T.doubly_stochastic(topology) if not topology.is_directed()
+        else T.column_stochastic(topology))
+    errors = A.consensus_error(A.pushsum_consensus(natural, x0, expected + 1))
+    assert A.rounds_to_consensus(errors, 1e-3) == expected
