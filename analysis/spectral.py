@@ -87,14 +87,18 @@ def slem(W: MatrixLike) -> float:
         ev = eigenvalues(W)
         return float(np.abs(np.delete(ev, np.argmin(np.abs(ev - 1.0)))).max())
     v0 = np.random.default_rng(0).standard_normal(n)
-    if is_symmetric(W):
-        return _slem_symmetric_sparse(W, v0 - v0.mean())
     try:
-        pi = perron_vector(W)
-    except ValueError:
-        return 1.0
-    op = sla.LinearOperator((n, n), matvec=lambda x: W @ x - pi * x.sum(), dtype=float)
-    ev = sla.eigs(op, k=SPARSE_K, which="LM", tol=1e-10, v0=v0, return_eigenvectors=False)
+        if is_symmetric(W):
+            return _slem_symmetric_sparse(W, v0 - v0.mean())
+        try:
+            pi = perron_vector(W)
+        except ValueError:
+            return 1.0
+        op = sla.LinearOperator((n, n), matvec=lambda x: W @ x - pi * x.sum(), dtype=float)
+        ev = sla.eigs(op, k=SPARSE_K, which="LM", tol=1e-10, v0=v0, return_eigenvectors=False)
+    except sla.ArpackNoConvergence:
+        raise ValueError(f"the sparse eigensolver did not converge for n = {n} (eigenvalues "
+                         "clustered near 1?); use a closed form (topologies.md 2)") from None
     return float(np.abs(ev).max())
 
 
