@@ -84,6 +84,7 @@ class _Trace:
         self.n = self.items[0].number_of_nodes()
         self.period: int | None = None
         self.directed = True
+        self.needs_losses = False
 
     def at(self, t: int) -> nx.Graph:
         if not 0 <= t < len(self.items):
@@ -96,6 +97,8 @@ def rounds_of(schedule: ScheduleLike) -> tuple[Schedule | _Trace, int | None]:
     if isinstance(schedule, (list, tuple)):
         trace = _Trace(schedule)
         return trace, len(trace.items)
+    if not isinstance(schedule, nx.Graph) and hasattr(schedule, "at") and hasattr(schedule, "n"):
+        return schedule, None  # any object with at(t), n and period is a schedule
     return as_schedule(schedule), None
 
 
