@@ -120,8 +120,9 @@ def summary(topology: ScheduleLike | Matrix, *, mixing: str | None = None, eps: 
 
     Returns
     -------
-    Static: n, directed, edges, matrix, strongly_connected, components, diameter (math.inf if
-    not strongly connected, with largest_component_diameter), slem, spectral_gap, lambda2
+    Static: n, directed, edges (messages per round: an undirected edge counts twice), matrix,
+    strongly_connected, components, min_B (1), diameter (math.inf if not strongly connected,
+    with largest_component_diameter), slem, spectral_gap, lambda2
     (symmetric W), relaxation_time, mixing_time(eps), ergodicity_coefficient, n_min_perron
     (n * min_i pi_i, the limit of the smallest Push-Sum weight), algebraic_connectivity
     (undirected). Time-varying: n, directed, period, horizon, min_B, diameter (the largest
