@@ -1,87 +1,204 @@
-"""Spectral and connectivity metrics of mixing matrices, graphs and schedules.
+"""Spectral metrics of mixing matrices (topologies.md 4.1-4.3, 4.6, 4.7).
 
-Functions taking ``W`` accept a square matrix or a graph; a graph stands for its natural mixing
-matrix (Metropolis-Hastings if undirected, uniform push rule if directed). Functions taking ``G``
-accept a graph or a matrix; a matrix stands for its graph, edge i -> j when ``W[j, i] > 0``.
+Functions taking ``W`` accept a dense matrix, a scipy.sparse matrix or a graph (its natural
+mixing matrix, see analysis.matrices). Up to DENSE_MAX nodes everything is dense LAPACK; above,
+the iterative solvers of scipy.sparse.linalg (ARPACK) on deflated operators (topologies.md 5).
 """
 
 from __future__ import annotations
 
+import math
+
 import networkx as nx
 import numpy as np
+import scipy.sparse as sp
+import scipy.sparse.linalg as sla
 
-from topologies.mixing import column_stochastic, doubly_stochastic
-from topologies.schedules import Schedule, as_schedule
+from analysis import matrices
+from analysis.matrices import MatrixLike, as_matrix, is_symmetric
 
-
-def _as_matrix(W: np.ndarray | nx.Graph) -> np.ndarray:
-    if isinstance(W, nx.Graph):
-        return column_stochastic(W) if W.is_directed() else doubly_stochastic(W)
-    W = np.asarray(W, dtype=float)
-    if W.ndim != 2 or W.shape[0] != W.shape[1]:
-        raise ValueError(f"W must be a square matrix, got shape {W.shape}")
-    return W
+SPARSE_K = 20  # eigenpairs asked from ARPACK for a non-symmetric SLEM (k = 1 stops too early)
 
 
-def _as_graph(G: nx.Graph | np.ndarray) -> nx.Graph:
-    if isinstance(G, nx.Graph):
-        return G
-    W = _as_matrix(G)
-    graph = nx.DiGraph()
-    graph.add_nodes_from(range(W.shape[0]))
-    graph.add_edges_from((i, j) for i, j in np.argwhere(W.T > 0).tolist() if i != j)
-    return graph
-
-
-def eigenvalues(W: np.ndarray | nx.Graph) -> np.ndarray:
-    """Eigenvalues of W sorted by modulus, largest first (ties: larger real part first).
-
-    Real (float64) for a symmetric W, complex otherwise.
-    """
-    W = _as_matrix(W)
-    ev = np.linalg.eigvalsh(W) if np.array_equal(W, W.T) else np.linalg.eigvals(W)
+def _sort_by_modulus(ev: np.ndarray) -> np.ndarray:
     return ev[np.lexsort((-ev.imag, -ev.real, -np.abs(ev)))]
 
 
-def slem(W: np.ndarray | nx.Graph) -> float:
-    """Second-largest eigenvalue modulus: the largest modulus once the eigenvalue nearest 1 is
-    removed. Equals 1 when eigenvalue 1 is not simple (graph not strongly connected)."""
-    ev = eigenvalues(W)
-    if ev.size <= 1:
+def eigenvalues(W: MatrixLike, k: int | None = None) -> np.ndarray:
+    """Eigenvalues of W sorted by modulus, largest first (ties: larger real part first).
+
+    Real (float64) for a symmetric W, complex otherwise. Dense W: all n (or the first k).
+    Sparse W with n > DENSE_MAX: the k (default 6) of largest modulus, by ARPACK.
+    """
+    W = as_matrix(W)
+    n = W.shape[0]
+    if sp.issparse(W):
+        k = min(k or 6, n - 2)
+        if is_symmetric(W):
+            ev = sla.eigsh(W, k=k, which="LM", return_eigenvectors=False)
+        else:
+            ev = sla.eigs(W, k=k, which="LM", return_eigenvectors=False)
+        return _sort_by_modulus(ev)[:k]
+    ev = np.linalg.eigvalsh(W) if is_symmetric(W, atol=0.0) else np.linalg.eigvals(W)
+    ev = _sort_by_modulus(ev)
+    return ev if k is None else ev[:k]
+
+
+def perron_vector(W: MatrixLike, tol: float = 1e-12) -> np.ndarray:
+    """Right Perron vector pi of a column-stochastic W: ``W pi = pi``, ``sum(pi) = 1`` ([n]).
+
+    The stationary weights of Push-Sum: ``x(t) -> pi * sum(x(0))``, ``w(t) -> n * pi``.
+    ValueError if eigenvalue 1 is not simple (the graph of W is not strongly connected).
+    """
+    W = as_matrix(W)
+    n = W.shape[0]
+    if sp.issparse(W):
+        # (I + W) / 2: same Perron vector, and 1 is its only eigenvalue of modulus 1
+        lazy = sla.LinearOperator((n, n), matvec=lambda x: 0.5 * (x + W @ x), dtype=float)
+        vals, vecs = sla.eigs(lazy, k=2, which="LM", tol=tol, v0=np.full(n, 1.0 / n))
+        order = np.argsort(-np.abs(vals))
+        v, simple = np.real(vecs[:, order[0]]), abs(vals[order[1]]) < 1.0 - 1e-9
+    else:
+        vals, vecs = np.linalg.eig(W)
+        order = np.argsort(np.abs(vals - 1.0))
+        v = np.real(vecs[:, order[0]])
+        simple = n == 1 or abs(vals[order[1]] - 1.0) > 1e-9
+    if not simple:
+        raise ValueError("eigenvalue 1 of W is not simple (its graph is not strongly connected): "
+                         "the Perron vector is not unique")
+    pi = v / v.sum()
+    if (pi < -1e-9).any():
+        raise ValueError("W has no non-negative Perron vector: is it column-stochastic?")
+    return np.clip(pi, 0.0, None) / np.clip(pi, 0.0, None).sum()
+
+
+def slem(W: MatrixLike) -> float:
+    """Second-largest eigenvalue modulus: max |lambda_k| once the eigenvalue 1 is removed.
+
+    Equals 1 when eigenvalue 1 is not simple (graph not strongly connected). Sparse W: the
+    largest modulus of the deflated operator ``x -> W x - pi * sum(x)`` (pi = 1/n when W is
+    symmetric, else the Perron vector), by ARPACK.
+    """
+    W = as_matrix(W)
+    n = W.shape[0]
+    if n <= 1:
         return 0.0
-    return float(np.abs(np.delete(ev, np.argmin(np.abs(ev - 1.0)))).max())
+    if not sp.issparse(W):
+        ev = eigenvalues(W)
+        return float(np.abs(np.delete(ev, np.argmin(np.abs(ev - 1.0)))).max())
+    v0 = np.random.default_rng(0).standard_normal(n)
+    try:
+        if is_symmetric(W):
+            return _slem_symmetric_sparse(W, v0 - v0.mean())
+        try:
+            pi = perron_vector(W)
+        except ValueError:
+            return 1.0
+        op = sla.LinearOperator((n, n), matvec=lambda x: W @ x - pi * x.sum(), dtype=float)
+        ev = sla.eigs(op, k=SPARSE_K, which="LM", tol=1e-10, v0=v0, return_eigenvectors=False)
+    except sla.ArpackNoConvergence:
+        raise ValueError(f"the sparse eigensolver did not converge for n = {n} (eigenvalues "
+                         "clustered near 1?); use a closed form (topologies.md 2)") from None
+    return float(np.abs(ev).max())
 
 
-def spectral_gap(W: np.ndarray | nx.Graph) -> float:
+def _slem_symmetric_sparse(W: sp.csr_array, v0: np.ndarray) -> float:
+    """max(lambda_2, -lambda_n) of a symmetric stochastic W from the deflated operator W - J.
+
+    Lanczos for the top of the spectrum; the bottom only when Gershgorin
+    (lambda_n >= 2 min_i W_ii - 1, topologies.md 5) cannot rule it out.
+    """
+    n = W.shape[0]
+    op = sla.LinearOperator((n, n), matvec=lambda x: W @ x - x.mean(), dtype=float)
+    opts = {"k": 1, "tol": 1e-8, "v0": v0, "ncv": 20, "maxiter": 20000,
+            "return_eigenvectors": False}
+    top = float(sla.eigsh(op, which="LA", **opts)[0])
+    if 2.0 * W.diagonal().min() - 1.0 >= -top:
+        return max(top, 0.0)
+    bottom = float(sla.eigsh(op, which="SA", **opts)[0])
+    return max(top, -bottom, 0.0)
+
+
+def spectral_gap(W: MatrixLike) -> float:
     """1 - slem(W)."""
     return 1.0 - slem(W)
 
 
-def is_strongly_connected(G: nx.Graph | np.ndarray) -> bool:
-    """Strong connectivity for a DiGraph (or matrix), plain connectivity for an nx.Graph."""
-    G = _as_graph(G)
-    return nx.is_strongly_connected(G) if G.is_directed() else nx.is_connected(G)
+def ergodicity_coefficient(W: MatrixLike) -> float:
+    """Dobrushin coefficient of a column-stochastic W (topologies.md 4.3, item 2).
 
-
-def diameter(G: nx.Graph | np.ndarray) -> int:
-    """Largest shortest-path distance (along edge directions in a DiGraph).
-
-    Raises ValueError if the graph is not (strongly) connected: its diameter is infinite.
+    ``tau(W) = 1 - min_{i,j} sum_k min(W[k, i], W[k, j])``: how far two senders' columns are
+    from sharing their recipients. ``slem(W) <= tau(W)`` and ``tau(AB) <= tau(A) tau(B)``;
+    tau = 1 exactly when two senders have no common recipient (one step of a sparse graph).
     """
-    G = _as_graph(G)
-    if not is_strongly_connected(G):
-        kind = "strongly connected" if G.is_directed() else "connected"
-        raise ValueError(f"the graph is not {kind}, so its diameter is infinite")
-    return nx.diameter(G)
+    W = as_matrix(W)
+    n = W.shape[0]
+    if sp.issparse(W):
+        support = (W > 0).astype(np.int32)
+        common = support.T @ support  # common[i, j] = number of recipients i and j share
+        if common.nnz < n * n:
+            return 1.0
+        W = W.toarray()
+    overlap = np.empty((n, n))
+    rows = max(1, 2**24 // max(n * n, 1))  # bound the [rows, n, n] temporary to ~128 MB
+    for start in range(0, n, rows):
+        block = W[:, start:start + rows]
+        overlap[start:start + rows] = np.minimum(block.T[:, :, None], W[None]).sum(axis=1)
+    return float(max(0.0, 1.0 - overlap.min()))
 
 
-def union_graph(schedule: Schedule | nx.Graph, t0: int, t1: int) -> nx.DiGraph:
-    """DiGraph on 0..n-1 of all edges used in rounds t0..t1-1 (undirected edges go both ways)."""
-    if not 0 <= t0 <= t1:
-        raise ValueError(f"need 0 <= t0 <= t1, got t0={t0}, t1={t1}")
-    schedule = as_schedule(schedule)
-    union = nx.DiGraph()
-    union.add_nodes_from(range(schedule.n))
-    for t in range(t0, t1):
-        union.add_edges_from(nx.DiGraph(schedule.at(t)).edges)
-    return union
+def _limit(W: np.ndarray) -> np.ndarray:
+    """pi 1^T, the limit of W^t (J when W is doubly stochastic)."""
+    n = W.shape[0]
+    doubly = np.allclose(W.sum(axis=1), 1.0, rtol=0.0, atol=1e-12)
+    pi = np.full(n, 1.0 / n) if doubly else perron_vector(W)
+    return np.outer(pi, np.ones(n))
+
+
+def mixing_time(W: MatrixLike, eps: float = 1e-3, max_rounds: int = 10**6) -> int:
+    """epsilon-averaging time ``min{t : ||W^t - pi 1^T||_2 <= eps}`` (topologies.md 4.6).
+
+    pi 1^T = J for a doubly-stochastic W. Exact: since ``||W^t - pi 1^T||_2 >= slem^t``, no
+    t below ``ln(1/eps) / ln(1/slem)`` can qualify; from there the norm is checked round by
+    round (for a normal W the first candidate is the answer). Sparse W (n > DENSE_MAX): the
+    candidate ``ceil(ln(1/eps) / ln(1/slem))`` itself, exact for normal W.
+    ValueError if W does not mix (slem = 1) or no t <= max_rounds qualifies.
+    """
+    if not 0 < eps < 1:
+        raise ValueError(f"eps must be in (0, 1), got {eps}")
+    W = as_matrix(W)
+    rate = slem(W)
+    if rate >= 1.0 - 1e-12:
+        raise ValueError("W does not mix (slem = 1: its graph is not strongly connected)")
+    start = 1 if rate == 0.0 else max(1, math.ceil(math.log(eps) / math.log(rate) - 1e-9))
+    if sp.issparse(W):
+        return start
+    E = W - _limit(W)  # (W - pi 1^T)^t = W^t - pi 1^T
+    power = np.linalg.matrix_power(E, start)
+    for t in range(start, max_rounds + 1):
+        if np.linalg.norm(power, "fro") <= eps or np.linalg.norm(power, 2) <= eps:
+            return t
+        power = E @ power
+    raise ValueError(f"||W^t - pi 1^T|| > {eps} for every t <= max_rounds = {max_rounds}")
+
+
+def algebraic_connectivity(G: nx.Graph, weight: str | None = None) -> float:
+    """Second-smallest eigenvalue mu_2 of the Laplacian L = D - A of an undirected graph.
+
+    mu_2 > 0 iff G is connected (Fiedler 1973). Unweighted unless `weight` names an edge
+    attribute. Dense for n <= DENSE_MAX, else shift-invert Lanczos on L. ValueError on a DiGraph
+    (use the Push-Sum slem for directed graphs).
+    """
+    if not isinstance(G, nx.Graph):
+        raise TypeError(f"algebraic_connectivity takes a networkx graph, got {type(G).__name__}")
+    if G.is_directed():
+        raise ValueError("algebraic connectivity is defined for undirected graphs only; "
+                         "use slem(column_stochastic(G)) for a directed graph")
+    n = G.number_of_nodes()
+    if n < 2:
+        return 0.0
+    L = nx.laplacian_matrix(G, nodelist=sorted(G), weight=weight).astype(float)
+    if n <= matrices.DENSE_MAX:
+        return float(np.linalg.eigvalsh(L.toarray())[1])
+    vals = sla.eigsh(sp.csc_array(L), k=2, sigma=-1e-6, which="LM", return_eigenvectors=False)
+    return float(np.sort(vals)[1])

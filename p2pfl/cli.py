@@ -1,4 +1,5 @@
-"""Command line: `p2pfl run CONFIG ...` and `p2pfl plot RUN_DIR ...`."""
+"""Command line: `p2pfl run CONFIG ...`, `p2pfl plot RUN_DIR ...`, `p2pfl analyze TOPOLOGY`,
+`p2pfl study CONFIG --topologies ...`."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import json
 import sys
 from pathlib import Path
 
+from analysis import cli as analysis_cli
 from p2pfl.config import ConfigError, load_config, parse_overrides
 from p2pfl.engine import DivergenceError, run, run_compare
 from p2pfl.plots import plot_histories
@@ -29,6 +31,7 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("plot", help="draw the curves of one or more run directories")
     p.add_argument("runs", nargs="+", help="run directories (holding metrics.jsonl)")
     p.add_argument("--out", default="comparison", help="output file stem (.png and .pdf)")
+    analysis_cli.add_commands(sub)
     return parser
 
 
@@ -62,6 +65,8 @@ def _plot(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
+        if args.command in analysis_cli.COMMANDS:
+            return analysis_cli.COMMANDS[args.command](args)
         return _run(args) if args.command == "run" else _plot(args)
     except ConfigError as err:
         print(f"p2pfl: error: {err}", file=sys.stderr)

@@ -159,3 +159,229 @@ def test_union_graph_edges_and_arguments() -> None:
     assert set(A.union_graph(s, 2, 4).edges) == set(s.at(2).edges) | set(s.at(3).edges)
     with pytest.raises(ValueError, match="t0"):
         A.union_graph(s, 4, 2)
+
+
+# ---------------------------------------------------------------- torus, hypercube (networkx)
+def torus(a: int, b: int) -> nx.Graph:
+    return nx.convert_node_labels_to_integers(nx.grid_2d_graph(a, b, periodic=True),
+                                              ordering="sorted")
+
+
+def hypercube(d: int) -> nx.Graph:
+    return nx.convert_node_labels_to_integers(nx.hypercube_graph(d), ordering="sorted")
+
+
+@pytest.mark.parametrize(("G", "expected_slem", "expected_diameter"), [
+    (torus(4, 4), 0.6, 4),
+    (torus(8, 8), (3 + np.sqrt(2)) / 5, 8),
+    (torus(10, 10), (7 + np.sqrt(5)) / 10, 10),
+    (hypercube(3), 0.5, 3),
+    (hypercube(4), 0.6, 4),
+    (nx.convert_node_labels_to_integers(nx.grid_2d_graph(10, 10), ordering="sorted"),
+     0.9794695784, 18),
+])
+def test_torus_hypercube_grid_golden(G: nx.Graph, expected_slem: float,
+                                     expected_diameter: int) -> None:
+    assert A.slem(G) == pytest.approx(expected_slem, abs=ATOL)
+    assert A.diameter(G) == expected_diameter
+
+
+# ---------------------------------------------------------------- Perron, Dobrushin, mixing time
+G4 = nx.DiGraph([(0, 1), (1, 2), (2, 0), (2, 3), (3, 0)])  # topologies.md 3.3
+
+
+def test_perron_vector_of_worked_example() -> None:
+    W = T.column_stochastic(G4)
+    pi = A.perron_vector(W)
+    np.testing.assert_allclose(pi, np.array([4, 4, 3, 2]) / 13, atol=1e-12)
+    np.testing.assert_allclose(W @ pi, pi, atol=1e-12)
+    np.testing.assert_allclose(A.perron_vector(T.ring(7)), np.full(7, 1 / 7), atol=1e-12)
+    with pytest.raises(ValueError, match="not simple"):
+        A.perron_vector(nx.disjoint_union(T.ring(3), T.ring(4)))
+
+
+def test_ergodicity_coefficient_of_worked_example() -> None:
+    W = T.column_stochastic(G4)
+    assert A.ergodicity_coefficient(W) == pytest.approx(1.0, abs=1e-12)
+    assert A.ergodicity_coefficient(W @ W) == pytest.approx(0.5, abs=1e-12)
+    assert A.ergodicity_coefficient(W @ W @ W) == pytest.approx(61 / 216, abs=1e-12)
+    assert A.ergodicity_coefficient(np.full((5, 5), 0.2)) == pytest.approx(0.0, abs=1e-12)
+    rng = np.random.default_rng(0)
+    P, Q = rng.random((6, 6)), rng.random((6, 6))
+    P, Q = P / P.sum(0), Q / Q.sum(0)
+    assert A.slem(P) <= A.ergodicity_coefficient(P) + 1e-12
+    assert A.ergodicity_coefficient(P @ Q) <= (
+        A.ergodicity_coefficient(P) * A.ergodicity_coefficient(Q) + 1e-12)
+
+
+@pytest.mark.parametrize(("G", "expected"), [  # topologies.md 3.6, T_2(1e-3), n = 16
+    (T.complete(16), 1), (T.star(16), 108), (T.exponential(16), 14), (hypercube(4), 14),
+    (torus(4, 4), 14), (nx.convert_node_labels_to_integers(nx.grid_2d_graph(4, 4)), 50),
+    (T.ring(16), 133), (T.directed_ring(16), 357),
+])
+def test_mixing_time_golden(G: nx.Graph, expected: int) -> None:
+    assert A.mixing_time(G, 1e-3) == expected
+
+
+def test_mixing_time_non_normal_and_errors() -> None:
+    assert A.mixing_time(T.column_stochastic(G4), 1e-6) == 26  # ln(1e6)/ln(1/slem) = 24.69
+    with pytest.raises(ValueError, match="does not mix"):
+        A.mixing_time(nx.disjoint_union(T.ring(3), T.ring(4)))
+    with pytest.raises(ValueError, match="eps"):
+        A.mixing_time(T.ring(5), 0.0)
+
+
+@pytest.mark.parametrize(("G", "expected"), [  # topologies.md 3.5
+    (T.ring(8), 2 - np.sqrt(2)), (T.ring(100), 2 - 2 * np.cos(2 * np.pi / 100)),
+    (T.complete(16), 16.0), (T.star(100), 1.0), (hypercube(4), 2.0),
+    (torus(10, 10), (3 - np.sqrt(5)) / 2), (T.exponential(16, directed=False), 4.0),
+])
+def test_algebraic_connectivity_golden(G: nx.Graph, expected: float) -> None:
+    assert A.algebraic_connectivity(G) == pytest.approx(expected, abs=ATOL)
+
+
+def test_algebraic_connectivity_rejects_digraphs() -> None:
+    with pytest.raises(ValueError, match="undirected"):
+        A.algebraic_connectivity(T.directed_ring(5))
+    assert A.algebraic_connectivity(nx.disjoint_union(T.ring(3), T.ring(4))) == pytest.approx(
+        0.0, abs=ATOL)
+
+
+# ---------------------------------------------------------------- B-connectivity
+def test_b_connected_although_every_graph_is_disconnected() -> None:
+    n = 6
+    halves = [nx.DiGraph(), nx.DiGraph()]
+    for H in halves:
+        H.add_nodes_from(range(n))
+    halves[0].add_edges_from((i, i + 1) for i in (0, 2, 4))  # 0->1, 2->3, 4->5
+    halves[1].add_edges_from((i, (i + 1) % n) for i in (1, 3, 5))  # 1->2, 3->4, 5->0
+    trace = halves * 4  # rounds alternate; the union of any two is the directed 6-ring
+    assert not any(A.is_strongly_connected(H) for H in halves)
+    assert not A.is_b_connected(trace, 1)
+    assert A.is_b_connected(trace, 2)
+    assert A.is_b_connected(trace, 2, aligned=False)
+    report = A.b_connectivity(trace, 2)
+    assert report.starts == (0, 2, 4, 6) and report.max_union_diameter == 5
+    assert A.min_b(trace) == 2
+    # round 2 drops the wrap-around edge: the aligned window [2, 4) fails, [0, 2) does not
+    broken = list(trace)
+    broken[3] = nx.DiGraph(halves[1].edges - {(5, 0)})
+    broken[3].add_nodes_from(range(n))
+    report = A.b_connectivity(broken, 2)
+    assert not report.connected and report.first_failure == 2
+    assert report.union_diameters[0] == 5 and report.union_diameters[1] == np.inf
+
+
+@pytest.mark.parametrize(("n", "B", "delta"), [(16, 4, 4), (12, 4, None), (100, 7, 5)])
+def test_min_b_one_peer_golden(n: int, B: int, delta: int | None) -> None:  # topologies.md 4.4
+    s = T.one_peer_exponential(n)
+    assert A.min_b(s) == B
+    assert not A.is_b_connected(s, B - 1)
+    if delta is not None:
+        assert A.b_connectivity(s, B).max_union_diameter == delta
+
+
+class Shifts:
+    """Round t: i -> i + offsets[t mod len] (the SGP phone book of topologies.md 2.1)."""
+
+    def __init__(self, n: int, offsets: list[int]) -> None:
+        self.n, self.offsets, self.period, self.directed = n, offsets, len(offsets), True
+
+    def at(self, t: int) -> nx.DiGraph:
+        G = nx.DiGraph()
+        G.add_nodes_from(range(self.n))
+        o = self.offsets[t % self.period]
+        G.add_edges_from((i, (i + o) % self.n) for i in range(self.n))
+        return G
+
+
+def test_min_b_sgp_phone_book_and_finite_trace_pitfall() -> None:
+    assert A.min_b(Shifts(16, [1, 15, 2, 14, 4, 12, 8])) == 6
+    s = T.one_peer_exponential(100)
+    trace = [s.at(t) for t in range(28)]
+    assert A.is_b_connected(trace, 6)  # looks 6-connected over 28 rounds ...
+    assert not A.is_b_connected(s, 6)  # ... but the window starting at round 36 is not
+    with pytest.raises(ValueError, match="horizon"):
+        A.is_b_connected(T.random_out(8, 1, seed=0), 2)
+
+
+@pytest.mark.parametrize(("n", "rate"), [(12, 0.6762442799), (100, 0.7897666947), (16, 0.0)])
+def test_per_round_rate_one_peer_golden(n: int, rate: float) -> None:  # topologies.md 3.2
+    assert A.per_round_rate(T.one_peer_exponential(n)) == pytest.approx(rate, abs=ATOL)
+    assert A.per_round_rate(Shifts(16, [1, 15, 2, 14, 4, 12, 8])) == 0.0
+
+
+def test_schedule_mixing_time() -> None:
+    assert A.schedule_mixing_time(T.one_peer_exponential(16)) == 4  # topologies.md 3.6
+    assert A.schedule_mixing_time(T.ring(16)) == A.mixing_time(T.ring(16)) == 133
+    assert A.per_round_rate(T.ring(16)) == pytest.approx(A.slem(T.ring(16)), abs=ATOL)
+
+
+# ---------------------------------------------------------------- sparse inputs and solvers
+@pytest.fixture
+def sparse_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Route every matrix with more than 10 rows to the sparse solvers."""
+    from analysis import matrices
+    monkeypatch.setattr(matrices, "DENSE_MAX", 10)
+
+
+@pytest.mark.parametrize("G", [
+    nx.random_regular_graph(4, 120, seed=1), T.ring(60), T.star(60), torus(8, 8),
+    T.exponential(100), T.random_out_graph(120, 8, seed=0),
+])
+def test_sparse_solvers_match_dense(G: nx.Graph, sparse_only: None) -> None:
+    from analysis import matrices
+    dense = T.column_stochastic(G) if G.is_directed() else T.doubly_stochastic(G)
+    S = A.sparse_mixing(G)
+    np.testing.assert_allclose(S.toarray(), dense, atol=1e-15)
+    assert matrices.as_matrix(G).format == "csr"
+    matrices.DENSE_MAX = 10**6
+    expected_slem, expected_pi, expected_d = A.slem(dense), A.perron_vector(dense), A.diameter(G)
+    matrices.DENSE_MAX = 10
+    assert A.slem(S) == pytest.approx(expected_slem, rel=1e-6)
+    assert A.slem(G) == pytest.approx(expected_slem, rel=1e-6)
+    np.testing.assert_allclose(A.perron_vector(S), expected_pi, atol=1e-8)
+    assert A.diameter(G) == A.diameter(S) == expected_d
+    assert A.is_strongly_connected(S)
+
+
+def test_sparse_ergodicity_and_eigenvalues(sparse_only: None) -> None:
+    S = A.sparse_mixing(T.ring(50))
+    assert A.ergodicity_coefficient(S) == 1.0  # nodes 0 and 25 share no recipient
+    ev = A.eigenvalues(S, k=3)
+    np.testing.assert_allclose(ev, [1.0, 1 / 3 + 2 / 3 * np.cos(2 * np.pi / 50)] * 1 + [
+        1 / 3 + 2 / 3 * np.cos(2 * np.pi / 50)], atol=1e-9)
+    assert A.ergodicity_coefficient(A.sparse_mixing(T.complete(20))) == pytest.approx(0.0,
+                                                                                     abs=1e-12)
+
+
+def test_diameter_of_disconnected_parts() -> None:
+    G = nx.disjoint_union(T.ring(10), T.ring(4))
+    assert A.largest_component_diameter(G) == 5
+    assert A.number_of_components(G) == 2
+    assert A.number_of_components(nx.DiGraph([(0, 1), (1, 2)])) == 3
+
+
+# ---------------------------------------------------------------- summary
+def test_summary_static_and_time_varying() -> None:
+    s = A.summary(T.ring(16))
+    assert s["kind"] == "static" and s["diameter"] == 8 and s["min_B"] == 1
+    assert s["slem"] == pytest.approx(0.9492530217, abs=ATOL)
+    assert s["lambda2"] == pytest.approx(0.9492530217, abs=ATOL)
+    assert s["mixing_time(0.001)"] == 133
+    assert s["algebraic_connectivity"] == pytest.approx(0.152240934977, abs=ATOL)
+    s = A.summary(T.build_schedule("one_peer_exponential", 16))
+    assert s["kind"] == "time-varying" and s["period"] == 4 and s["min_B"] == 4
+    assert s["diameter"] == 4 and s["spectral_gap"] == 1.0 and s["mixing_time(0.001)"] == 4
+    s = A.summary(T.star(8), mixing="column_stochastic")  # push rule: not MH on a star
+    assert s["matrix"] == "push-sum (uniform)"
+    assert s["slem"] == pytest.approx(A.slem(T.column_stochastic(T.star(8))), abs=ATOL)
+    assert s["n_min_perron"] < 1
+    s = A.summary(nx.disjoint_union(T.ring(5), T.ring(3)))
+    assert s["diameter"] == np.inf and s["largest_component_diameter"] == 2
+    assert s["mixing_time(0.001)"] is None and s["spectral_gap"] == pytest.approx(0, abs=ATOL)
+    s = A.summary(T.column_stochastic(G4))
+    assert s["matrix"] == "given" and s["diameter"] == 3 and s["edges"] == 5
+    assert s["n_min_perron"] == pytest.approx(4 * 2 / 13, abs=1e-12)
+    s = A.summary(T.random_out(12, 2, seed=0), horizon=10)
+    assert s["horizon"] == 10 and 0 < s["spectral_gap"] <= 1

@@ -1,0 +1,87 @@
+"""`p2pfl analyze TOPOLOGY` and `p2pfl study CONFIG --topologies ...` (wired into p2pfl.cli)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from typing import Any
+
+
+def add_commands(sub: argparse._SubParsersAction) -> None:
+    a = sub.add_parser("analyze", help="spectral and connectivity summary of a topology")
+    a.add_argument("topology", help="topology name (see topologies.TOPOLOGIES)")
+    a.add_argument("--n", type=int, default=16, help="number of nodes (default 16)")
+    a.add_argument("--set", dest="params", action="append", default=[], metavar="KEY=VALUE",
+                   help="a parameter of the topology, e.g. --set directed=false (repeatable)")
+    a.add_argument("--mixing", choices=("natural", "column_stochastic", "doubly_stochastic"),
+                   default="natural", help="round matrix (natural: MH if undirected, push rule "
+                   "if directed)")
+    a.add_argument("--eps", type=float, default=1e-3, help="accuracy of the mixing time")
+    a.add_argument("--json", action="store_true", help="print one JSON object")
+    s = sub.add_parser("study", help="one run per topology, then convergence vs diameter and "
+                       "spectral gap")
+    s.add_argument("config", help="TOML experiment file (without [[compare]])")
+    s.add_argument("--topologies", required=True,
+                   help="comma-separated names, options after colons: "
+                   "ring,exponential:directed=false,complete")
+    s.add_argument("--out", default="runs/study", help="output directory (default runs/study)")
+    s.add_argument("--target", type=float, help="test accuracy for 'rounds to target' "
+                   "(default: 90%% of the best final accuracy)")
+    s.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a config field for every run (repeatable)")
+    s.add_argument("--device", choices=("cpu", "cuda", "auto"), help="overrides config.device")
+    s.add_argument("--quiet", action="store_true", help="no progress bars")
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, float):
+        return "inf" if math.isinf(value) else f"{value:.10g}"
+    return "-" if value is None else str(value)
+
+
+def analyze(args: argparse.Namespace) -> int:
+    import topologies as T
+    from analysis.summary import summary
+    from p2pfl.config import ConfigError, parse_overrides
+
+    params = parse_overrides(args.params)
+    try:
+        schedule = T.build_schedule(args.topology, args.n, **params)
+    except TypeError as err:
+        raise ConfigError("--set", f"{args.topology}: {err}") from None
+    except ValueError as err:
+        raise ConfigError("topology", str(err)) from None
+    mixing = None if args.mixing == "natural" else args.mixing
+    try:
+        result = summary(schedule, mixing=mixing, eps=args.eps)
+    except ValueError as err:
+        raise ConfigError("--mixing" if mixing else "topology", str(err)) from None
+    result = {"topology": args.topology, **{k: v for k, v in params.items()}, **result}
+    if args.json:
+        print(json.dumps({k: (str(v) if isinstance(v, float) and math.isinf(v) else v)
+                          for k, v in result.items()}))
+    else:
+        width = max(map(len, result))
+        for key, value in result.items():
+            print(f"{key:<{width}}  {_fmt(value)}")
+    return 0
+
+
+def study(args: argparse.Namespace) -> int:
+    from analysis.study import format_table, run_study
+    from p2pfl.config import load_config, parse_overrides
+
+    overrides = parse_overrides(args.overrides)
+    if args.device:
+        overrides["device"] = args.device
+    cfg = load_config(args.config, overrides)
+    specs = [s for s in args.topologies.split(",") if s.strip()]
+    result = run_study(cfg, specs, args.out, target=args.target, progress=not args.quiet)
+    print(format_table(result))
+    for path in result.files:
+        print(path)
+    return 0
+
+
+COMMANDS = {"analyze": analyze, "study": study}

@@ -1,0 +1,202 @@
+"""Connectivity of graphs and of time-varying schedules (topologies.md 1.7, 4.4, 4.5).
+
+``G`` may be a graph or a matrix (edge i -> j when ``W[j, i] > 0``). A ``schedule`` may be a
+topologies Schedule (``at(t)``, ``period``), a single graph (static), or a finite list of graphs
+or matrices (a trace: round t uses item t).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import networkx as nx
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse.csgraph import connected_components, shortest_path
+
+from analysis import matrices
+from analysis.matrices import MatrixLike, adjacency, as_graph
+from topologies.schedules import Schedule, as_schedule
+
+ScheduleLike = Schedule | nx.Graph | Sequence[MatrixLike]
+BFS_BLOCK = 1000  # sources per batched BFS in diameter() of a large graph
+
+
+def is_strongly_connected(G: MatrixLike) -> bool:
+    """Strong connectivity for a DiGraph or matrix, plain connectivity for an nx.Graph."""
+    if isinstance(G, nx.Graph):
+        if G.number_of_nodes() == 0:
+            raise ValueError("connectivity is undefined for the empty graph")
+        return nx.is_strongly_connected(G) if G.is_directed() else nx.is_connected(G)
+    return connected_components(adjacency(G), directed=True, connection="strong")[0] == 1
+
+
+def number_of_components(G: MatrixLike) -> int:
+    """Strongly connected components of a DiGraph or matrix; connected components of a Graph."""
+    if isinstance(G, nx.Graph) and not G.is_directed():
+        return nx.number_connected_components(G)
+    return int(connected_components(adjacency(G), directed=True, connection="strong")[0])
+
+
+def _eccentricity_max(A: sp.csr_array) -> float:
+    n, best = A.shape[0], 0.0
+    for lo in range(0, n, BFS_BLOCK):
+        D = shortest_path(A, method="D", unweighted=True, directed=True,
+                          indices=np.arange(lo, min(n, lo + BFS_BLOCK)))
+        best = max(best, float(D.max()))
+    return best
+
+
+def diameter(G: MatrixLike) -> int:
+    """Largest shortest-path distance d(u, v), along edge directions in a DiGraph or matrix.
+
+    ValueError if the graph is not (strongly) connected: its diameter is infinite. Above
+    DENSE_MAX nodes the exact value comes from batched BFS (scipy.sparse.csgraph), O(n m).
+    """
+    if not is_strongly_connected(G):
+        kind = ("connected" if isinstance(G, nx.Graph) and not G.is_directed()
+                else "strongly connected")
+        raise ValueError(f"the graph is not {kind}, so its diameter is infinite")
+    graph_n = G.number_of_nodes() if isinstance(G, nx.Graph) else G.shape[0]
+    if graph_n > matrices.DENSE_MAX or not isinstance(G, nx.Graph):
+        return int(_eccentricity_max(adjacency(G)))
+    return nx.diameter(G)
+
+
+def largest_component_diameter(G: MatrixLike) -> int:
+    """Diameter of the largest (strongly) connected component: the finite part of an infinite
+    diameter (topologies.md 4.5)."""
+    graph = as_graph(G)
+    parts = (nx.strongly_connected_components(graph) if graph.is_directed()
+             else nx.connected_components(graph))
+    return diameter(graph.subgraph(max(parts, key=len)).copy())
+
+
+class _Trace:
+    """A finite list of graphs or matrices as a schedule: round t is item t."""
+
+    def __init__(self, items: Sequence[MatrixLike]) -> None:
+        if not items:
+            raise ValueError("a trace needs at least one graph or matrix")
+        self.items = [as_graph(g) for g in items]
+        self.n = self.items[0].number_of_nodes()
+        self.period: int | None = None
+        self.directed = True
+        self.needs_losses = False
+
+    def at(self, t: int) -> nx.Graph:
+        if not 0 <= t < len(self.items):
+            raise ValueError(f"the trace has {len(self.items)} rounds; round {t} is outside it")
+        return self.items[t]
+
+
+def rounds_of(schedule: ScheduleLike) -> tuple[Schedule | _Trace, int | None]:
+    """(object with at(t) and n, number of rounds it holds: None when unbounded)."""
+    if isinstance(schedule, (list, tuple)):
+        trace = _Trace(schedule)
+        return trace, len(trace.items)
+    if not isinstance(schedule, nx.Graph) and hasattr(schedule, "at") and hasattr(schedule, "n"):
+        return schedule, None  # any object with at(t), n and period is a schedule
+    return as_schedule(schedule), None
+
+
+def union_graph(schedule: ScheduleLike, t0: int, t1: int) -> nx.DiGraph:
+    """DiGraph on 0..n-1 of all edges used in rounds t0..t1-1 (undirected edges go both ways)."""
+    if not 0 <= t0 <= t1:
+        raise ValueError(f"need 0 <= t0 <= t1, got t0={t0}, t1={t1}")
+    sched, _ = rounds_of(schedule)
+    union = nx.DiGraph()
+    union.add_nodes_from(range(sched.n))
+    for t in range(t0, t1):
+        union.add_edges_from(nx.DiGraph(sched.at(t)).edges)
+    return union
+
+
+@dataclass(frozen=True)
+class BConnectivity:
+    """Result of `b_connectivity`: window starts checked, the first failing one (or None), and
+    the diameter of each window's union (math.inf when not strongly connected)."""
+
+    B: int
+    aligned: bool
+    starts: tuple[int, ...]
+    first_failure: int | None
+    union_diameters: tuple[float, ...]
+
+    @property
+    def connected(self) -> bool:
+        return self.first_failure is None
+
+    @property
+    def max_union_diameter(self) -> float:
+        """SGP's Delta: the largest union diameter over the windows."""
+        return max(self.union_diameters)
+
+
+def _window_starts(B: int, horizon: int | None, period: int | None, aligned: bool,
+                   length: int | None) -> range:
+    if horizon is None:
+        horizon = length
+    if horizon is None:
+        if period is None:
+            raise ValueError("the schedule has no period: give the horizon (rounds to check)")
+        # periodic: every distinct window (aligned starts modulo lcm(period, B); sliding: period)
+        horizon = math.lcm(period, B) if aligned else period + B - 1
+    if length is not None and horizon > length:
+        raise ValueError(f"horizon {horizon} exceeds the {length} rounds of the trace")
+    if horizon < B:
+        raise ValueError(f"horizon {horizon} is shorter than one window of B = {B} rounds")
+    last = horizon - B
+    return range(0, last + 1, B) if aligned else range(0, last + 1)
+
+
+def b_connectivity(schedule: ScheduleLike, B: int, horizon: int | None = None,
+                   aligned: bool = True) -> BConnectivity:
+    """Check B-bounded strong connectivity over rounds 0..horizon-1 (topologies.md 1.7, 4.4).
+
+    aligned=True (default, Nedic-Olshevsky and SGP): the unions over rounds [lB, (l+1)B) must be
+    strongly connected for every full window; aligned=False: every B consecutive rounds.
+    Default horizon: a trace's length; for a periodic schedule every distinct window
+    (lcm(period, B) rounds aligned, period + B - 1 sliding); an aperiodic schedule needs one.
+    """
+    if isinstance(B, bool) or not isinstance(B, int) or B < 1:
+        raise ValueError(f"B must be an integer >= 1, got {B!r}")
+    sched, length = rounds_of(schedule)
+    starts = _window_starts(B, horizon, sched.period, aligned, length)
+    diameters, failure = [], None
+    for s in starts:
+        union = union_graph(sched, s, s + B)
+        if is_strongly_connected(union):
+            diameters.append(float(diameter(union)))
+        else:
+            diameters.append(math.inf)
+            failure = s if failure is None else failure
+    return BConnectivity(B, aligned, tuple(starts), failure, tuple(diameters))
+
+
+def is_b_connected(schedule: ScheduleLike, B: int, horizon: int | None = None,
+                   aligned: bool = True) -> bool:
+    """True if every window of B rounds (aligned at multiples of B unless aligned=False) within
+    rounds 0..horizon-1 has a strongly connected union; see `b_connectivity`."""
+    return b_connectivity(schedule, B, horizon, aligned).connected
+
+
+def min_b(schedule: ScheduleLike, horizon: int | None = None, aligned: bool = True,
+          max_b: int | None = None) -> int | None:
+    """Smallest B for which `is_b_connected` holds (None if none up to max_b).
+
+    max_b defaults to 3 * period for a periodic schedule, else horizon. A finite horizon can
+    under-estimate B of the infinite sequence (topologies.md 3.2).
+    """
+    sched, length = rounds_of(schedule)
+    limit = max_b or (3 * sched.period if sched.period else (horizon or length))
+    if limit is None:
+        raise ValueError("the schedule has no period: give the horizon (rounds to check)")
+    if horizon is not None or length is not None:
+        limit = min(limit, horizon or length)
+    for b in range(1, limit + 1):
+        if is_b_connected(sched, b, horizon or length, aligned):
+            return b
+    return None

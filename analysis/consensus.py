@@ -1,0 +1,135 @@
+"""Consensus simulation: Push-Sum (column-stochastic) and gossip (doubly-stochastic) averaging.
+
+Node values are the rows of ``x0`` ([n, ...]); one round is ``x <- W(t) x`` (column convention,
+topologies.md 0). W(t) is the natural matrix of the graph of round t, or whatever the
+``matrices(t)`` hook returns: that is where link drops or any other per-round change plug in
+(e.g. the sender-keeps-the-undelivered-share rule of topologies.md 1.6). Hook matrices are used
+as given, so an uncompensated loss (a column summing to less than 1) can be simulated too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import networkx as nx
+import numpy as np
+import scipy.sparse as sp
+
+from analysis.connectivity import ScheduleLike, rounds_of
+from analysis.matrices import Matrix
+from topologies.mixing import column_stochastic, doubly_stochastic
+
+MatrixHook = Callable[[int], Matrix]
+
+
+def _matrix_source(schedule: ScheduleLike | Matrix | None, matrices: MatrixHook | None,
+                   build: Callable[[nx.Graph], np.ndarray]) -> MatrixHook:
+    if matrices is not None:
+        return matrices
+    if schedule is None:
+        raise ValueError("give a schedule (or graph, trace, matrix) or a matrices(t) hook")
+    if isinstance(schedule, np.ndarray) or sp.issparse(schedule):
+        return lambda t: schedule
+    sched, _ = rounds_of(schedule)
+    return lambda t: build(sched.at(t))
+
+
+def _check_x0(x0: np.ndarray) -> np.ndarray:
+    x0 = np.asarray(x0, dtype=float)
+    if x0.ndim < 1 or x0.shape[0] < 1:
+        raise ValueError(f"x0 must have shape [n, ...], got {x0.shape}")
+    return x0
+
+
+def _mix(W: Matrix, x: np.ndarray) -> np.ndarray:
+    if W.shape != (x.shape[0], x.shape[0]):
+        raise ValueError(f"W(t) has shape {W.shape}, expected {(x.shape[0], x.shape[0])}")
+    return np.asarray(W @ x)
+
+
+def pushsum_consensus(schedule: ScheduleLike | Matrix | None, x0: np.ndarray, rounds: int, *,
+                      matrices: MatrixHook | None = None,
+                      return_weights: bool = False) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
+    """Push-Sum averaging (Kempe et al. 2003): ``x <- W x``, ``w <- W w``, ``z = x / w``.
+
+    Parameters
+    ----------
+    schedule : Schedule, graph, trace (list of graphs/matrices) or a fixed matrix; W(t) is the
+        uniform push rule of the graph of round t. Ignored when `matrices` is given.
+    x0 : [n, ...] initial values; w(0) = 1.
+    rounds : number of rounds.
+    matrices : optional hook t -> W(t) ([n, n], dense or sparse) replacing the schedule's.
+    return_weights : also return the weights w, [rounds + 1, n].
+
+    Returns
+    -------
+    z : [rounds + 1, n, ...], the de-biased estimates; z[0] = x0. With a column-stochastic
+    W(t) whose graphs are B-strongly connected, every z_i(t) -> mean(x0) (topologies.md 1.3).
+    """
+    x = _check_x0(x0)
+    n = x.shape[0]
+    source = _matrix_source(schedule, matrices, column_stochastic)
+    flat = x.reshape(n, -1)
+    w = np.ones(n)
+    zs, ws = [x.copy()], [w.copy()]
+    for t in range(rounds):
+        W = source(t)
+        flat, w = _mix(W, flat), _mix(W, w)
+        zs.append((flat / w[:, None]).reshape(x.shape))
+        ws.append(w.copy())
+    z = np.stack(zs)
+    return (z, np.stack(ws)) if return_weights else z
+
+
+def gossip_consensus(schedule: ScheduleLike | Matrix | None, x0: np.ndarray, rounds: int, *,
+                     matrices: MatrixHook | None = None) -> np.ndarray:
+    """Gossip averaging ``x <- W x`` with a doubly-stochastic W(t) (Metropolis-Hastings of the
+    graph of round t unless `matrices` gives it).
+
+    Returns the trajectory [rounds + 1, n, ...]; x[0] = x0. The average is preserved every round.
+    """
+    x = _check_x0(x0)
+    n = x.shape[0]
+    source = _matrix_source(schedule, matrices, doubly_stochastic)
+    flat = x.reshape(n, -1)
+    xs = [x.copy()]
+    for t in range(rounds):
+        flat = _mix(source(t), flat)
+        xs.append(flat.reshape(x.shape))
+    return np.stack(xs)
+
+
+def consensus_distance(trajectory: np.ndarray) -> np.ndarray:
+    """mean_i ||x_i(t) - xbar(t)||^2 for every round of a [T, n, ...] trajectory -> [T]."""
+    traj = np.asarray(trajectory, dtype=float)
+    flat = traj.reshape(traj.shape[0], traj.shape[1], -1)
+    return np.square(flat - flat.mean(axis=1, keepdims=True)).sum(axis=2).mean(axis=1)
+
+
+def consensus_error(trajectory: np.ndarray, target: np.ndarray | None = None) -> np.ndarray:
+    """max_i |x_i(t) - target| (largest entry) for every round -> [T].
+
+    target defaults to the average of the first row, mean_i x_i(0): the value Push-Sum and
+    gossip must reach.
+    """
+    traj = np.asarray(trajectory, dtype=float)
+    goal = traj[0].mean(axis=0) if target is None else np.asarray(target, dtype=float)
+    return np.abs(traj - goal).reshape(traj.shape[0], -1).max(axis=1)
+
+
+def contraction_rate(errors: np.ndarray, start: int, stop: int) -> float:
+    """Observed per-round rate ``(errors[stop] / errors[start]) ** (1 / (stop - start))``.
+
+    For a static W it tends to slem(W) (topologies.md 3.3: 0.5728 vs 0.5715 over rounds 20-50).
+    """
+    if not 0 <= start < stop < len(errors):
+        raise ValueError(f"need 0 <= start < stop < {len(errors)}, got {start}, {stop}")
+    if errors[start] <= 0:
+        raise ValueError(f"errors[{start}] is 0: consensus already reached")
+    return float((errors[stop] / errors[start]) ** (1.0 / (stop - start)))
+
+
+def rounds_to_consensus(errors: np.ndarray, eps: float) -> int | None:
+    """First round t with errors[t] <= eps, or None if the trajectory never gets there."""
+    hits = np.flatnonzero(np.asarray(errors) <= eps)
+    return int(hits[0]) if hits.size else None

@@ -1,0 +1,61 @@
+"""The topology figures of docs/analysis.md: Push-Sum consensus error vs round and spectra of
+the n = 16 topologies of topologies.md 3.6, and two topology drawings.
+
+`python -m analysis.scripts.topology_figures [--out docs/figures]` (about a second).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import networkx as nx
+import numpy as np
+
+import analysis as A
+import topologies as T
+from analysis import plots
+from analysis.matrices import as_matrix
+
+N = 16
+
+
+def families() -> dict[str, object]:
+    """name -> graph or schedule, n = 16."""
+    torus = nx.convert_node_labels_to_integers(nx.grid_2d_graph(4, 4, periodic=True))
+    return {"complete": T.complete(N), "star": T.star(N), "exponential": T.exponential(N),
+            "one-peer exponential": T.one_peer_exponential(N), "torus 4x4": torus,
+            "ring": T.ring(N), "directed ring": T.directed_ring(N)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default="docs/figures", help="output directory")
+    parser.add_argument("--rounds", type=int, default=400)
+    args = parser.parse_args()
+    out = Path(args.out)
+    curves = {}
+    for name, topology in families().items():
+        # all the mass on node 0 (a leaf of the star), natural matrices: topologies.md 3.6 T_src
+        x0 = np.zeros(N)
+        x0[N - 1 if name == "star" else 0] = N
+        s = A.summary(topology)
+        rounds = topology if isinstance(topology, T.Schedule) and s["kind"] != "static" else (
+            as_matrix(topology))
+        z = A.pushsum_consensus(rounds, x0, args.rounds)
+        label = f"{name} (diam {s['diameter']}, gap {s['spectral_gap']:.3f})"
+        curves[label] = A.consensus_error(z)
+        print(f"{label}: rounds to 1e-3 = {A.rounds_to_consensus(curves[label], 1e-3)}")
+    for p in plots.plot_consensus(curves, out / "consensus_n16", ylabel="max_i |z_i - mean|"):
+        print(p)
+    spectra = {"ring": T.ring(N), "directed ring": T.directed_ring(N),
+               "exponential": T.exponential(N), "star": T.star(N)}
+    for p in plots.plot_spectrum(spectra, out / "spectra_n16"):
+        print(p)
+    for p in plots.draw_topology(T.exponential(N), out / "exponential_n16",
+                                 "directed exponential graph, n = 16"):
+        print(p)
+
+
+if __name__ == "__main__":
+    main()

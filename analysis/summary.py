@@ -1,0 +1,151 @@
+"""One dict of every metric of a topology: what `p2pfl analyze` prints."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import networkx as nx
+import numpy as np
+import scipy.sparse as sp
+
+from analysis import matrices
+from analysis.connectivity import (
+    ScheduleLike,
+    b_connectivity,
+    diameter,
+    is_strongly_connected,
+    largest_component_diameter,
+    min_b,
+    number_of_components,
+    rounds_of,
+)
+from analysis.matrices import (
+    Matrix,
+    adjacency,
+    as_matrix,
+    is_symmetric,
+    sparse_mixing,
+)
+from analysis.spectral import (
+    algebraic_connectivity,
+    ergodicity_coefficient,
+    mixing_time,
+    perron_vector,
+    slem,
+)
+from analysis.timevarying import product, rate_of_product, round_matrix, schedule_mixing_time
+
+APERIODIC_HORIZON = 20  # rounds examined for a schedule without a period
+
+
+def _static_matrix(graph: nx.Graph, mixing: str | None) -> Matrix:
+    if graph.number_of_nodes() > matrices.DENSE_MAX and mixing is None:
+        return sparse_mixing(graph)
+    return round_matrix(graph, mixing)
+
+
+def _matrix_name(graph: nx.Graph | None, mixing: str | None) -> str:
+    if graph is None:
+        return "given"
+    if mixing is None:
+        mixing = "column_stochastic" if graph.is_directed() else "doubly_stochastic"
+    return {"column_stochastic": "push-sum (uniform)",
+            "doubly_stochastic": "metropolis-hastings"}[mixing]
+
+
+def _static(graph: nx.Graph | None, W: Matrix, eps: float) -> dict[str, Any]:
+    n = W.shape[0]
+    target = graph if graph is not None else W
+    connected = is_strongly_connected(target)
+    out: dict[str, Any] = {"strongly_connected": connected,
+                           "components": number_of_components(target),
+                           "min_B": 1 if connected else None}
+    if connected:
+        out["diameter"] = diameter(target)
+    else:
+        out["diameter"] = math.inf
+        out["largest_component_diameter"] = largest_component_diameter(target)
+    rate = slem(W)
+    out["slem"] = rate
+    out["spectral_gap"] = 1.0 - rate
+    if is_symmetric(W) and n <= matrices.DENSE_MAX:
+        dense = W.toarray() if sp.issparse(W) else W
+        out["lambda2"] = float(np.sort(np.linalg.eigvalsh(dense))[-2]) if n > 1 else 0.0
+    out["relaxation_time"] = 1.0 / (1.0 - rate) if rate < 1.0 else math.inf
+    out[f"mixing_time({eps:g})"] = mixing_time(W, eps) if connected and rate < 1.0 else None
+    out["ergodicity_coefficient"] = ergodicity_coefficient(W)
+    if connected:
+        out["n_min_perron"] = float(n * perron_vector(W).min())
+    if graph is not None and not graph.is_directed():
+        out["algebraic_connectivity"] = algebraic_connectivity(graph)
+    return out
+
+
+def _time_varying(schedule: ScheduleLike, mixing: str | None, eps: float,
+                  horizon: int | None) -> dict[str, Any]:
+    sched, length = rounds_of(schedule)
+    period = sched.period
+    window = horizon or period or length or APERIODIC_HORIZON
+    out: dict[str, Any] = {"period": period, "horizon": window}
+    b = min_b(sched, horizon=window if period is None else horizon)
+    out["min_B"] = b
+    if b is None:
+        out["diameter"] = math.inf
+    else:
+        report = b_connectivity(sched, b, None if period is not None and horizon is None
+                                else window)
+        out["diameter"] = int(report.max_union_diameter)  # SGP's Delta: union over a B-window
+    if sched.n <= matrices.DENSE_MAX:
+        P = product(sched, 0, window, mixing)
+        rate = rate_of_product(P, window)
+        out["per_round_rate"] = rate
+        out["spectral_gap"] = 1.0 - rate
+        out[f"mixing_time({eps:g})"] = schedule_mixing_time(sched, eps, mixing=mixing)
+        out["ergodicity_coefficient_of_window"] = ergodicity_coefficient(P)
+    return out
+
+
+def summary(topology: ScheduleLike | Matrix, *, mixing: str | None = None, eps: float = 1e-3,
+            horizon: int | None = None) -> dict[str, Any]:
+    """Spectral and connectivity metrics of a graph, a matrix or a schedule, as a flat dict.
+
+    Parameters
+    ----------
+    topology : graph, matrix (dense or sparse), Schedule or trace (list of graphs/matrices).
+    mixing : matrix of a graph's round: None (natural: MH if undirected, push rule if directed),
+        "column_stochastic" or "doubly_stochastic" (what an algorithm uses).
+    eps : accuracy of the mixing time.
+    horizon : rounds of a time-varying schedule to examine (default: its period, else 20).
+
+    Returns
+    -------
+    Static: n, directed, edges (messages per round: an undirected edge counts twice), matrix,
+    strongly_connected, components, min_B (1), diameter (math.inf if not strongly connected,
+    with largest_component_diameter), slem, spectral_gap, lambda2
+    (symmetric W), relaxation_time, mixing_time(eps), ergodicity_coefficient, n_min_perron
+    (n * min_i pi_i, the limit of the smallest Push-Sum weight), algebraic_connectivity
+    (undirected). Time-varying: n, directed, period, horizon, min_B, diameter (the largest
+    diameter of a union over an aligned min_B-window), per_round_rate (slem of the product over
+    the horizon, to the power 1 / horizon), spectral_gap (1 - per_round_rate), mixing_time(eps)
+    and ergodicity_coefficient_of_window.
+    """
+    if isinstance(topology, np.ndarray) or sp.issparse(topology):
+        W = as_matrix(topology)
+        out: dict[str, Any] = {"kind": "static", "n": W.shape[0], "directed": not is_symmetric(W),
+                               "edges": int(adjacency(W).nnz), "matrix": "given"}
+        out.update(_static(None, W, eps))
+        return out
+    sched, length = rounds_of(topology)
+    graph = sched.at(0)
+    directed = graph.is_directed()
+    edges = graph.number_of_edges() * (1 if directed else 2)
+    head: dict[str, Any] = {"n": sched.n, "directed": directed}
+    if sched.period == 1 or length == 1:
+        out = {"kind": "static", **head, "edges": edges, "matrix": _matrix_name(graph, mixing)}
+        out.update(_static(graph, _static_matrix(graph, mixing), eps))
+        return out
+    out = {"kind": "time-varying", **head, "edges_round0": edges,
+           "matrix": _matrix_name(graph, mixing)}
+    out.update(_time_varying(topology, mixing, eps, horizon))
+    return out

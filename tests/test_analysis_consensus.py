@@ -1,0 +1,164 @@
+"""Consensus simulation: exact averages, worked examples and rates of topologies.md 3.3-3.4."""
+
+from __future__ import annotations
+
+import networkx as nx
+import numpy as np
+import pytest
+
+import analysis as A
+import topologies as T
+
+G4 = nx.DiGraph([(0, 1), (1, 2), (2, 0), (2, 3), (3, 0)])
+X4 = np.array([1.0, 2.0, 3.0, 4.0])
+
+
+def test_pushsum_worked_example_iterates() -> None:  # topologies.md 3.3
+    z, w = A.pushsum_consensus(G4, X4, 3, return_weights=True)
+    np.testing.assert_allclose(z[1], [21 / 8, 3 / 2, 12 / 5, 18 / 5], rtol=1e-12)
+    np.testing.assert_allclose(z[2], [141 / 49, 15 / 7, 51 / 28, 78 / 25], rtol=1e-12)
+    np.testing.assert_allclose(z[3], [759 / 278, 33 / 13, 186 / 91, 336 / 131], rtol=1e-12)
+    np.testing.assert_allclose(w[3], [139 / 108, 91 / 72, 91 / 108, 131 / 216], rtol=1e-12)
+    np.testing.assert_allclose(w.sum(axis=1), 4.0, rtol=1e-14)
+
+
+def test_pushsum_error_checkpoints_and_rate_vs_slem() -> None:  # topologies.md 3.3
+    errors = A.consensus_error(A.pushsum_consensus(G4, X4, 50))
+    assert errors[10] == pytest.approx(8.158e-3, rel=1e-3)
+    assert errors[20] == pytest.approx(3.083e-5, rel=1e-3)
+    assert errors[50] == pytest.approx(1.692e-12, rel=1e-2)
+    assert A.contraction_rate(errors, 20, 50) == pytest.approx(0.5728, abs=1e-4)
+    assert A.slem(G4) == pytest.approx(0.5715213299, abs=1e-9)
+
+
+def random_digraph_schedule(n: int, rounds: int, seed: int) -> list[nx.DiGraph]:
+    """Random directed graphs, each a directed ring under a random relabelling plus random
+    extra edges: strongly connected every round, irregular degrees."""
+    rng = np.random.default_rng(seed)
+    graphs = []
+    for _ in range(rounds):
+        order = rng.permutation(n)
+        G = nx.DiGraph()
+        G.add_nodes_from(range(n))
+        G.add_edges_from((int(order[i]), int(order[(i + 1) % n])) for i in range(n))
+        for _ in range(n):
+            i, j = rng.choice(n, size=2, replace=False)
+            G.add_edge(int(i), int(j))
+        graphs.append(G)
+    return graphs
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_pushsum_reaches_exact_average_on_random_directed_schedules(seed: int) -> None:
+    n, rounds = 20, 150
+    schedule = random_digraph_schedule(n, rounds, seed)
+    x0 = np.random.default_rng(100 + seed).normal(size=(n, 3))
+    z, w = A.pushsum_consensus(schedule, x0, rounds, return_weights=True)
+    assert z.shape == (rounds + 1, n, 3)
+    np.testing.assert_allclose(z[-1], np.broadcast_to(x0.mean(axis=0), (n, 3)), atol=1e-9)
+    assert not np.allclose(w[-1], 1.0)  # irregular graphs: the weights did matter
+    W = T.column_stochastic(schedule[0])
+    assert not np.allclose(W.sum(axis=1), 1.0)  # not doubly stochastic
+
+
+def test_gossip_reaches_exact_average_and_preserves_it() -> None:
+    rng = np.random.default_rng(0)
+    schedule = [nx.gnp_random_graph(15, 0.3, seed=int(s)) for s in rng.integers(0, 10**6, 80)]
+    x0 = rng.normal(size=(15, 2, 2))
+    x = A.gossip_consensus(schedule, x0, 80)
+    np.testing.assert_allclose(x.mean(axis=1), np.broadcast_to(x0.mean(0), (81, 2, 2)),
+                               atol=1e-12)
+    np.testing.assert_allclose(x[-1], np.broadcast_to(x0.mean(0), (15, 2, 2)), atol=1e-9)
+    with pytest.raises(ValueError, match="undirected"):
+        A.gossip_consensus(T.directed_ring(5), np.ones(5), 1)
+
+
+TORUS = nx.convert_node_labels_to_integers(nx.grid_2d_graph(5, 5, periodic=True))
+
+
+@pytest.mark.parametrize(("G", "start", "stop"), [
+    (T.ring(16), 40, 60), (TORUS, 30, 50), (T.star(9), 40, 60),
+    (T.exponential(16, directed=False), 8, 20),
+])
+def test_gossip_contraction_rate_equals_slem(G: nx.Graph, start: int, stop: int) -> None:
+    """Symmetric W: the error of a generic start decays like slem^t."""
+    x0 = np.random.default_rng(1).normal(size=G.number_of_nodes())
+    dist = A.consensus_distance(A.gossip_consensus(G, x0, stop))
+    rate = A.contraction_rate(np.sqrt(dist), start, stop)
+    assert rate == pytest.approx(A.slem(G), rel=2e-3)
+
+
+def test_static_matrix_input_and_one_peer_exact_averaging() -> None:
+    x0 = np.zeros(16)
+    x0[0] = 16.0
+    x = A.gossip_consensus(None, x0, 4,
+                           matrices=lambda t: T.column_stochastic(T.one_peer_exponential(16).at(t)))
+    assert [np.count_nonzero(x[t]) for t in range(1, 5)] == [2, 4, 8, 16]
+    np.testing.assert_array_equal(x[4], np.ones(16))  # exact in float64 (dyadic entries)
+    assert A.rounds_to_consensus(A.consensus_error(x), 1e-12) == 4
+    W = T.column_stochastic(G4)
+    np.testing.assert_allclose(A.pushsum_consensus(W, X4, 5), A.pushsum_consensus(G4, X4, 5))
+
+
+def dropped(keep: bool):
+    """Hook: message 2 -> 3 lost in round 0 (topologies.md 3.4); the sender keeps its share
+    (rule 1) or the share is lost (rule 3)."""
+    W = T.column_stochastic(G4)
+
+    def matrices(t: int) -> np.ndarray:
+        if t > 0:
+            return W
+        W0 = W.copy()
+        W0[3, 2] = 0.0
+        if keep:
+            W0[2, 2] += 1 / 3
+        return W0
+
+    return matrices
+
+
+def test_link_drop_hook_sender_keeps_share() -> None:
+    z, w = A.pushsum_consensus(None, X4, 250, matrices=dropped(True), return_weights=True)
+    np.testing.assert_allclose(z[1], [21 / 8, 3 / 2, 18 / 7, 4], rtol=1e-12)
+    np.testing.assert_allclose(z[3], [747 / 274, 225 / 89, 198 / 95, 18 / 7], rtol=1e-12)
+    np.testing.assert_allclose(w.sum(axis=1), 4.0, rtol=1e-14)
+    np.testing.assert_allclose(z[-1], 2.5, atol=1e-12)
+
+
+def test_link_drop_hook_uncompensated_loss_biases_the_limit() -> None:
+    z, w = A.pushsum_consensus(None, X4, 250, matrices=dropped(False), return_weights=True)
+    np.testing.assert_allclose(z[1], [21 / 8, 3 / 2, 12 / 5, 4], rtol=1e-12)
+    np.testing.assert_allclose(w[5].sum(), 11 / 3, rtol=1e-14)
+    np.testing.assert_allclose(z[-1], 27 / 11, atol=1e-12)  # not the average 5/2
+
+
+def test_consensus_helpers_and_errors() -> None:
+    traj = np.array([[[0.0], [2.0]], [[1.0], [1.0]]])
+    np.testing.assert_allclose(A.consensus_distance(traj), [1.0, 0.0])
+    np.testing.assert_allclose(A.consensus_error(traj), [1.0, 0.0])
+    assert A.rounds_to_consensus(np.array([3.0, 2.0]), 1.0) is None
+    with pytest.raises(ValueError, match="schedule"):
+        A.pushsum_consensus(None, X4, 3)
+    with pytest.raises(ValueError, match="shape"):
+        A.pushsum_consensus(np.eye(3), X4, 1)
+    with pytest.raises(ValueError, match="start"):
+        A.contraction_rate(np.ones(3), 2, 1)
+
+
+GRID = nx.convert_node_labels_to_integers(nx.grid_2d_graph(4, 4), ordering="sorted")
+
+
+@pytest.mark.parametrize(("topology", "src", "expected"), [  # topologies.md 3.6, T_src(1e-3)
+    (T.complete(16), 0, 1), (T.star(16), 15, 149), (T.exponential(16), 0, 15),
+    (T.one_peer_exponential(16), 0, 4), (GRID, 15, 58), (T.ring(16), 0, 146),
+    (T.directed_ring(16), 0, 391),
+])
+def test_rounds_to_consensus_from_one_source_golden(topology, src: int, expected: int) -> None:
+    """Natural matrices (MH if undirected, push rule if directed), x(0) = 16 e_src."""
+    x0 = np.zeros(16)
+    x0[src] = 16.0
+    natural = topology if isinstance(topology, T.OnePeerExponential) else (
+        T.doubly_stochastic(topology) if not topology.is_directed()
+        else T.column_stochastic(topology))
+    errors = A.consensus_error(A.pushsum_consensus(natural, x0, expected + 1))
+    assert A.rounds_to_consensus(errors, 1e-3) == expected
