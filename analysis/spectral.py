@@ -34,10 +34,9 @@ def eigenvalues(W: MatrixLike, k: int | None = None) -> np.ndarray:
     n = W.shape[0]
     if sp.issparse(W):
         k = min(k or 6, n - 2)
-        if is_symmetric(W):
-            ev = sla.eigsh(W, k=k, which="LM", return_eigenvectors=False)
-        else:
-            ev = sla.eigs(W, k=k, which="LM", return_eigenvectors=False)
+        v0 = np.random.default_rng(0).standard_normal(n)  # ARPACK's default start is random
+        solver = sla.eigsh if is_symmetric(W) else sla.eigs
+        ev = solver(W, k=k, which="LM", v0=v0, return_eigenvectors=False)
         return _sort_by_modulus(ev)[:k]
     ev = np.linalg.eigvalsh(W) if is_symmetric(W, atol=0.0) else np.linalg.eigvals(W)
     ev = _sort_by_modulus(ev)
