@@ -6,6 +6,7 @@ one line naming the field and what is allowed; the CLI prints it and exits with 
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import sys
 from dataclasses import dataclass, field, fields
@@ -79,6 +80,8 @@ class EngineConfig:
     chunk_size: int = 0
     dtype: str = "float32"
     executor: str = "vectorized"
+    checkpoint_every: int = 0  # rounds between checkpoints; 0 = auto (saving <= ~5% of run time)
+    on_divergence: str = "stop"  # stop | skip_node (docs/reliability.md)
 
 
 @dataclass
@@ -101,6 +104,7 @@ class Config:
 DEVICES = ("auto", "cpu", "cuda")
 DTYPES = ("float32", "float64")
 EXECUTORS = ("vectorized", "loop")
+ON_DIVERGENCE = ("stop", "skip_node")
 
 # (section, field) -> (low, high, low_inclusive, high_inclusive); None means unbounded.
 _RANGES: dict[tuple[str, str], tuple[float | None, float | None, bool, bool]] = {
@@ -128,6 +132,7 @@ _RANGES: dict[tuple[str, str], tuple[float | None, float | None, bool, bool]] = 
     ("eval", "local_samples"): (0, None, True, True),
     ("eval", "batch_size"): (1, None, True, True),
     ("engine", "chunk_size"): (0, None, True, True),
+    ("engine", "checkpoint_every"): (0, None, True, True),
 }
 
 
@@ -147,6 +152,7 @@ def _choices() -> dict[tuple[str, str], tuple[str, ...]]:
         ("algorithm", "name"): tuple(ALGORITHMS),
         ("engine", "executor"): EXECUTORS,
         ("engine", "dtype"): DTYPES,
+        ("engine", "on_divergence"): ON_DIVERGENCE,
     }
 
 
@@ -282,6 +288,15 @@ def with_overrides(cfg: Config, overrides: dict[str, Any]) -> Config:
     """A new validated config with dotted-key overrides applied."""
     raw = cfg.to_dict()
     raw.pop("compare")
+    for key, value in overrides.items():
+        _set_path(raw, key, value)
+    return config_from_dict(raw)
+
+
+def config_with_overrides(raw: dict[str, Any], overrides: dict[str, Any]) -> Config:
+    """A validated config from a plain nested dict (e.g. a run's config.json) with dotted-key
+    overrides applied; unlike `with_overrides`, [[compare]] variants are kept."""
+    raw = copy.deepcopy(raw)
     for key, value in overrides.items():
         _set_path(raw, key, value)
     return config_from_dict(raw)
