@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import math
 import sys
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -223,6 +224,8 @@ def config_from_dict(raw: dict[str, Any]) -> Config:
 
 
 def _check_range(name: str, value: float, bounds: tuple) -> None:
+    if not math.isfinite(value):
+        raise ConfigError(name, f"must be finite, got {value!r}")
     low, high, low_incl, high_incl = bounds
     too_low = low is not None and (value < low or (value == low and not low_incl))
     too_high = high is not None and (value > high or (value == high and not high_incl))

@@ -204,8 +204,9 @@ def _clone(tree: Any) -> Any:
     return copy.deepcopy(tree)
 
 
-def _all_finite(params: Params) -> bool:
-    return all(bool(torch.isfinite(v).all()) for v in params.values())
+def _all_finite(model: Params) -> bool:
+    """Whether every entry of one model (name -> [*shape]) is finite."""
+    return bool(finite_rows({k: v.unsqueeze(0) for k, v in model.items()}).all())
 
 
 class RunInterrupted(KeyboardInterrupt):
@@ -318,9 +319,10 @@ class Runner:
         bad_loss[report.nodes[~torch.isfinite(report.losses) & ~guard.frozen[report.nodes]]] = True
         if bad_loss.any():
             return bad_loss.nonzero().squeeze(1).tolist(), "training loss"
-        bad_params = guard.bad_params | ~finite_rows(ctx.population.params)
-        if bad_params.any():
-            return bad_params.nonzero().squeeze(1).tolist(), "parameters"
+        # Caught before mixing, the culprits; after it, every row the NaN reached.
+        for bad_params in (guard.bad_params, ~finite_rows(ctx.population.params)):
+            if bad_params.any():
+                return bad_params.nonzero().squeeze(1).tolist(), "parameters"
         if not _all_finite(self.algorithm.average_model(ctx)):
             return [], "average model"
         return [], ""
@@ -398,6 +400,8 @@ def run(cfg: Config, out_dir: str | Path | None = None, progress: bool = False,
     history: History = []
     if resume:
         out.mkdir(parents=True, exist_ok=True)
+        for partial in out.glob(".*.tmp"):  # left by a kill during an atomic write
+            partial.unlink()
         rounds_done = checkpoint["round"] if checkpoint is not None else 0
         history = truncate_metrics(out / METRICS, rounds_done)
         if checkpoint is not None:

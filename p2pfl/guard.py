@@ -18,11 +18,17 @@ from p2pfl.population import Params
 
 
 def finite_rows(params: Params) -> torch.Tensor:
-    """bool [rows]: whether every entry of each row is finite, over all tensors."""
-    rows = next(iter(params.values())).shape[0]
-    ok = torch.ones(rows, dtype=torch.bool, device=next(iter(params.values())).device)
-    for v in params.values():
-        ok &= torch.isfinite(v.reshape(rows, -1)).all(dim=1)
+    """bool [rows]: whether every entry of each row is finite, over all tensors.
+
+    One float64 row sum per tensor (NaN and inf propagate; a float32 sum cannot overflow in
+    float64), then an exact element check of the rows whose sum is not finite.
+    """
+    blocks = [v.reshape(v.shape[0], -1) for v in params.values()]
+    total = sum(b.sum(dim=1, dtype=torch.float64) for b in blocks)
+    ok = torch.isfinite(total)
+    suspects = (~ok).nonzero().squeeze(1)
+    if len(suspects):
+        ok[suspects] = torch.stack([torch.isfinite(b[suspects]).all(dim=1) for b in blocks]).all(0)
     return ok
 
 

@@ -19,6 +19,8 @@ from typing import IO, Any
 from p2pfl.config import ConfigError
 
 METRICS = "metrics.jsonl"
+_UMASK = os.umask(0o022)
+os.umask(_UMASK)
 
 
 def _fsync_dir(path: Path) -> None:
@@ -42,6 +44,7 @@ def atomic_file(path: Path, mode: str = "w") -> Iterator[IO[Any]]:
     path = Path(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, 0o666 & ~_UMASK)  # as open() would create it, not mkstemp's 0600
         with os.fdopen(fd, mode) as f:
             yield f
             f.flush()
