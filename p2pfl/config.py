@@ -24,7 +24,8 @@ class ConfigError(ValueError):
     """An invalid configuration; `str(err)` is one line that names the field."""
 
     def __init__(self, field_name: str, message: str) -> None:
-        super().__init__(f"{field_name}: {message}")
+        shown = field_name if field_name.isprintable() else repr(field_name)
+        super().__init__(f"{shown}: {' '.join(str(message).splitlines())}")
         self.field = field_name
 
 
@@ -312,6 +313,8 @@ def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> Co
         raw = tomllib.loads(path.read_text())
     except FileNotFoundError:
         raise ConfigError("config", f"file not found: {path}") from None
+    except UnicodeDecodeError as err:
+        raise ConfigError("config", f"{path} is not UTF-8 text: {err}") from None
     except tomllib.TOMLDecodeError as err:
         raise ConfigError("config", f"{path} is not valid TOML: {err}") from None
     for key, value in (overrides or {}).items():
