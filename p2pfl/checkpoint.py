@@ -9,9 +9,9 @@
     algorithm   `Algorithm.state_dict()`: every piece of state the algorithm keeps across rounds
     streams     `seeding.STREAMS`: every random draw is derived from (seed, stream, round), so there
                 is no generator state to save; a resume checks that the derivation is the same
+    metrics     the metrics records of rounds 1..round (what `metrics.jsonl` then held)
 
-and the metrics of rounds 1..round are the first `round` lines of `metrics.jsonl`. The run loop
-carries nothing else from one round to the next.
+The run loop carries nothing else from one round to the next.
 """
 
 from __future__ import annotations
@@ -35,12 +35,12 @@ RESUMABLE = ("rounds", "device", "engine.chunk_size", "engine.checkpoint_every",
              "engine.on_divergence")
 
 
-def save_checkpoint(run_dir: Path, rounds_done: int, cfg: Config, population: Any,
-                    algorithm: Any) -> None:
-    """Write `run_dir/checkpoint.pt` for the state after `rounds_done` rounds (temp + rename)."""
-    state = {"version": VERSION, "round": rounds_done, "config": cfg.to_dict(),
+def save_checkpoint(run_dir: Path, cfg: Config, population: Any, algorithm: Any,
+                    metrics: list[dict[str, Any]]) -> None:
+    """Write `run_dir/checkpoint.pt` for the state after the rounds of `metrics` (temp + rename)."""
+    state = {"version": VERSION, "round": len(metrics), "config": cfg.to_dict(),
              "population": population.state_dict(), "algorithm": algorithm.state_dict(),
-             "streams": dict(STREAMS)}
+             "streams": dict(STREAMS), "metrics": list(metrics)}
     with atomic_file(Path(run_dir) / CHECKPOINT, "wb") as f:
         torch.save(state, f)
 

@@ -49,7 +49,7 @@ from p2pfl.results import (
     METRICS,
     append_jsonl,
     atomic_file,
-    truncate_metrics,
+    rewrite_metrics,
     write_json_atomic,
 )
 from p2pfl.seeding import numpy_rng, stream_seed
@@ -348,8 +348,7 @@ class Runner:
     def checkpoint(self) -> None:
         """Save the state after the rounds in `history` (atomically)."""
         start = time.perf_counter()
-        save_checkpoint(self.out, len(self.history), self.cfg, self.ctx.population,
-                        self.algorithm)
+        save_checkpoint(self.out, self.cfg, self.ctx.population, self.algorithm, self.history)
         self._checkpoint_end = time.perf_counter()
         self._checkpoint_cost = self._checkpoint_end - start
         self.checkpoint_round = len(self.history)
@@ -402,10 +401,11 @@ def run(cfg: Config, out_dir: str | Path | None = None, progress: bool = False,
         out.mkdir(parents=True, exist_ok=True)
         for partial in out.glob(".*.tmp"):  # left by a kill during an atomic write
             partial.unlink()
-        rounds_done = checkpoint["round"] if checkpoint is not None else 0
-        history = truncate_metrics(out / METRICS, rounds_done)
         if checkpoint is not None:
             restore(checkpoint, ctx.population, algorithm)
+            history = checkpoint["metrics"]
+        # Drops a torn last line and the rounds after the checkpoint: they are recomputed.
+        rewrite_metrics(out / METRICS, history)
     else:
         _prepare_out_dir(out)
     write_json_atomic(out / "config.json", cfg.to_dict())

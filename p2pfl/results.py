@@ -91,18 +91,8 @@ def read_metrics(path: Path) -> list[dict[str, Any]]:
     return records
 
 
-def truncate_metrics(path: Path, rounds: int) -> list[dict[str, Any]]:
-    """Keep the records of rounds 1..`rounds` of a metrics.jsonl (dropping a torn last line and
-    any later round, which a resumed run recomputes) and rewrite the file atomically.
-
-    Raises ConfigError if rounds 1..`rounds` are not all there.
-    """
-    path = Path(path)
-    records = read_metrics(path) if path.exists() else []
-    kept = [r for r in records if r.get("round", 0) <= rounds]
-    if [r.get("round") for r in kept] != list(range(1, rounds + 1)):
-        raise ConfigError(str(path), f"does not hold rounds 1..{rounds} in order; cannot resume")
+def rewrite_metrics(path: Path, records: list[dict[str, Any]]) -> None:
+    """Replace a metrics.jsonl by `records` atomically (a resume: the checkpoint's rounds)."""
     with atomic_file(path) as f:
-        for record in kept:
+        for record in records:
             f.write(json.dumps(record, sort_keys=True) + "\n")
-    return kept

@@ -112,15 +112,17 @@ def test_checkpoint_every_k_rounds_holds_the_state_of_that_round(tmp_path, monke
     saved = []
     real = engine.save_checkpoint
 
-    def spy(run_dir, rounds_done, *args):
-        real(run_dir, rounds_done, *args)
-        saved.append((rounds_done, load(Path(run_dir) / CHECKPOINT)))
+    def spy(run_dir, *args):
+        real(run_dir, *args)
+        state = load(Path(run_dir) / CHECKPOINT)
+        saved.append((state["round"], state))
 
     monkeypatch.setattr(engine, "save_checkpoint", spy)
     run(cfg, tmp_path / "run")
     assert [r for r, _ in saved] == [2, 4, 5]  # every 2 rounds, and the end
     state = saved[0][1]
     assert state["config"] == cfg.to_dict() and state["population"]["flat"].dtype == torch.float64
+    assert state["metrics"] == read_metrics(tmp_path / "run" / METRICS)[:2]
     assert not list((tmp_path / "run").glob(".*.tmp"))
 
 
