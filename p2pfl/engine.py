@@ -298,7 +298,7 @@ class Runner:
         offset = 1 if algorithm.mixing == "server" else 0  # graph node 0 is the server
         saved = None
         if self.cfg.engine.on_divergence == "skip_node":
-            saved = (_clone(ctx.population.state_dict()), _clone(algorithm.state_dict()))
+            saved = (ctx.population.state_dict(), _clone(algorithm.state_dict()))  # copies
         frozen: list[int] = []
         while True:
             self.guard.begin_round(frozen)
