@@ -273,7 +273,7 @@ def test_sigkill_mid_round_then_resume_matches_uninterrupted(tmp_path, kill_setu
     proc = _start(config, out)
     _mid_round(proc, out / METRICS, 4)
     proc.send_signal(signal.SIGKILL)
-    proc.wait()
+    proc.communicate()
     assert proc.returncode == -signal.SIGKILL
     logged = read_metrics(out / METRICS)
     assert 4 <= len(logged) < 8 and strip(logged) == whole[:len(logged)]
