@@ -8,7 +8,8 @@
     population  `Population.state_dict()`: the flat parameter buffer of all N nodes
     algorithm   `Algorithm.state_dict()`: every piece of state the algorithm keeps across rounds
     streams     `seeding.STREAMS`: every random draw is derived from (seed, stream, round), so there
-                is no generator state to save; a resume checks that the derivation is the same
+                is no generator state to save; a resume checks that these streams are derived
+                as they were
     metrics     the metrics records of rounds 1..round (what `metrics.jsonl` then held)
 
 The run loop carries nothing else from one round to the next.
@@ -56,9 +57,10 @@ def load_checkpoint(run_dir: Path, device: torch.device) -> dict[str, Any] | Non
         raise ConfigError("resume", f"cannot read {path}: {err}") from None
     if not isinstance(state, dict) or state.get("version") != VERSION:
         raise ConfigError("resume", f"{path} is not a version-{VERSION} p2pfl checkpoint")
-    if state["streams"] != STREAMS:
-        raise ConfigError("resume", f"{path} was written with other random streams "
-                          f"({state['streams']}); this p2pfl derives {STREAMS}")
+    changed = sorted(k for k, v in state["streams"].items() if STREAMS.get(k) != v)
+    if changed:  # streams added since are fine: the old run never drew from them
+        raise ConfigError("resume", f"{path} was written when the random streams {changed} were "
+                          "derived differently; it cannot be resumed exactly")
     return state
 
 

@@ -438,3 +438,13 @@ def test_run_compare_refuses_an_existing_root_without_resume(tmp_path):
     variants.compare = [{"label": "a", "algorithm.name": "dfedavg"}]
     with pytest.raises(ConfigError, match="already holds a run"):
         run_compare(variants, tmp_path / "root")
+
+
+def test_resume_refuses_a_checkpoint_whose_streams_were_derived_differently(tmp_path):
+    cfg = tiny(rounds=1)
+    run(cfg, tmp_path / "run")
+    state = load(tmp_path / "run" / CHECKPOINT)
+    state["streams"] = state["streams"] | {"batches": 99, "a_newer_stream": 7}
+    torch.save(state, tmp_path / "run" / CHECKPOINT)
+    with pytest.raises(ConfigError, match=r"random streams \['a_newer_stream', 'batches'\]"):
+        run(with_overrides(cfg, {"rounds": 2}), tmp_path / "run", resume=True)
