@@ -38,7 +38,7 @@ from p2pfl.config import Config, ConfigError, variant_overrides, with_overrides
 from p2pfl.context import RunContext
 from p2pfl.data import DatasetNotFoundError, find_dataset_dir, load_dataset, partition
 from p2pfl.federated import FederatedData
-from p2pfl.guard import GuardedTrainer, cut_links, finite_rows
+from p2pfl.guard import Guard, cut_links, finite_rows
 from p2pfl.local import VectorizedTrainer
 from p2pfl.metrics import consensus_distance, evaluate
 from p2pfl.models import build_model, stacked_forward
@@ -165,7 +165,7 @@ def _eval_subset(ctx: RunContext) -> tuple[torch.Tensor, torch.Tensor]:
 def _evaluate(ctx: RunContext, algorithm: Algorithm,
               local_eval: tuple[torch.Tensor, torch.Tensor]) -> dict[str, float]:
     ev = ctx.cfg.eval
-    chunk = getattr(ctx.trainer, "chunk_size", 1)  # the loop trainer evaluates node by node
+    chunk = ctx.trainer.chunk_size if isinstance(ctx.trainer, VectorizedTrainer) else 1
     average = algorithm.average_model(ctx)
     acc, loss = evaluate(ctx.forward, {k: v.unsqueeze(0) for k, v in average.items()},
                          ctx.data.x_test, ctx.data.y_test, ev.batch_size, 1)
@@ -228,8 +228,8 @@ class Runner:
         self.cfg, self.out, self.ctx, self.algorithm = cfg, Path(out), ctx, algorithm
         self.history: History = list(history or [])
         self.progress, self.label = progress, label
-        self.guard = GuardedTrainer(ctx.trainer, ctx.num_nodes, ctx.device)
-        ctx.trainer = self.guard
+        self.guard = Guard(ctx.num_nodes, ctx.device)
+        self.guard.install(ctx.trainer)
         self.local_eval = _eval_subset(ctx)
         self.bytes_per_value = torch.finfo(ctx.dtype).bits // 8
         self.stop_requested = False
@@ -306,11 +306,13 @@ class Runner:
             bad, what = self._diverged(report)
             if not bad and not what:
                 return report, frozen
-            if saved is None or not bad or len(frozen) + len(bad) >= ctx.num_nodes:
+            new = set(bad) - set(frozen)
+            # Stop when freezing cannot help: no node to blame, none new, or none left.
+            if saved is None or not new or len(frozen) + len(new) >= ctx.num_nodes:
                 raise DivergenceError(self._divergence_message(t, bad, what, frozen))
             ctx.population.load_state_dict(saved[0])
             algorithm.load_state_dict(_clone(saved[1]))
-            frozen = sorted(set(frozen) | set(bad))
+            frozen = sorted(set(frozen) | new)
 
     def _diverged(self, report: RoundReport) -> tuple[list[int], str]:
         """The nodes that went non-finite this round and in what; ([], "") if none did."""
@@ -332,7 +334,7 @@ class Runner:
         last = (f"last finite mean loss {self.history[-1]['train_loss']:.4g}" if self.history
                 else "no round completed")
         if frozen:
-            last += f"; {len(frozen)} nodes already skipped this round"
+            last += f"; skipping nodes {frozen[:10]} did not stop it"
         ckpt = (f"checkpoint at round {self.checkpoint_round}" if self.checkpoint_round >= 0
                 else "no checkpoint")
         return (f"round {t + 1}: non-finite {what}{where} ({last}); results so far are in "

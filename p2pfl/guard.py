@@ -1,10 +1,10 @@
 """The divergence guard's pieces: which nodes went non-finite, and freezing nodes for a round.
 
-`GuardedTrainer` wraps the run's local trainer (every algorithm trains through
-`ctx.trainer.train`). It records, per round, the nodes whose training loss or parameters became
-non-finite during their local phase, before any mixing can spread the NaN to their neighbours; and
-it skips the local phase of frozen nodes, whose rows are left untouched. `cut_links` removes a
-frozen node's links from a round's graph so that it neither sends nor receives.
+`Guard` hooks the run's local trainer (every algorithm trains through `ctx.trainer.train`). It
+records, per round, the nodes whose training loss or parameters became non-finite during their
+local phase, before any mixing can spread the NaN to their neighbours; and it undoes the local
+phase of frozen nodes, whose rows keep their values. `cut_links` removes a frozen node's links
+from a round's graph so that it neither sends nor receives.
 """
 
 from __future__ import annotations
@@ -32,21 +32,28 @@ def finite_rows(params: Params) -> torch.Tensor:
     return ok
 
 
-class GuardedTrainer:
-    """A local trainer that skips frozen nodes and records which nodes diverged.
+class Guard:
+    """Divergence bookkeeping of one run, installed on its local trainer.
 
-    `frozen` and the two records are bool [N] over node ids. Every other attribute (e.g.
-    `chunk_size`) is the wrapped trainer's.
+    `install` replaces the trainer object's `train` method (on the instance, so algorithms that
+    keep a reference to the trainer are covered too) by one that trains as before, then puts the
+    rows of frozen nodes back to their values before training (their losses read 0) and records
+    which other nodes ended with a non-finite loss or parameters. `frozen` and the two records
+    are bool [N] over node ids.
     """
 
-    def __init__(self, inner: Any, num_nodes: int, device: torch.device) -> None:
-        self.inner = inner
+    def __init__(self, num_nodes: int, device: torch.device) -> None:
         self.frozen = torch.zeros(num_nodes, dtype=torch.bool, device=device)
         self.bad_loss = torch.zeros_like(self.frozen)
         self.bad_params = torch.zeros_like(self.frozen)
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.__dict__["inner"], name)
+    def install(self, trainer: Any) -> None:
+        inner = trainer.train
+
+        def train(params: Params, nodes: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
+            return self._train(inner, params, nodes, *args, **kwargs)
+
+        trainer.train = train
 
     def begin_round(self, frozen: list[int]) -> None:
         """Forget the previous records and freeze `frozen` (node ids) for the coming round."""
@@ -55,23 +62,18 @@ class GuardedTrainer:
         self.bad_loss.zero_()
         self.bad_params.zero_()
 
-    def train(self, params: Params, nodes: torch.Tensor, plan: Any, solver: Any,
-              lr: torch.Tensor) -> torch.Tensor:
-        """The wrapped trainer's `train` on the rows of non-frozen nodes; frozen rows keep their
-        values and report a loss of 0. Returns losses [m] like the wrapped trainer."""
-        keep = ~self.frozen[nodes]
-        if bool(keep.all()):
-            losses = self.inner.train(params, nodes, plan, solver, lr)
-        else:
-            idx = keep.nonzero().squeeze(1)
-            sub = {k: v[idx] for k, v in params.items()}
-            losses = torch.zeros(len(nodes), device=lr.device, dtype=lr.dtype)
-            if len(idx):
-                losses[idx] = self.inner.train(sub, nodes[idx], plan, solver, lr[idx])
-                for k, v in sub.items():
-                    params[k].index_copy_(0, idx, v)
-        self.bad_loss[nodes[~torch.isfinite(losses)]] = True
-        self.bad_params[nodes[~finite_rows(params)]] = True
+    def _train(self, inner: Any, params: Params, nodes: torch.Tensor, *args: Any,
+               **kwargs: Any) -> torch.Tensor:
+        frozen = self.frozen[nodes]
+        rows = frozen.nonzero().squeeze(1)
+        kept = {k: v[rows].clone() for k, v in params.items()} if len(rows) else None
+        losses = inner(params, nodes, *args, **kwargs)  # nodes train independently
+        if kept is not None:
+            for k, v in kept.items():
+                params[k].index_copy_(0, rows, v)
+            losses = losses.masked_fill(frozen, 0.0)
+        self.bad_loss[nodes[~torch.isfinite(losses) & ~frozen]] = True
+        self.bad_params[nodes[~finite_rows(params) & ~frozen]] = True
         return losses
 
 
