@@ -291,7 +291,7 @@ def test_ctrl_c_stops_after_the_round_with_a_checkpoint(tmp_path, kill_setup):
     assert proc.returncode == 130, err
     assert "Traceback" not in err and "stopped after round" in err and "p2pfl resume" in err
     logged = read_metrics(out / METRICS)
-    assert 4 <= len(logged) < 8
+    assert 3 <= len(logged) < 8  # 3: the signal came while round 3 was being checkpointed
     assert load(out / CHECKPOINT)["round"] == len(logged)  # written on Ctrl-C, not on the grid
     assert main(["run", str(config), "--resume", str(out), "--quiet"]) == 0
     assert strip(read_metrics(out / METRICS)) == whole
