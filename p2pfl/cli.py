@@ -1,5 +1,5 @@
-"""Command line: `p2pfl run CONFIG ...`, `p2pfl plot RUN_DIR ...`, `p2pfl analyze TOPOLOGY`,
-`p2pfl study CONFIG --topologies ...`."""
+"""Command line: `p2pfl run CONFIG ...`, `p2pfl resume RUN_DIR`, `p2pfl plot RUN_DIR ...`,
+`p2pfl analyze TOPOLOGY`, `p2pfl study CONFIG --topologies ...`."""
 
 from __future__ import annotations
 
@@ -9,13 +9,15 @@ import sys
 from pathlib import Path
 
 from analysis import cli as analysis_cli
-from p2pfl.config import ConfigError, load_config, parse_overrides
-from p2pfl.engine import DivergenceError, run, run_compare
+from p2pfl.checkpoint import read_run_config
+from p2pfl.config import Config, ConfigError, load_config, parse_overrides
+from p2pfl.engine import DivergenceError, RunInterrupted, run, run_compare
 from p2pfl.plots import plot_histories
 from p2pfl.results import read_metrics
 
 EXIT_CONFIG = 2
 EXIT_DIVERGED = 3
+EXIT_INTERRUPTED = 130
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -28,6 +30,14 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--out", help="run directory (default: runs/<algorithm>-<topology>-<time>)")
     r.add_argument("--device", choices=("cpu", "cuda", "auto"), help="overrides config.device")
     r.add_argument("--quiet", action="store_true", help="no progress bar")
+    r.add_argument("--resume", metavar="RUN_DIR",
+                   help="continue the run in RUN_DIR from its last checkpoint (same config)")
+    c = sub.add_parser("resume", help="continue a run directory from its last checkpoint")
+    c.add_argument("run_dir", help="run directory (holding config.json and checkpoint.pt)")
+    c.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="change a resumable field, e.g. --set rounds=500 (repeatable)")
+    c.add_argument("--device", choices=("cpu", "cuda", "auto"), help="overrides config.device")
+    c.add_argument("--quiet", action="store_true", help="no progress bar")
     p = sub.add_parser("plot", help="draw the curves of one or more run directories")
     p.add_argument("runs", nargs="+", help="run directories (holding metrics.jsonl)")
     p.add_argument("--out", default="comparison", help="output file stem (.png and .pdf)")
@@ -35,19 +45,34 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _run(args: argparse.Namespace) -> int:
+def _overrides(args: argparse.Namespace) -> dict:
     overrides = parse_overrides(args.overrides)
     if args.device:
         overrides["device"] = args.device
-    cfg = load_config(args.config, overrides)
+    return overrides
+
+
+def _execute(cfg: Config, out: str | None, progress: bool, resume: bool) -> int:
     if cfg.compare:
-        histories = run_compare(cfg, args.out, progress=not args.quiet)
+        histories = run_compare(cfg, out, progress=progress, resume=resume)
         for label, history in histories.items():
             print(f"{label}: final test_acc {history[-1].get('test_acc', float('nan')):.4f}")
     else:
-        history = run(cfg, args.out, progress=not args.quiet)
+        history = run(cfg, out, progress=progress, resume=resume)
         print(json.dumps(history[-1], sort_keys=True))
     return 0
+
+
+def _run(args: argparse.Namespace) -> int:
+    if args.resume and args.out and Path(args.out) != Path(args.resume):
+        raise ConfigError("--out", f"--resume {args.resume} already names the run directory")
+    cfg = load_config(args.config, _overrides(args))
+    return _execute(cfg, args.resume or args.out, not args.quiet, resume=bool(args.resume))
+
+
+def _resume(args: argparse.Namespace) -> int:
+    cfg = read_run_config(Path(args.run_dir), _overrides(args))
+    return _execute(cfg, args.run_dir, not args.quiet, resume=True)
 
 
 def _plot(args: argparse.Namespace) -> int:
@@ -64,19 +89,22 @@ def _plot(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    commands = {"run": _run, "resume": _resume, "plot": _plot, **analysis_cli.COMMANDS}
     try:
-        if args.command in analysis_cli.COMMANDS:
-            return analysis_cli.COMMANDS[args.command](args)
-        return _run(args) if args.command == "run" else _plot(args)
+        return commands[args.command](args)
     except ConfigError as err:
         print(f"p2pfl: error: {err}", file=sys.stderr)
         return EXIT_CONFIG
     except DivergenceError as err:
         print(f"p2pfl: diverged: {err}", file=sys.stderr)
         return EXIT_DIVERGED
+    except RunInterrupted as err:
+        print(f"p2pfl: interrupted: {err}", file=sys.stderr)
+        return EXIT_INTERRUPTED
     except KeyboardInterrupt:
-        print("p2pfl: interrupted; metrics written so far are kept", file=sys.stderr)
-        return 130
+        print("p2pfl: interrupted mid-round; metrics and the last checkpoint are kept",
+              file=sys.stderr)
+        return EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":

@@ -6,7 +6,9 @@ one line naming the field and what is allowed; the CLI prints it and exits with 
 
 from __future__ import annotations
 
+import copy
 import dataclasses
+import math
 import sys
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -22,7 +24,8 @@ class ConfigError(ValueError):
     """An invalid configuration; `str(err)` is one line that names the field."""
 
     def __init__(self, field_name: str, message: str) -> None:
-        super().__init__(f"{field_name}: {message}")
+        shown = field_name if field_name.isprintable() else repr(field_name)
+        super().__init__(f"{shown}: {' '.join(str(message).splitlines())}")
         self.field = field_name
 
 
@@ -113,6 +116,8 @@ class EngineConfig:
     chunk_size: int = 0
     dtype: str = "float32"
     executor: str = "vectorized"
+    checkpoint_every: int = 0  # rounds between checkpoints; 0 = auto (saving <= ~5% of run time)
+    on_divergence: str = "stop"  # stop | skip_node (docs/reliability.md)
 
 
 @dataclass
@@ -137,6 +142,7 @@ DTYPES = ("float32", "float64")
 EXECUTORS = ("vectorized", "loop")
 VARIANTS = ("paper", "reference_code")
 SAMPLINGS = ("fixed", "bernoulli")
+ON_DIVERGENCE = ("stop", "skip_node")
 
 # (section, field) -> (low, high, low_inclusive, high_inclusive); None means unbounded.
 _RANGES: dict[tuple[str, str], tuple[float | None, float | None, bool, bool]] = {
@@ -192,6 +198,7 @@ _RANGES: dict[tuple[str, str], tuple[float | None, float | None, bool, bool]] = 
     ("eval", "local_samples"): (0, None, True, True),
     ("eval", "batch_size"): (1, None, True, True),
     ("engine", "chunk_size"): (0, None, True, True),
+    ("engine", "checkpoint_every"): (0, None, True, True),
 }
 
 
@@ -214,6 +221,7 @@ def _choices() -> dict[tuple[str, str], tuple[str, ...]]:
         ("algorithm", "sampling"): SAMPLINGS,
         ("engine", "executor"): EXECUTORS,
         ("engine", "dtype"): DTYPES,
+        ("engine", "on_divergence"): ON_DIVERGENCE,
     }
 
 
@@ -284,6 +292,8 @@ def config_from_dict(raw: dict[str, Any]) -> Config:
 
 
 def _check_range(name: str, value: float, bounds: tuple) -> None:
+    if not math.isfinite(value):
+        raise ConfigError(name, f"must be finite, got {value!r}")
     low, high, low_incl, high_incl = bounds
     too_low = low is not None and (value < low or (value == low and not low_incl))
     too_high = high is not None and (value > high or (value == high and not high_incl))
@@ -354,6 +364,15 @@ def with_overrides(cfg: Config, overrides: dict[str, Any]) -> Config:
     return config_from_dict(raw)
 
 
+def config_with_overrides(raw: dict[str, Any], overrides: dict[str, Any]) -> Config:
+    """A validated config from a plain nested dict (e.g. a run's config.json) with dotted-key
+    overrides applied; unlike `with_overrides`, [[compare]] variants are kept."""
+    raw = copy.deepcopy(raw)
+    for key, value in overrides.items():
+        _set_path(raw, key, value)
+    return config_from_dict(raw)
+
+
 def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> Config:
     """Read a TOML experiment file, apply dotted-key overrides, validate."""
     path = Path(path)
@@ -361,6 +380,8 @@ def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> Co
         raw = tomllib.loads(path.read_text())
     except FileNotFoundError:
         raise ConfigError("config", f"file not found: {path}") from None
+    except UnicodeDecodeError as err:
+        raise ConfigError("config", f"{path} is not UTF-8 text: {err}") from None
     except tomllib.TOMLDecodeError as err:
         raise ConfigError("config", f"{path} is not valid TOML: {err}") from None
     for key, value in (overrides or {}).items():

@@ -1,14 +1,21 @@
 """The run loop: config -> (data, topology schedule, algorithm, population) -> rounds -> results.
 
 Each round: the schedule gives the graph of round t, the algorithm runs its local phase and its
-communication over it, then the engine evaluates, logs one line of `metrics.jsonl` and moves on.
+communication over it (under the divergence guard), then the engine evaluates, logs one line of
+`metrics.jsonl`, checkpoints when due and moves on. docs/reliability.md says what is guaranteed.
 """
 
 from __future__ import annotations
 
+import copy
 import math
 import re
+import signal
+import sys
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -18,28 +25,44 @@ from tqdm import tqdm
 
 import analysis as A
 import topologies as T
-from algorithms import ALGORITHMS, Algorithm
+from algorithms import ALGORITHMS, Algorithm, RoundReport
+from p2pfl.checkpoint import (
+    check_resumable,
+    load_checkpoint,
+    read_run_config,
+    restore,
+    save_checkpoint,
+)
 from p2pfl.comm import LocalComm
 from p2pfl.config import Config, ConfigError, variant_overrides, with_overrides
 from p2pfl.context import RunContext
 from p2pfl.data import DatasetNotFoundError, find_dataset_dir, load_dataset, partition
 from p2pfl.federated import FederatedData
+from p2pfl.guard import Guard, cut_links, finite_rows
 from p2pfl.local import VectorizedTrainer
 from p2pfl.metrics import consensus_distance, evaluate
 from p2pfl.models import build_model, stacked_forward
 from p2pfl.plots import plot_histories
-from p2pfl.population import Population
+from p2pfl.population import Params, Population
 from p2pfl.reference import LoopTrainer
-from p2pfl.results import append_jsonl, write_json_atomic
+from p2pfl.results import (
+    METRICS,
+    append_jsonl,
+    atomic_file,
+    rewrite_metrics,
+    write_json_atomic,
+)
 from p2pfl.seeding import numpy_rng, stream_seed
 
 History = list[dict[str, Any]]
 CPU_CHUNK = 10  # nodes per chunk on CPU: all K steps of a chunk stay in cache (perf-notes.md)
 CONNECTIVITY_WINDOW = 20  # rounds of a time-varying schedule checked for joint connectivity
+AUTO_CHECKPOINT_RATIO = 20  # checkpoint_every = 0: save when 20x the last save's time has passed
 
 
 class DivergenceError(RuntimeError):
-    """Training produced a non-finite loss; the message names the round and the nodes."""
+    """Training produced a non-finite loss or parameters; the message (one line) names the round,
+    the nodes and the last finite loss."""
 
 
 def resolve_device(name: str) -> torch.device:
@@ -173,55 +196,225 @@ def _prepare_out_dir(out_dir: Path) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
 
 
-def run(cfg: Config, out_dir: str | Path | None = None, progress: bool = False,
-        label: str = "") -> History:
-    """Run one experiment; per-round metrics are returned and written to `out_dir`."""
-    if cfg.compare:
-        raise ConfigError("compare", "this config lists [[compare]] variants: use run_compare")
-    out = Path(out_dir) if out_dir is not None else default_out_dir(cfg)
-    ctx, algorithm = build(cfg)
-    _prepare_out_dir(out)
-    write_json_atomic(out / "config.json", cfg.to_dict())
-    local_eval = _eval_subset(ctx)
-    bytes_per_value = torch.finfo(ctx.dtype).bits // 8
-    history: History = []
-    bar = tqdm(total=cfg.rounds, desc=label or cfg.algorithm.name, disable=not progress,
-               leave=True, dynamic_ncols=True)
-    for t in range(cfg.rounds):
+def _clone(tree: Any) -> Any:
+    """A copy of a state tree (dicts, lists, tuples) whose tensors are cloned."""
+    if isinstance(tree, torch.Tensor):
+        return tree.clone()
+    if isinstance(tree, dict):
+        return {k: _clone(v) for k, v in tree.items()}
+    if isinstance(tree, (list, tuple)):
+        return type(tree)(_clone(v) for v in tree)
+    return copy.deepcopy(tree)
+
+
+def _all_finite(model: Params) -> bool:
+    """Whether every entry of one model (name -> [*shape]) is finite."""
+    return bool(finite_rows({k: v.unsqueeze(0) for k, v in model.items()}).all())
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C stopped the run at the end of a round, after writing a checkpoint."""
+
+
+class Runner:
+    """The rounds of one built experiment, from where `history` ends to `cfg.rounds`.
+
+    Each round: the graph of round t, the algorithm's round under the divergence guard, one line
+    of `metrics.jsonl` (appended and flushed), then a checkpoint when one is due. Between rounds
+    the loop carries only `history`: everything else is in the population and the algorithm's
+    state, which is what a checkpoint holds. The first Ctrl-C (SIGINT) stops after the current
+    round with a checkpoint; a second one stops at once.
+    """
+
+    def __init__(self, cfg: Config, out: Path, ctx: RunContext, algorithm: Algorithm,
+                 history: History | None = None, progress: bool = False, label: str = "") -> None:
+        self.cfg, self.out, self.ctx, self.algorithm = cfg, Path(out), ctx, algorithm
+        self.history: History = list(history or [])
+        self.progress, self.label = progress, label
+        self.guard = Guard(ctx.num_nodes, ctx.device)
+        self.guard.install(ctx.trainer)
+        self.local_eval = _eval_subset(ctx)
+        self.bytes_per_value = torch.finfo(ctx.dtype).bits // 8
+        self.stop_requested = False
+        self.checkpoint_round = len(self.history) if self.history else -1
+        self._checkpoint_end = time.perf_counter()
+        self._checkpoint_cost = 0.0
+
+    def run(self) -> History:
+        cfg = self.cfg
+        bar = tqdm(total=cfg.rounds, initial=len(self.history), disable=not self.progress,
+                   desc=self.label or cfg.algorithm.name, leave=True, dynamic_ncols=True)
+        try:
+            with self._stop_on_sigint():
+                for t in range(len(self.history), cfg.rounds):
+                    record = self.round(t)
+                    append_jsonl(self.out / METRICS, record)
+                    self.history.append(record)
+                    bar.update(1)
+                    bar.set_postfix(loss=f"{record['train_loss']:.3f}",
+                                    acc=f"{record.get('test_acc', math.nan):.3f}")
+                    if self.stop_requested or self._checkpoint_due():
+                        self.checkpoint()
+                    if self.stop_requested and t + 1 < cfg.rounds:
+                        raise RunInterrupted(f"stopped after round {t + 1} with a checkpoint; "
+                                             f"continue with: p2pfl resume {self.out}")
+        finally:
+            bar.close()
+        if self.checkpoint_round != len(self.history):
+            self.checkpoint()
+        _finish(self.out, cfg, self.ctx, self.algorithm, self.history)
+        return self.history
+
+    def round(self, t: int) -> dict[str, Any]:
+        """Run round t (0-based) and return its metrics record."""
+        ctx, algorithm = self.ctx, self.algorithm
         start = time.perf_counter()
-        report = algorithm.round(ctx, t, ctx.schedule.at(t))
-        if not torch.isfinite(report.losses).all():
-            bad = report.nodes[~torch.isfinite(report.losses)].tolist()
-            last = (f"last finite mean loss {history[-1]['train_loss']:.4g}" if history
-                    else "no round completed")
-            raise DivergenceError(f"round {t + 1}: non-finite training loss at nodes {bad[:10]}"
-                                  f"{' ...' if len(bad) > 10 else ''} ({last}); results so far "
-                                  f"are in {out}")
+        report, skipped = self._guarded_round(t)
         if ctx.device.type == "cuda":
             torch.cuda.synchronize()
+        trained = ~self.guard.frozen[report.nodes]
         record: dict[str, Any] = {
             "round": t + 1,
             "lr": algorithm.lr(t),
-            "train_loss": report.losses.mean().item(),
-            "nodes_trained": len(report.nodes),
+            "train_loss": report.losses[trained].mean().item(),
+            "nodes_trained": int(trained.sum()),
             "messages": report.copies_sent,
             "bytes_sent": (report.copies_sent * ctx.population.num_params
-                           + report.scalars_sent) * bytes_per_value,
+                           + report.scalars_sent) * self.bytes_per_value,
             "wall_s": time.perf_counter() - start,
         }
+        if skipped:
+            record["nodes_skipped"] = len(skipped)
         record.update(algorithm.metrics(ctx))
-        if (t + 1) % cfg.eval.every == 0 or t + 1 == cfg.rounds:
+        if (t + 1) % self.cfg.eval.every == 0 or t + 1 == self.cfg.rounds:
             eval_start = time.perf_counter()
-            record.update(_evaluate(ctx, algorithm, local_eval))
+            record.update(_evaluate(ctx, algorithm, self.local_eval))
             record["eval_s"] = time.perf_counter() - eval_start
-        append_jsonl(out / "metrics.jsonl", record)
-        history.append(record)
-        bar.update(1)
-        bar.set_postfix(loss=f"{record['train_loss']:.3f}",
-                        acc=f"{record.get('test_acc', math.nan):.3f}")
-    bar.close()
-    _finish(out, cfg, ctx, algorithm, history)
-    return history
+        return record
+
+    def _guarded_round(self, t: int) -> tuple[RoundReport, list[int]]:
+        """The algorithm's round t; with on_divergence = "skip_node", redone with the diverged
+        nodes frozen (no local phase, no links) until no node diverges. Returns the report and
+        the frozen nodes."""
+        ctx, algorithm = self.ctx, self.algorithm
+        graph = ctx.schedule.at(t)
+        offset = 1 if algorithm.mixing == "server" else 0  # graph node 0 is the server
+        saved = None
+        if self.cfg.engine.on_divergence == "skip_node":
+            saved = (ctx.population.state_dict(), _clone(algorithm.state_dict()))  # copies
+        frozen: list[int] = []
+        while True:
+            self.guard.begin_round(frozen)
+            report = algorithm.round(ctx, t, cut_links(graph, [i + offset for i in frozen]))
+            bad, what = self._diverged(report)
+            if not bad and not what:
+                return report, frozen
+            new = set(bad) - set(frozen)
+            # Stop when freezing cannot help: no node to blame, none new, or none left.
+            if saved is None or not new or len(frozen) + len(new) >= ctx.num_nodes:
+                raise DivergenceError(self._divergence_message(t, bad, what, frozen))
+            ctx.population.load_state_dict(saved[0])
+            algorithm.load_state_dict(_clone(saved[1]))
+            frozen = sorted(set(frozen) | new)
+
+    def _diverged(self, report: RoundReport) -> tuple[list[int], str]:
+        """The nodes that went non-finite this round and in what; ([], "") if none did."""
+        guard, ctx = self.guard, self.ctx
+        bad_loss = guard.bad_loss.clone()
+        bad_loss[report.nodes[~torch.isfinite(report.losses) & ~guard.frozen[report.nodes]]] = True
+        if bad_loss.any():
+            return bad_loss.nonzero().squeeze(1).tolist(), "training loss"
+        # Caught before mixing, the culprits; after it, every row the NaN reached.
+        for bad_params in (guard.bad_params, ~finite_rows(ctx.population.params)):
+            if bad_params.any():
+                return bad_params.nonzero().squeeze(1).tolist(), "parameters"
+        if not _all_finite(self.algorithm.average_model(ctx)):
+            return [], "average model"
+        return [], ""
+
+    def _divergence_message(self, t: int, bad: list[int], what: str, frozen: list[int]) -> str:
+        where = f" at nodes {bad[:10]}{' ...' if len(bad) > 10 else ''}" if bad else ""
+        last = (f"last finite mean loss {self.history[-1]['train_loss']:.4g}" if self.history
+                else "no round completed")
+        if frozen:
+            last += f"; skipping nodes {frozen[:10]} did not stop it"
+        ckpt = (f"checkpoint at round {self.checkpoint_round}" if self.checkpoint_round >= 0
+                else "no checkpoint")
+        return (f"round {t + 1}: non-finite {what}{where} ({last}); results so far are in "
+                f"{self.out} ({ckpt})")
+
+    def _checkpoint_due(self) -> bool:
+        every = self.cfg.engine.checkpoint_every
+        if every > 0:
+            return len(self.history) % every == 0
+        elapsed = time.perf_counter() - self._checkpoint_end
+        return elapsed >= AUTO_CHECKPOINT_RATIO * self._checkpoint_cost
+
+    def checkpoint(self) -> None:
+        """Save the state after the rounds in `history` (atomically)."""
+        start = time.perf_counter()
+        save_checkpoint(self.out, self.cfg, self.ctx.population, self.algorithm, self.history)
+        self._checkpoint_end = time.perf_counter()
+        self._checkpoint_cost = self._checkpoint_end - start
+        self.checkpoint_round = len(self.history)
+
+    @contextmanager
+    def _stop_on_sigint(self) -> Iterator[None]:
+        """While running: the first SIGINT asks to stop after the round, the second stops now."""
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+
+        def handler(signum: int, frame: Any) -> None:
+            if self.stop_requested:
+                raise KeyboardInterrupt
+            self.stop_requested = True
+            print("p2pfl: stopping after this round (Ctrl-C again to stop now)", file=sys.stderr)
+
+        previous = signal.signal(signal.SIGINT, handler)
+        try:
+            yield
+        finally:
+            signal.signal(signal.SIGINT, previous)
+
+
+def _resume_point(out: Path, cfg: Config) -> dict[str, Any] | None:
+    """The checkpoint of `out` to continue from, checked against `cfg` (None: start over)."""
+    checkpoint = load_checkpoint(out, resolve_device(cfg.device))
+    if checkpoint is not None:
+        check_resumable(checkpoint["config"], cfg, checkpoint["round"], out)
+    elif (out / "config.json").exists():
+        old = read_run_config(out)
+        check_resumable(old.to_dict(), cfg, 0, out)
+    return checkpoint
+
+
+def run(cfg: Config, out_dir: str | Path | None = None, progress: bool = False,
+        label: str = "", resume: bool = False) -> History:
+    """Run one experiment; per-round metrics are returned and written to `out_dir`.
+
+    With `resume`, continue the run in `out_dir` from its last checkpoint (a directory without
+    one starts over); `cfg` may differ from the run's config only in `checkpoint.RESUMABLE`.
+    """
+    if cfg.compare:
+        raise ConfigError("compare", "this config lists [[compare]] variants: use run_compare")
+    out = Path(out_dir) if out_dir is not None else default_out_dir(cfg)
+    checkpoint = _resume_point(out, cfg) if resume else None
+    ctx, algorithm = build(cfg)
+    history: History = []
+    if resume:
+        out.mkdir(parents=True, exist_ok=True)
+        for partial in out.glob(".*.tmp"):  # left by a kill during an atomic write
+            partial.unlink()
+        if checkpoint is not None:
+            restore(checkpoint, ctx.population, algorithm)
+            history = checkpoint["metrics"]
+        # Drops a torn last line and the rounds after the checkpoint: they are recomputed.
+        rewrite_metrics(out / METRICS, history)
+    else:
+        _prepare_out_dir(out)
+    write_json_atomic(out / "config.json", cfg.to_dict())
+    return Runner(cfg, out, ctx, algorithm, history, progress, label).run()
 
 
 def _finish(out: Path, cfg: Config, ctx: RunContext, algorithm: Algorithm,
@@ -242,26 +435,33 @@ def _finish(out: Path, cfg: Config, ctx: RunContext, algorithm: Algorithm,
     write_json_atomic(out / "summary.json", summary)
     state = {"round": len(history), "population": ctx.population.state_dict(),
              "algorithm": algorithm.state_dict(), "average_model": algorithm.average_model(ctx)}
-    tmp = out / ".final.pt.tmp"
-    torch.save(state, tmp)
-    tmp.replace(out / "final.pt")
+    with atomic_file(out / "final.pt", "wb") as f:
+        torch.save(state, f)
     plot_histories({cfg.algorithm.name: history}, out / "curves",
                    title=f"{cfg.algorithm.name} on {cfg.topology.name}")
 
 
-def run_compare(cfg: Config, out_dir: str | Path | None = None,
-                progress: bool = False) -> dict[str, History]:
+def run_compare(cfg: Config, out_dir: str | Path | None = None, progress: bool = False,
+                resume: bool = False) -> dict[str, History]:
     """Run every [[compare]] variant (same seed and data) into its own subdirectory of `out_dir`
-    and draw them on one comparison figure."""
+    and draw them on one comparison figure. With `resume`, each variant continues from its
+    checkpoint (a variant not yet started starts)."""
     if not cfg.compare:
         raise ConfigError("compare", "the config lists no [[compare]] variants")
     out = Path(out_dir) if out_dir is not None else default_out_dir(cfg)
+    if (out / "config.json").exists():
+        if not resume:
+            raise ConfigError("out", f"{out} already holds a run (config.json); "
+                              "choose another directory or resume it")
+        check_resumable(read_run_config(out).to_dict(), cfg, 0, out)
+    out.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(out / "config.json", cfg.to_dict())
     histories: dict[str, History] = {}
     for variant in cfg.compare:
         overrides = variant_overrides(variant)
         label = str(variant.get("label") or ", ".join(f"{k}={v}" for k, v in overrides.items()))
         histories[label] = run(with_overrides(cfg, overrides), out / _slug(label), progress,
-                               label)
+                               label, resume)
     d = cfg.data
     split = f"Dirichlet({d.alpha})" if d.partition == "dirichlet" else d.partition
     plot_histories(histories, out / "comparison",

@@ -1,27 +1,66 @@
-"""The run directory: resolved config, per-round metrics (append-only), summary, plots."""
+"""The run directory: resolved config, per-round metrics (append-only), summary, plots.
+
+Every file but `metrics.jsonl` is written whole to a temporary file in the same directory, flushed
+to disk and renamed over its name, so a reader (or a resumed run) sees the old version or the new
+one, never a mix. `metrics.jsonl` is appended one flushed line per round; a kill can leave only its
+last line torn, and readers drop such a line.
+"""
 
 from __future__ import annotations
 
 import json
 import os
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
+
+from p2pfl.config import ConfigError
+
+METRICS = "metrics.jsonl"
+_UMASK = os.umask(0o022)
+os.umask(_UMASK)
 
 
-def write_json_atomic(path: Path, obj: Any) -> None:
-    """Write JSON to a temporary file in the same directory, then rename it over `path`."""
+def _fsync_dir(path: Path) -> None:
+    """Make a rename in `path` durable (a no-op where directories cannot be opened)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+@contextmanager
+def atomic_file(path: Path, mode: str = "w") -> Iterator[IO[Any]]:
+    """Open a temporary file next to `path`; on a clean exit flush it to disk and rename it over
+    `path`; on an exception remove it and leave `path` as it was."""
+    path = Path(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(obj, f, indent=2, sort_keys=True)
-            f.write("\n")
+        os.fchmod(fd, 0o666 & ~_UMASK)  # as open() would create it, not mkstemp's 0600
+        with os.fdopen(fd, mode) as f:
+            yield f
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    _fsync_dir(path.parent)
+
+
+def write_json_atomic(path: Path, obj: Any) -> None:
+    """Write JSON to a temporary file in the same directory, then rename it over `path`."""
+    with atomic_file(path) as f:
+        json.dump(obj, f, indent=2, sort_keys=True)
+        f.write("\n")
 
 
 def append_jsonl(path: Path, record: dict[str, Any]) -> None:
@@ -33,11 +72,27 @@ def append_jsonl(path: Path, record: dict[str, Any]) -> None:
 
 
 def read_metrics(path: Path) -> list[dict[str, Any]]:
-    """The records of a metrics.jsonl; a torn last line (a killed writer) is dropped."""
+    """The records of a metrics.jsonl; a torn last line (a killed writer) is dropped.
+
+    A line that does not parse anywhere but at the end is corruption, not a kill: ConfigError.
+    """
+    lines = Path(path).read_text().split("\n")
     records = []
-    for line in Path(path).read_text().splitlines():
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
         try:
             records.append(json.loads(line))
         except json.JSONDecodeError:
-            break
+            if number == len(lines):  # the last line, without its newline: torn by a kill
+                break
+            message = f"line {number} is not valid JSON (file corrupted)"
+            raise ConfigError(str(path), message) from None
     return records
+
+
+def rewrite_metrics(path: Path, records: list[dict[str, Any]]) -> None:
+    """Replace a metrics.jsonl by `records` atomically (a resume: the checkpoint's rounds)."""
+    with atomic_file(path) as f:
+        for record in records:
+            f.write(json.dumps(record, sort_keys=True) + "\n")

@@ -1,0 +1,113 @@
+"""Checkpoints: all the state a run needs to continue exactly, saved atomically in its directory.
+
+`checkpoint.pt` (a torch pickle: load only checkpoints you wrote) holds
+
+    version     the format version, VERSION
+    round       rounds completed; the resumed run continues with round `round` + 1
+    config      the resolved config the state was produced with (`Config.to_dict()`)
+    population  `Population.state_dict()`: the flat parameter buffer of all N nodes
+    algorithm   `Algorithm.state_dict()`: every piece of state the algorithm keeps across rounds
+    streams     `seeding.STREAMS`: every random draw is derived from (seed, stream, round), so there
+                is no generator state to save; a resume checks that these streams are derived
+                as they were
+    metrics     the metrics records of rounds 1..round (what `metrics.jsonl` then held)
+
+The run loop carries nothing else from one round to the next.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from p2pfl.config import Config, ConfigError, config_with_overrides
+from p2pfl.results import atomic_file
+from p2pfl.seeding import STREAMS
+
+CHECKPOINT = "checkpoint.pt"
+VERSION = 1
+# Fields a resumed run may change: the number of rounds (extended, or cut back to no earlier than
+# the checkpoint), where and how it runs, and what it does on a later divergence. Any other
+# difference would make the resumed rounds those of another experiment.
+RESUMABLE = ("rounds", "device", "engine.chunk_size", "engine.checkpoint_every",
+             "engine.on_divergence")
+
+
+def save_checkpoint(run_dir: Path, cfg: Config, population: Any, algorithm: Any,
+                    metrics: list[dict[str, Any]]) -> None:
+    """Write `run_dir/checkpoint.pt` for the state after the rounds of `metrics` (temp + rename)."""
+    state = {"version": VERSION, "round": len(metrics), "config": cfg.to_dict(),
+             "population": population.state_dict(), "algorithm": algorithm.state_dict(),
+             "streams": dict(STREAMS), "metrics": list(metrics)}
+    with atomic_file(Path(run_dir) / CHECKPOINT, "wb") as f:
+        torch.save(state, f)
+
+
+def load_checkpoint(run_dir: Path, device: torch.device) -> dict[str, Any] | None:
+    """The checkpoint of `run_dir` with its tensors on `device`; None if there is none."""
+    path = Path(run_dir) / CHECKPOINT
+    if not path.exists():
+        return None
+    try:
+        state = torch.load(path, map_location=device, weights_only=False)
+    except Exception as err:  # any unreadable file is one clean message
+        raise ConfigError("resume", f"cannot read {path}: {err}") from None
+    if not isinstance(state, dict) or state.get("version") != VERSION:
+        raise ConfigError("resume", f"{path} is not a version-{VERSION} p2pfl checkpoint")
+    changed = sorted(k for k, v in state["streams"].items() if STREAMS.get(k) != v)
+    if changed:  # streams added since are fine: the old run never drew from them
+        raise ConfigError("resume", f"{path} was written when the random streams {changed} were "
+                          "derived differently; it cannot be resumed exactly")
+    return state
+
+
+def restore(state: dict[str, Any], population: Any, algorithm: Any) -> None:
+    """Put the checkpointed population and algorithm state back into a freshly built run."""
+    population.load_state_dict(state["population"])
+    algorithm.load_state_dict(state["algorithm"])
+
+
+def config_diff(old: dict[str, Any], new: dict[str, Any], prefix: str = "") -> list[str]:
+    """Dotted names of the fields whose values differ between two config dicts, as
+    'name (old -> new)'."""
+    out = []
+    for key in sorted(set(old) | set(new)):
+        name = f"{prefix}{key}"
+        a, b = old.get(key), new.get(key)
+        if isinstance(a, dict) and isinstance(b, dict):
+            out += config_diff(a, b, f"{name}.")
+        elif a != b:
+            out.append(f"{name} ({a!r} -> {b!r})")
+    return out
+
+
+def check_resumable(old: dict[str, Any], cfg: Config, rounds_done: int, run_dir: Path) -> None:
+    """Refuse to continue a run of config `old` (a dict) with `cfg` if they differ in any field
+    outside RESUMABLE, or if `cfg` has fewer rounds than the checkpoint."""
+    new = cfg.to_dict()
+    # A config written by an older p2pfl lacks newer fields: they take their defaults.
+    old = config_with_overrides({k: v for k, v in old.items() if k != "compare"}, {}).to_dict()
+    new.pop("compare")
+    old.pop("compare")
+    differ = [d for d in config_diff(old, new) if d.split(" ", 1)[0] not in RESUMABLE]
+    if differ:
+        raise ConfigError("resume", f"{run_dir} was run with another config; differing fields: "
+                          f"{', '.join(differ)} (only {', '.join(RESUMABLE)} may change)")
+    if cfg.rounds < rounds_done:
+        raise ConfigError("rounds", f"{run_dir} is checkpointed at round {rounds_done}; "
+                          f"rounds must be at least that, got {cfg.rounds}")
+
+
+def read_run_config(run_dir: Path, overrides: dict[str, Any] | None = None) -> Config:
+    """The config a run directory was run with (its config.json), with dotted-key overrides."""
+    path = Path(run_dir) / "config.json"
+    if not path.exists():
+        raise ConfigError("resume", f"{run_dir} holds no config.json: not a p2pfl run directory")
+    try:
+        raw = json.loads(path.read_text())
+    except json.JSONDecodeError as err:
+        raise ConfigError("resume", f"{path} is not valid JSON: {err}") from None
+    return config_with_overrides(raw, overrides or {})

@@ -1,0 +1,449 @@
+"""Checkpoints and exact resume (after SIGKILL and Ctrl-C too), atomic results, divergence guard."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+
+import p2pfl.engine as engine
+import topologies as T
+from algorithms import ALGORITHMS
+from p2pfl.checkpoint import CHECKPOINT
+from p2pfl.cli import main
+from p2pfl.config import ConfigError, with_overrides
+from p2pfl.engine import DivergenceError, run, run_compare
+from p2pfl.results import METRICS, read_metrics
+from tests.conftest import small_config
+
+ROOT = Path(__file__).resolve().parents[1]
+TIME_KEYS = ("wall_s", "eval_s")
+# A topology every algorithm of each kind accepts.
+TOPOLOGY_FOR = {"server": "star", "doubly_stochastic": "ring", "column_stochastic": "exponential"}
+
+
+def tiny(**overrides: Any):
+    """small_config with fewer samples and steps: a round takes a few milliseconds."""
+    base = {"data__num_nodes": 4, "data__synthetic_train": 160, "data__synthetic_test": 40,
+            "algorithm__local_steps": 2, "algorithm__batch_size": 8, "eval__local_samples": 20}
+    return small_config(**(base | overrides))
+
+
+def strip(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{k: v for k, v in r.items() if k not in TIME_KEYS} for r in records]
+
+
+def assert_same_state(a: Any, b: Any, where: str = "state") -> None:
+    """Bitwise equality of two state trees (dicts, lists, tensors, numbers)."""
+    if isinstance(a, torch.Tensor):
+        assert isinstance(b, torch.Tensor) and a.dtype == b.dtype and a.shape == b.shape, where
+        assert torch.equal(a, b), f"{where} differs"
+    elif isinstance(a, dict):
+        assert isinstance(b, dict) and a.keys() == b.keys(), f"{where}: keys differ"
+        for k in a:
+            assert_same_state(a[k], b[k], f"{where}.{k}")
+    elif isinstance(a, (list, tuple)):
+        assert type(a) is type(b) and len(a) == len(b), where
+        for i, (x, y) in enumerate(zip(a, b)):
+            assert_same_state(x, y, f"{where}[{i}]")
+    else:
+        assert a == b, f"{where}: {a!r} != {b!r}"
+
+
+def load(path: Path) -> dict[str, Any]:
+    return torch.load(path, map_location="cpu", weights_only=False)
+
+
+@pytest.fixture(autouse=True)
+def no_plots(monkeypatch):
+    """Figures are not what these tests check; drawing them would dominate their run time."""
+    monkeypatch.setattr(engine, "plot_histories", lambda *args, **kwargs: [])
+
+
+def scramble_global_rngs() -> None:
+    """Runs must not draw from process-global generators: make any such draw differ."""
+    torch.manual_seed(987654)
+    np.random.seed(4321)
+    random.seed(77)
+
+
+# --- exact resume -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", sorted(ALGORITHMS))
+def test_every_algorithm_resumes_exactly(tmp_path, name):
+    """3 rounds in one go == 1 round, checkpoint, resume for 2: metrics and final state bitwise.
+
+    Covers every registered algorithm, so an algorithm whose state_dict misses cross-round state
+    (or that draws from a global generator) fails here.
+    """
+    mixing = ALGORITHMS[name].mixing
+    extra = {"algorithm__participation": 0.5} if mixing == "server" else {}  # sampling matters
+    cfg = tiny(rounds=3, algorithm__name=name, topology__name=TOPOLOGY_FOR[mixing], **extra)
+    torch.manual_seed(1)
+    whole = run(cfg, tmp_path / "whole")
+    first = run(with_overrides(cfg, {"rounds": 1}), tmp_path / "part")
+    assert load(tmp_path / "part" / CHECKPOINT)["round"] == 1
+    scramble_global_rngs()
+    resumed = run(cfg, tmp_path / "part", resume=True)
+    assert strip(first) == strip(whole[:1])
+    assert strip(resumed) == strip(whole)
+    assert strip(read_metrics(tmp_path / "part" / METRICS)) == strip(whole)
+    a, b = load(tmp_path / "whole" / "final.pt"), load(tmp_path / "part" / "final.pt")
+    assert_same_state(a, b, "final.pt")
+    a, b = load(tmp_path / "whole" / CHECKPOINT), load(tmp_path / "part" / CHECKPOINT)
+    assert a["round"] == b["round"] == 3
+    assert_same_state(a["algorithm"], b["algorithm"], "algorithm state")
+
+
+def test_checkpoint_every_k_rounds_holds_the_state_of_that_round(tmp_path, monkeypatch):
+    cfg = tiny(rounds=5, algorithm__name="sgp", topology__name="exponential",
+               engine__checkpoint_every=2)
+    saved = []
+    real = engine.save_checkpoint
+
+    def spy(run_dir, *args):
+        real(run_dir, *args)
+        state = load(Path(run_dir) / CHECKPOINT)
+        saved.append((state["round"], state))
+
+    monkeypatch.setattr(engine, "save_checkpoint", spy)
+    run(cfg, tmp_path / "run")
+    assert [r for r, _ in saved] == [2, 4, 5]  # every 2 rounds, and the end
+    state = saved[0][1]
+    assert state["config"] == cfg.to_dict() and state["population"]["flat"].dtype == torch.float64
+    assert state["metrics"] == read_metrics(tmp_path / "run" / METRICS)[:2]
+    assert not list((tmp_path / "run").glob(".*.tmp"))
+
+
+def test_resume_drops_torn_line_and_rounds_after_the_checkpoint(tmp_path):
+    """A kill during round 4, after round 3's line but before its checkpoint: round 3 is
+    recomputed, the torn line and a stale temp file go, and the end is the uninterrupted run."""
+    cfg = tiny(rounds=4, engine__checkpoint_every=2)
+    whole = run(cfg, tmp_path / "whole")
+    part = tmp_path / "part"
+    run(with_overrides(cfg, {"rounds": 2}), part)
+    with open(part / METRICS, "a") as f:
+        f.write(json.dumps({"round": 3, "train_loss": -1.0}) + '\n{"round": 4, "train_lo')
+    (part / f".{CHECKPOINT}.x1y2.tmp").write_bytes(b"half a checkpoint")
+    assert len(read_metrics(part / METRICS)) == 3
+    assert main(["resume", str(part), "--set", "rounds=4", "--quiet"]) == 0
+    assert strip(read_metrics(part / METRICS)) == strip(whole)
+    assert not list(part.glob(".*.tmp"))
+
+
+def test_corrupt_line_before_the_end_is_an_error(tmp_path):
+    path = tmp_path / METRICS
+    path.write_text('{"round": 1}\n{"rou\n{"round": 3}\n')
+    with pytest.raises(ConfigError, match="line 2"):
+        read_metrics(path)
+
+
+def test_resume_refuses_a_different_config_and_lists_the_fields(tmp_path, capsys):
+    cfg = tiny(rounds=1)
+    run(cfg, tmp_path / "run")
+    code = main(["resume", str(tmp_path / "run"), "--set", "algorithm.lr=0.5", "--set", "seed=9",
+                 "--set", "rounds=3", "--set", "engine.checkpoint_every=5", "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "Traceback" not in err
+    assert "algorithm.lr (0.1 -> 0.5)" in err and "seed (3 -> 9)" in err
+    assert "rounds (" not in err and "checkpoint_every (" not in err
+
+
+def test_resume_refuses_fewer_rounds_than_the_checkpoint(tmp_path):
+    run(tiny(rounds=2), tmp_path / "run")
+    with pytest.raises(ConfigError, match="checkpointed at round 2") as err:
+        run(tiny(rounds=1), tmp_path / "run", resume=True)
+    assert err.value.field == "rounds"
+
+
+def test_run_with_resume_flag_and_compare_root(tmp_path):
+    """`p2pfl run CONFIG --resume DIR` continues every [[compare]] variant of a root directory."""
+    text = """seed = 3
+rounds = 2
+device = "cpu"
+[data]
+name = "synthetic"
+num_nodes = 4
+synthetic_train = 160
+synthetic_test = 40
+[algorithm]
+local_steps = 2
+local_epochs = 0
+batch_size = 8
+[eval]
+local_samples = 20
+[[compare]]
+label = "DFedAvg ring"
+"algorithm.name" = "dfedavg"
+"topology.name" = "ring"
+[[compare]]
+label = "SGP exp"
+"algorithm.name" = "sgp"
+"topology.name" = "exponential"
+"""
+    path = tmp_path / "exp.toml"
+    path.write_text(text)
+    assert main(["run", str(path), "--out", str(tmp_path / "whole"), "--quiet"]) == 0
+    assert main(["run", str(path), "--set", "rounds=1", "--out", str(tmp_path / "part"),
+                 "--quiet"]) == 0
+    assert main(["run", str(path), "--resume", str(tmp_path / "part"), "--quiet"]) == 0
+    for variant in ("dfedavg-ring", "sgp-exp"):
+        a = read_metrics(tmp_path / "whole" / variant / METRICS)
+        b = read_metrics(tmp_path / "part" / variant / METRICS)
+        assert len(a) == 2 and strip(a) == strip(b)
+
+
+# --- real processes: SIGKILL and Ctrl-C ---------------------------------------------------------
+
+KILL_CONFIG = """seed = 5
+rounds = 8
+device = "cpu"
+[data]
+name = "synthetic"
+num_nodes = 5
+synthetic_train = 300
+synthetic_test = 40
+[topology]
+name = "exponential"
+[algorithm]
+name = "sgp"
+local_steps = 3
+local_epochs = 0
+batch_size = 16
+[eval]
+every = 2
+local_samples = 20
+[engine]
+checkpoint_every = 3
+"""
+
+
+@pytest.fixture(scope="module")
+def kill_setup(tmp_path_factory):
+    """The config file of the process tests and its uninterrupted metrics."""
+    root = tmp_path_factory.mktemp("kill")
+    path = root / "exp.toml"
+    path.write_text(KILL_CONFIG)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(engine, "plot_histories", lambda *args, **kwargs: [])
+        assert main(["run", str(path), "--out", str(root / "whole"), "--quiet"]) == 0
+    return path, strip(read_metrics(root / "whole" / METRICS))
+
+
+def _start(config: Path, out: Path) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "p2pfl.cli", "run", str(config), "--out",
+                             str(out), "--quiet"], cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def _mid_round(proc: subprocess.Popen, metrics: Path, rounds: int) -> int:
+    """Wait until `rounds` rounds are logged, then half a round more (the duration of the last
+    round): the process is then inside round `rounds` + 1. Returns the lines seen."""
+    seen: dict[int, float] = {}
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        lines = metrics.read_text().count("\n") if metrics.exists() else 0
+        seen.setdefault(lines, time.monotonic())
+        if lines >= rounds:
+            previous = seen.get(lines - 1, seen[lines])
+            time.sleep(max(seen[lines] - previous, 0.01) / 2)
+            return lines
+        if proc.poll() is not None:
+            pytest.fail(f"the run ended before round {rounds}: {proc.stderr.read()}")
+        time.sleep(0.002)
+    proc.kill()
+    pytest.fail("the run did not reach round {rounds} in 300 s")
+
+
+def test_sigkill_mid_round_then_resume_matches_uninterrupted(tmp_path, kill_setup):
+    config, whole = kill_setup
+    out = tmp_path / "run"
+    proc = _start(config, out)
+    _mid_round(proc, out / METRICS, 4)
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate()
+    assert proc.returncode == -signal.SIGKILL
+    logged = read_metrics(out / METRICS)
+    assert 4 <= len(logged) < 8 and strip(logged) == whole[:len(logged)]
+    assert load(out / CHECKPOINT)["round"] in (3, 6)
+    assert main(["resume", str(out), "--quiet"]) == 0
+    assert strip(read_metrics(out / METRICS)) == whole
+
+
+def test_ctrl_c_stops_after_the_round_with_a_checkpoint(tmp_path, kill_setup):
+    config, whole = kill_setup
+    out = tmp_path / "run"
+    proc = _start(config, out)
+    _mid_round(proc, out / METRICS, 3)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and "stopped after round" in err and "p2pfl resume" in err
+    logged = read_metrics(out / METRICS)
+    assert 3 <= len(logged) < 8  # 3: the signal came while round 3 was being checkpointed
+    assert load(out / CHECKPOINT)["round"] == len(logged)  # written on Ctrl-C, not on the grid
+    assert main(["run", str(config), "--resume", str(out), "--quiet"]) == 0
+    assert strip(read_metrics(out / METRICS)) == whole
+
+
+# --- divergence guard ---------------------------------------------------------------------------
+
+
+def poison(monkeypatch, nodes: list[int] | slice) -> None:
+    """Make the training data of `nodes` NaN in every run built from now on."""
+    real = engine.build
+
+    def build(cfg):
+        ctx, algorithm = real(cfg)
+        rows = ctx.data.node_indices[nodes].flatten()
+        ctx.data.x_train[rows] = float("nan")
+        return ctx, algorithm
+
+    monkeypatch.setattr(engine, "build", build)
+
+
+def test_divergence_stop_names_round_nodes_and_last_loss(tmp_path, capsys, monkeypatch):
+    cfg = tiny(rounds=1, engine__checkpoint_every=1)
+    first = run(cfg, tmp_path / "run")
+    poison(monkeypatch, [2])
+    assert main(["resume", str(tmp_path / "run"), "--set", "rounds=3", "--quiet"]) == 3
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert "round 2: non-finite training loss at nodes [2]" in err
+    assert f"last finite mean loss {first[0]['train_loss']:.4g}" in err
+    assert "checkpoint at round 1" in err
+    assert strip(read_metrics(tmp_path / "run" / METRICS)) == strip(first)
+    assert load(tmp_path / "run" / CHECKPOINT)["round"] == 1
+
+
+def test_divergence_of_every_node_stops_even_with_skip_node(tmp_path, monkeypatch):
+    poison(monkeypatch, slice(None))
+    with pytest.raises(DivergenceError, match=r"round 1: .* at nodes \[0, 1, 2, 3\]"):
+        run(tiny(engine__on_divergence="skip_node"), tmp_path / "run")
+
+
+def test_skip_node_gossip_equals_training_without_the_node_on_the_cut_graph(tmp_path,
+                                                                             monkeypatch):
+    """DFedAvg on a ring of 6 with node 2 diverging every round: node 2 keeps its initial model,
+    the others train and mix with Metropolis weights of the ring without node 2's links."""
+    cfg = tiny(rounds=2, data__num_nodes=6, engine__on_divergence="skip_node")
+    ctx, algorithm = engine.build(cfg)  # clean data: the reference computation
+    initial = ctx.population.flat.clone()
+    poison(monkeypatch, [2])
+    history = run(cfg, tmp_path / "run")
+    assert [r["nodes_skipped"] for r in history] == [1, 1]
+    assert [r["nodes_trained"] for r in history] == [5, 5]
+    assert [r["messages"] for r in history] == [8, 8]  # 4 undirected links left, 2 messages each
+    assert all(np.isfinite(r["train_loss"]) and np.isfinite(r["test_acc"]) for r in history)
+
+    keep = torch.tensor([0, 1, 3, 4, 5])
+    cut = T.ring(6)
+    cut.remove_edges_from([(1, 2), (2, 3)])
+    W = ctx.comm.matrix(T.doubly_stochastic(cut))
+    a = cfg.algorithm
+    for t in range(2):
+        rows = ctx.population.rows(keep)
+        plan = ctx.data.plan(cfg.seed, t, a.batch_size, a.local_epochs, a.local_steps)
+        lr = torch.full((5,), algorithm.lr(t), dtype=torch.float64)
+        ctx.trainer.train(rows, keep, plan, algorithm.solver, lr)
+        for k, v in rows.items():
+            ctx.population.params[k][keep] = v
+        ctx.comm.mix(W, ctx.population.params)
+    final = load(tmp_path / "run" / "final.pt")["population"]["flat"]
+    torch.testing.assert_close(final, ctx.population.flat, rtol=0, atol=1e-12)
+    ctx.population.flat.copy_(initial)
+    node2 = ctx.population.rows(torch.tensor([2]))
+    ctx.population.flat.copy_(final)
+    assert_same_state(node2, ctx.population.rows(torch.tensor([2])), "node 2")
+
+
+def test_skip_node_push_sum_keeps_the_mass(tmp_path, monkeypatch):
+    """SGP with node 1 diverging: its weight stays 1, sum(w) stays N, the rest converge."""
+    poison(monkeypatch, [1])
+    cfg = tiny(rounds=3, data__num_nodes=6, algorithm__name="sgp", topology__name="exponential",
+               engine__on_divergence="skip_node")
+    history = run(cfg, tmp_path / "run")
+    for r in history:
+        assert r["nodes_skipped"] == 1 and r["nodes_trained"] == 5
+        assert r["ps_weight_sum"] == pytest.approx(6, abs=1e-9)
+    weights = load(tmp_path / "run" / "final.pt")["algorithm"]["weights"]
+    assert weights[1].item() == 1.0
+
+
+def test_skip_node_server_freezes_the_client(tmp_path, monkeypatch):
+    """FedAvg with every client sampled and client 0 diverging: the server model is the mean
+    over all clients where client 0 returns the server model unchanged (a zero update)."""
+    cfg = tiny(rounds=1, algorithm__name="fedavg", topology__name="star",
+               algorithm__participation=1.0, engine__on_divergence="skip_node")
+    ctx, algorithm = engine.build(cfg)
+    server = {k: v.clone() for k, v in algorithm.server.items()}
+    poison(monkeypatch, [0])
+    history = run(cfg, tmp_path / "run")
+    assert history[0]["nodes_trained"] == 3 and history[0]["nodes_skipped"] == 1
+    clients = load(tmp_path / "run" / "final.pt")["population"]["flat"]
+    ctx.population.flat.copy_(clients)
+    state = load(tmp_path / "run" / "final.pt")["algorithm"]["server"]
+    for k, x in server.items():
+        rows = ctx.population.params[k]
+        assert torch.equal(rows[0], x)
+        torch.testing.assert_close(state[k], (x + rows[1:].sum(0)) / 4, rtol=0, atol=1e-12)
+
+
+def test_parameters_going_non_finite_are_caught(tmp_path, monkeypatch):
+    """A node whose parameters become inf while its losses stay finite is named too."""
+    real = engine.build
+
+    def build(cfg):
+        ctx, algorithm = real(cfg)
+        train = ctx.trainer.train
+
+        def overflowing(params, nodes, plan, solver, lr):
+            losses = train(params, nodes, plan, solver, lr)
+            first = next(iter(params.values()))
+            first[(nodes == 3).nonzero().squeeze(1)] = float("inf")
+            return losses
+
+        ctx.trainer.train = overflowing
+        return ctx, algorithm
+
+    monkeypatch.setattr(engine, "build", build)
+    with pytest.raises(DivergenceError, match=r"round 1: non-finite parameters at nodes \[3\]"):
+        run(tiny(), tmp_path / "run")
+
+
+def test_sigint_handler_is_restored(tmp_path):
+    before = signal.getsignal(signal.SIGINT)
+    run(tiny(rounds=1), tmp_path / "run")
+    assert signal.getsignal(signal.SIGINT) is before
+    assert os.path.exists(tmp_path / "run" / CHECKPOINT)
+
+
+def test_run_compare_refuses_an_existing_root_without_resume(tmp_path):
+    cfg = tiny(rounds=1)
+    (tmp_path / "root").mkdir()
+    (tmp_path / "root" / "config.json").write_text(json.dumps(cfg.to_dict()))
+    variants = with_overrides(cfg, {})
+    variants.compare = [{"label": "a", "algorithm.name": "dfedavg"}]
+    with pytest.raises(ConfigError, match="already holds a run"):
+        run_compare(variants, tmp_path / "root")
+
+
+def test_resume_refuses_a_checkpoint_whose_streams_were_derived_differently(tmp_path):
+    cfg = tiny(rounds=1)
+    run(cfg, tmp_path / "run")
+    state = load(tmp_path / "run" / CHECKPOINT)
+    state["streams"] = state["streams"] | {"batches": 99, "a_newer_stream": 7}
+    torch.save(state, tmp_path / "run" / CHECKPOINT)
+    with pytest.raises(ConfigError, match=r"random streams \['a_newer_stream', 'batches'\]"):
+        run(with_overrides(cfg, {"rounds": 2}), tmp_path / "run", resume=True)
