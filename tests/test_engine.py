@@ -201,3 +201,10 @@ def test_divergence_stops_with_one_line_and_keeps_metrics(tmp_path, capsys):
     assert 1 <= len(records) < 8
     assert f"round {len(records) + 1}:" in stderr
     assert all(r["round"] == i + 1 for i, r in enumerate(records))
+
+
+@pytest.mark.parametrize("module", ["algorithms", "analysis", "topologies", "p2pfl", "p2pfl.cli"])
+def test_every_package_imports_first_in_a_fresh_interpreter(module):
+    proc = subprocess.run([sys.executable, "-c", f"import {module}"], capture_output=True,
+                          text=True)
+    assert proc.returncode == 0, proc.stderr
