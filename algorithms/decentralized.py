@@ -1,8 +1,20 @@
-"""Decentralized rounds: every node trains every round, then the nodes mix over the graph."""
+"""Decentralized rounds: every node trains every round, then the nodes mix over the graph.
+
+Two kinds of round, each written once and reused by the algorithm modules:
+- `Gossip`: adapt then combine with a symmetric doubly-stochastic W (Metropolis-Hastings weights),
+  `gossip_steps` = Q exchanges per round (x <- W^Q y).
+- `PushSum`: the same local phase at the de-biased models z = x / w, then (x, w) pushed over a
+  column-stochastic P.
+
+The local rule (SGD, heavy-ball momentum reset every round, SAM) is the shared `LocalSolver`; an
+algorithm declares in `options` which of the knobs in `OPTIONAL` it takes, and refuses a config
+that sets any other one (so `dfedavg` with momentum 0.9 is an error, not a silent DFedAvgM).
+"""
 
 from __future__ import annotations
 
-from typing import Any
+import dataclasses
+from typing import Any, ClassVar
 
 import networkx as nx
 import numpy as np
@@ -10,12 +22,30 @@ import torch
 
 import topologies as T
 from algorithms.base import Algorithm, RoundReport, directed_edge_count
+from p2pfl.config import AlgorithmConfig, ConfigError
 from p2pfl.context import RunContext
 from p2pfl.population import Params
+
+OPTIONAL = ("momentum", "rho", "gossip_steps", "dpsgd_order")
+_DEFAULTS = {f.name: f.default for f in dataclasses.fields(AlgorithmConfig)}
 
 
 class Decentralized(Algorithm):
     """Every node trains every round; the network average is the evaluated model."""
+
+    options: ClassVar[tuple[str, ...]] = ()  # the OPTIONAL knobs this algorithm takes
+
+    def __init__(self, cfg: AlgorithmConfig) -> None:
+        for key in OPTIONAL:
+            if key not in self.options and getattr(cfg, key) != _DEFAULTS[key]:
+                raise ConfigError(f"algorithm.{key}", f"{self.name} does not use {key} (got "
+                                  f"{getattr(cfg, key)!r}); leave it at {_DEFAULTS[key]!r} or "
+                                  "pick an algorithm that takes it (docs/algorithms.md)")
+        super().__init__(cfg)
+
+    def node_lr(self, ctx: RunContext, t: int) -> torch.Tensor:
+        """Step size of every node in round t: [N]."""
+        return torch.full((ctx.num_nodes,), self.lr(t), device=ctx.device, dtype=ctx.dtype)
 
     def average_model(self, ctx: RunContext) -> Params:
         weights = torch.full((ctx.num_nodes,), 1.0 / ctx.num_nodes, device=ctx.device,
@@ -27,16 +57,20 @@ class Decentralized(Algorithm):
 
 
 class Gossip(Decentralized):
-    """Adapt then combine: K local steps, then x_i <- sum_j W_ij x_j with W doubly stochastic."""
+    """Adapt then combine: K local steps, then x <- W^Q y with W symmetric doubly stochastic."""
 
     mixing = "doubly_stochastic"
 
+    def gossip_matrix(self, ctx: RunContext, graph: nx.Graph) -> torch.Tensor:
+        """W^Q of the round's graph (Q = gossip_steps exchanges over the same W_t)."""
+        W = torch.as_tensor(T.doubly_stochastic(graph))
+        return ctx.comm.matrix(torch.linalg.matrix_power(W, self.cfg.gossip_steps))
+
     def round(self, ctx: RunContext, t: int, graph: nx.Graph) -> RoundReport:
         nodes = ctx.all_nodes()
-        lr = torch.full((ctx.num_nodes,), self.lr(t), device=ctx.device, dtype=ctx.dtype)
-        losses = self.train(ctx, ctx.population.params, nodes, t, lr)
-        ctx.comm.mix(ctx.comm.matrix(T.doubly_stochastic(graph)), ctx.population.params)
-        return RoundReport(nodes, losses, directed_edge_count(graph))
+        losses = self.train(ctx, ctx.population.params, nodes, t, self.node_lr(ctx, t))
+        ctx.comm.mix(self.gossip_matrix(ctx, graph), ctx.population.params)
+        return RoundReport(nodes, losses, self.cfg.gossip_steps * directed_edge_count(graph))
 
 
 class PushSum(Decentralized):
@@ -44,9 +78,10 @@ class PushSum(Decentralized):
 
     The population stores the de-biased models z_i = x_i / w_i and the weights w (float64); the
     numerators x_i = w_i z_i are implicit. Since w_i is constant during the local phase, a step
-    x_i <- x_i - lr * g(z_i) is exactly z_i <- z_i - (lr / w_i) * g(z_i); and mixing
-    x <- P x, w <- P w is z <- diag(1/w') P diag(w) z with w' = P w. Gradients (and SAM ascents)
-    are therefore always taken at z, and evaluation never sees a raw numerator.
+    x_i <- x_i - lr * m_i(z_i) is exactly z_i <- z_i - (lr / w_i) * m_i(z_i) (m: the momentum
+    buffer of the (SAM) gradients taken at z); and mixing x <- P x, w <- P w is
+    z <- diag(1/w') P diag(w) z with w' = P w. Gradients and SAM ascents are therefore always
+    taken at z, and evaluation never sees a raw numerator.
     """
 
     mixing = "column_stochastic"
@@ -54,10 +89,13 @@ class PushSum(Decentralized):
     def setup(self, ctx: RunContext) -> None:
         self.weights = torch.ones(ctx.num_nodes, device=ctx.device, dtype=torch.float64)
 
+    def node_lr(self, ctx: RunContext, t: int) -> torch.Tensor:
+        """lr / w_i: the numerator step expressed on the stored z."""
+        return (self.lr(t) / self.weights).to(ctx.dtype)
+
     def round(self, ctx: RunContext, t: int, graph: nx.Graph) -> RoundReport:
         nodes = ctx.all_nodes()
-        lr = (self.lr(t) / self.weights).to(ctx.dtype)
-        losses = self.train(ctx, ctx.population.params, nodes, t, lr)
+        losses = self.train(ctx, ctx.population.params, nodes, t, self.node_lr(ctx, t))
         self.mix(ctx, T.column_stochastic(graph))
         messages = directed_edge_count(graph)
         return RoundReport(nodes, losses, messages, scalars_sent=messages)

@@ -65,6 +65,8 @@ class AlgorithmConfig:
     weight_decay: float = 0.0
     clip_norm: float = 0.0
     server_lr: float = 1.0
+    gossip_steps: int = 1
+    dpsgd_order: str = "cta"
 
 
 @dataclass
@@ -101,6 +103,7 @@ class Config:
 DEVICES = ("auto", "cpu", "cuda")
 DTYPES = ("float32", "float64")
 EXECUTORS = ("vectorized", "loop")
+DPSGD_ORDERS = ("cta", "atc")  # combine-then-adapt (Lian et al.) | adapt-then-combine
 
 # (section, field) -> (low, high, low_inclusive, high_inclusive); None means unbounded.
 _RANGES: dict[tuple[str, str], tuple[float | None, float | None, bool, bool]] = {
@@ -124,6 +127,7 @@ _RANGES: dict[tuple[str, str], tuple[float | None, float | None, bool, bool]] = 
     ("algorithm", "weight_decay"): (0, None, True, True),
     ("algorithm", "clip_norm"): (0, None, True, True),
     ("algorithm", "server_lr"): (0, None, False, True),
+    ("algorithm", "gossip_steps"): (1, None, True, True),
     ("eval", "every"): (1, None, True, True),
     ("eval", "local_samples"): (0, None, True, True),
     ("eval", "batch_size"): (1, None, True, True),
@@ -145,6 +149,7 @@ def _choices() -> dict[tuple[str, str], tuple[str, ...]]:
         ("model", "name"): MODELS,
         ("topology", "name"): tuple(TOPOLOGIES),
         ("algorithm", "name"): tuple(ALGORITHMS),
+        ("algorithm", "dpsgd_order"): DPSGD_ORDERS,
         ("engine", "executor"): EXECUTORS,
         ("engine", "dtype"): DTYPES,
     }
