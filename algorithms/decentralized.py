@@ -26,7 +26,7 @@ from p2pfl.config import AlgorithmConfig, ConfigError
 from p2pfl.context import RunContext
 from p2pfl.population import Params
 
-OPTIONAL = ("momentum", "rho", "gossip_steps", "dpsgd_order")
+OPTIONAL = ("momentum", "rho", "gossip_steps", "dpsgd_order", "momentum_form")
 _DEFAULTS = {f.name: f.default for f in dataclasses.fields(AlgorithmConfig)}
 
 
@@ -43,9 +43,20 @@ class Decentralized(Algorithm):
                                   "pick an algorithm that takes it (docs/algorithms.md)")
         super().__init__(cfg)
 
+    def step_size(self, t: int) -> float:
+        """The solver's step size in round t.
+
+        `momentum_form = "dampened"` (m = a m + (1 - a) g, m_{-1} = 0) is the heavy ball
+        m' = a m' + g with m = (1 - a) m', i.e. the same solver with lr * (1 - a).
+        """
+        if self.cfg.momentum_form == "dampened":
+            return self.lr(t) * (1 - self.cfg.momentum)
+        return self.lr(t)
+
     def node_lr(self, ctx: RunContext, t: int) -> torch.Tensor:
         """Step size of every node in round t: [N]."""
-        return torch.full((ctx.num_nodes,), self.lr(t), device=ctx.device, dtype=ctx.dtype)
+        return torch.full((ctx.num_nodes,), self.step_size(t), device=ctx.device,
+                          dtype=ctx.dtype)
 
     def average_model(self, ctx: RunContext) -> Params:
         weights = torch.full((ctx.num_nodes,), 1.0 / ctx.num_nodes, device=ctx.device,
@@ -91,7 +102,7 @@ class PushSum(Decentralized):
 
     def node_lr(self, ctx: RunContext, t: int) -> torch.Tensor:
         """lr / w_i: the numerator step expressed on the stored z."""
-        return (self.lr(t) / self.weights).to(ctx.dtype)
+        return (self.step_size(t) / self.weights).to(ctx.dtype)
 
     def round(self, ctx: RunContext, t: int, graph: nx.Graph) -> RoundReport:
         nodes = ctx.all_nodes()

@@ -11,4 +11,4 @@ from algorithms.decentralized import Gossip
 
 class DFedAvgM(Gossip):
     name = "dfedavgm"
-    options = ("momentum",)
+    options = ("momentum", "momentum_form")

@@ -11,4 +11,4 @@ from algorithms.decentralized import PushSum
 
 class DFedSGPM(PushSum):
     name = "dfedsgpm"
-    options = ("momentum",)
+    options = ("momentum", "momentum_form")

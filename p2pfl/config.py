@@ -67,6 +67,7 @@ class AlgorithmConfig:
     server_lr: float = 1.0
     gossip_steps: int = 1
     dpsgd_order: str = "cta"
+    momentum_form: str = "heavy_ball"
 
 
 @dataclass
@@ -104,6 +105,7 @@ DEVICES = ("auto", "cpu", "cuda")
 DTYPES = ("float32", "float64")
 EXECUTORS = ("vectorized", "loop")
 DPSGD_ORDERS = ("cta", "atc")  # combine-then-adapt (Lian et al.) | adapt-then-combine
+MOMENTUM_FORMS = ("heavy_ball", "dampened")  # m = a m + g | m = a m + (1 - a) g
 
 # (section, field) -> (low, high, low_inclusive, high_inclusive); None means unbounded.
 _RANGES: dict[tuple[str, str], tuple[float | None, float | None, bool, bool]] = {
@@ -150,6 +152,7 @@ def _choices() -> dict[tuple[str, str], tuple[str, ...]]:
         ("topology", "name"): tuple(TOPOLOGIES),
         ("algorithm", "name"): tuple(ALGORITHMS),
         ("algorithm", "dpsgd_order"): DPSGD_ORDERS,
+        ("algorithm", "momentum_form"): MOMENTUM_FORMS,
         ("engine", "executor"): EXECUTORS,
         ("engine", "dtype"): DTYPES,
     }

@@ -99,12 +99,17 @@ class Reference:
     def lr(self, t: int) -> float:
         return self.a.lr * self.a.lr_decay**t
 
+    @property
+    def damp(self) -> float:
+        """Weight of the new gradient in the momentum: 1, or 1 - a when dampened."""
+        return 1 - self.a.momentum if self.a.momentum_form == "dampened" else 1.0
+
     def heavy_ball(self, t: int, i: int, start: dict) -> dict:
         """DFedAvgM form: y^{k+1} = y^k - lr g(y^k) + theta (y^k - y^{k-1}), y^{-1} = y^0."""
         prev, y = dict(start), dict(start)
         for xb, yb in self.batches(t, i):
             g = _sam_grad(self.model, y, xb, yb, self.a.rho)
-            nxt = {k: v - self.lr(t) * gk + self.a.momentum * (v - prev[k])
+            nxt = {k: v - self.lr(t) * self.damp * gk + self.a.momentum * (v - prev[k])
                    for (k, v), gk in zip(y.items(), g)}
             prev, y = y, nxt
         return y
@@ -139,11 +144,13 @@ class Reference:
                 z = {k: v / w[i] for k, v in x.items()}
                 g = _sam_grad(self.model, z, xb, yb, a.rho)
                 g_tilde.append(g)
-                m = g if m is None else [a.momentum * mk + gk for mk, gk in zip(m, g)]
+                m = [self.damp * gk + (0 if m is None else a.momentum * m[idx])
+                     for idx, gk in enumerate(g)]
                 x = {k: v - self.lr(t) * mk for (k, v), mk in zip(x.items(), m)}
             K = len(g_tilde)
             for idx, (k, v) in enumerate(x.items()):
-                weights = [sum(a.momentum**p for p in range(K - s)) for s in range(K)]
+                weights = [self.damp * sum(a.momentum**p for p in range(K - s))
+                           for s in range(K)]
                 offset = -self.lr(t) * sum(c * g[idx] for c, g in zip(weights, g_tilde))
                 torch.testing.assert_close(v - self.x[i][k], offset, rtol=0, atol=1e-12)
             out.append(x)
@@ -161,6 +168,7 @@ class Reference:
 @pytest.mark.parametrize("name, overrides", [
     ("dfedavg", {}),
     ("dfedavgm", {"algorithm__momentum": 0.9}),
+    ("dfedavgm", {"algorithm__momentum": 0.5, "algorithm__momentum_form": "dampened"}),
     ("dfedsam", {"algorithm__rho": 0.05}),
     ("dfedsam_mgs", {"algorithm__rho": 0.05, "algorithm__gossip_steps": 3}),
     ("dpsgd", {"algorithm__local_steps": 1, "algorithm__dpsgd_order": "atc"}),
@@ -189,6 +197,8 @@ def test_dpsgd_combine_then_adapt_matches_lian():
     ("osgp", {}),
     ("dfedsgpm", {"algorithm__momentum": 0.9}),
     ("dfedsgpsm", {"algorithm__momentum": 0.9, "algorithm__rho": 0.05}),
+    ("dfedsgpsm", {"algorithm__momentum": 0.5, "algorithm__rho": 0.05,
+                   "algorithm__momentum_form": "dampened"}),
 ])
 def test_push_sum_family_matches_algorithm_1(name, overrides):
     ref = Reference(name, **overrides)
