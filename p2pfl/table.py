@@ -33,6 +33,7 @@ class RunSummary:
     rounds_to_target: int | None  # first round with test_acc >= target; None if never
     messages_per_round: float
     bytes_sent: float
+    finished: bool  # the run wrote summary.json
 
 
 def find_runs(paths: list[str | Path]) -> list[Path]:
@@ -64,7 +65,8 @@ def summarize(run_dir: Path, last: int = 10, target: float | None = None) -> Run
     reached = next((t for t, acc in evaluated if target is not None and acc >= target), None)
     return RunSummary(run_label(run_dir), len(history), float(np.mean(accs[-last:])), max(accs),
                       reached, float(np.mean([r["messages"] for r in history])),
-                      float(sum(r["bytes_sent"] for r in history)))
+                      float(sum(r["bytes_sent"] for r in history)),
+                      (run_dir / "summary.json").exists())
 
 
 def _pct(values: list[float]) -> str:
@@ -92,7 +94,11 @@ def comparison_table(runs: list[Path], last: int = 10, target: float | None = No
         else:
             to_target = f"{np.mean(reached):.1f}" + ("" if len(reached) == len(rows)
                                                      else f" ({len(reached)}/{len(rows)} runs)")
-        lines.append(f"| {label} | {len(rows)} | {rows[0].rounds} | "
+        rounds = sorted({s.rounds for s in rows})
+        unfinished = sum(not s.finished for s in rows)
+        rounds_col = "-".join(map(str, rounds[::len(rounds) - 1 or 1])) + (
+            f" ({unfinished} unfinished)" if unfinished else "")
+        lines.append(f"| {label} | {len(rows)} | {rounds_col} | "
                      f"{_pct([s.last_mean for s in rows])} | {_pct([s.best for s in rows])} | "
                      f"{to_target} | {np.mean([s.messages_per_round for s in rows]):.0f} | "
                      f"{np.mean([s.bytes_sent for s in rows]) / 1e6:.1f} |")
