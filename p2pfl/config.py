@@ -49,6 +49,19 @@ class TopologyConfig:
     out_degree: int = 10
     directed: bool = True
     base: int = 2
+    rows: int = 0  # grid / torus shape; 0 = choose from num_nodes
+    cols: int = 0
+    p: float = 0.1  # erdos_renyi edge probability
+    degree: int = 4  # random_regular, random_regular_schedule
+    ws_k: int = 4  # watts_strogatz ring neighbours (even)
+    rewire: float = 0.1  # watts_strogatz rewiring probability
+    ba_m: int = 2  # barabasi_albert edges per new node
+    window: int = 1  # B > 1: each round uses the union of B consecutive graphs
+    selection: str = "random"  # random_out: random | loss_based | loss_softmax
+    temperature: float = 1.0  # loss_softmax
+    path: str = ""  # from_adjacency / from_edges file
+    link_drop: float = 0.0  # probability that a message is lost, per message and round
+    node_drop: float = 0.0  # probability that a node is offline, per node and round
 
 
 @dataclass
@@ -118,6 +131,17 @@ _RANGES: dict[tuple[str, str], tuple[float | None, float | None, bool, bool]] = 
     ("data", "synthetic_test"): (1, None, True, True),
     ("topology", "out_degree"): (1, None, True, True),
     ("topology", "base"): (2, None, True, True),
+    ("topology", "rows"): (0, None, True, True),
+    ("topology", "cols"): (0, None, True, True),
+    ("topology", "p"): (0, 1, True, True),
+    ("topology", "degree"): (0, None, True, True),
+    ("topology", "ws_k"): (2, None, True, True),
+    ("topology", "rewire"): (0, 1, True, True),
+    ("topology", "ba_m"): (1, None, True, True),
+    ("topology", "window"): (1, None, True, True),
+    ("topology", "temperature"): (0, None, False, True),
+    ("topology", "link_drop"): (0, 1, True, False),
+    ("topology", "node_drop"): (0, 1, True, False),
     ("algorithm", "lr"): (0, None, False, True),
     ("algorithm", "lr_decay"): (0, 1, False, True),
     ("algorithm", "local_epochs"): (0, None, True, True),
@@ -142,7 +166,7 @@ def _choices() -> dict[tuple[str, str], tuple[str, ...]]:
     from algorithms import ALGORITHMS
     from p2pfl.data import DATASETS, PARTITIONS
     from p2pfl.models import MODELS
-    from topologies import TOPOLOGIES
+    from topologies import SELECTIONS, TOPOLOGIES
 
     return {
         ("", "device"): DEVICES,
@@ -150,6 +174,7 @@ def _choices() -> dict[tuple[str, str], tuple[str, ...]]:
         ("data", "partition"): PARTITIONS,
         ("model", "name"): MODELS,
         ("topology", "name"): tuple(TOPOLOGIES),
+        ("topology", "selection"): tuple(SELECTIONS),
         ("algorithm", "name"): tuple(ALGORITHMS),
         ("algorithm", "dpsgd_order"): DPSGD_ORDERS,
         ("algorithm", "momentum_form"): MOMENTUM_FORMS,

@@ -76,9 +76,12 @@ def _build_schedule(cfg: Config, algorithm: Algorithm) -> T.Schedule:
             raise ConfigError("topology.name", f"{algorithm.name} is centralized and runs on "
                               f"'star' (hub = server), got {topo.name!r}")
         n += 1
+    params = {k: v for k, v in vars(topo).items() if k not in ("name", "link_drop", "node_drop")}
     try:
-        return T.build_schedule(topo.name, n, out_degree=topo.out_degree, directed=topo.directed,
-                                base=topo.base, seed=stream_seed(cfg.seed, "topology"))
+        return T.build_schedule(topo.name, n, **params, seed=stream_seed(cfg.seed, "topology"))
+    except T.ParameterError as err:
+        name = "data.num_nodes" if err.name == "n" else f"topology.{err.name}"
+        raise ConfigError(name, err.message) from None
     except ValueError as err:
         raise ConfigError("topology", str(err)) from None
 

@@ -1,60 +1,105 @@
-"""Who talks to whom: static graphs, time-varying schedules and their mixing matrices.
+"""Who talks to whom: static graphs, time-varying schedules, mixing matrices, faults, selection.
 
 >>> import topologies as T
 >>> W = T.column_stochastic(T.exponential(16, directed=True))
+
+Static graphs (nodes 0..n-1; nx.Graph if undirected, nx.DiGraph if directed; no self-loops):
+    ring(n), directed_ring(n), line(n), grid(rows, cols), torus(rows, cols), hypercube(dim),
+    complete(n), star(n), exponential(n, base=2, directed=True),
+    erdos_renyi(n, p, seed=None, directed=False), random_regular(n, d, seed=None),
+    watts_strogatz(n, k, p, seed=None, connected=True), barabasi_albert(n, m, seed=None),
+    random_out_graph(n, k, seed=None), from_adjacency(A, directed=None, weighted=False),
+    from_edges(edges, n, directed=True), from_networkx(G, ordering="sorted")
+Schedules (``at(t)``, ``n``, ``period``, ``directed``, ``needs_losses``):
+    static(G), cycle([G0, G1, ...]), one_peer_exponential(n),
+    random_out(n, k, seed=None, selection="random", temperature=1.0),
+    random_regular_schedule(n, d, seed=None), union_window(schedule, B), as_schedule(obj)
+Mixing (W[j, i] = share of i's mass sent to j; dense, or scipy CSR with sparse=True):
+    column_stochastic(G, faults=None, *, fault_rule="keep", sparse=False),
+    row_stochastic(G, faults=None, *, fault_rule="keep", sparse=False),
+    doubly_stochastic(G, method="metropolis_hastings", faults=None, *, sparse=False),
+    is_column_stochastic(W), is_doubly_stochastic(W), check_column_stochastic(W),
+    check_doubly_stochastic(W)
+Faults: Faults(links, nodes), Faults.none(n), sample_faults(G, link_drop, node_drop, seed)
+Neighbour selection ``(losses, candidates, k, rng) -> [n, k]``: select_random,
+    select_loss_based, loss_softmax(temperature), get_selector(name_or_callable, temperature)
+By name (configs): TOPOLOGIES, build_schedule(name, n, **params); errors: ParameterError
 """
 
+from topologies._common import ParameterError
 from topologies.builders import (
     complete,
     directed_ring,
     exponential,
-    random_out_graph,
+    grid,
+    hypercube,
+    line,
     ring,
     star,
+    torus,
 )
+from topologies.convert import from_adjacency, from_edges, from_networkx
+from topologies.faults import Faults, sample_faults
 from topologies.mixing import (
     DOUBLY_STOCHASTIC_METHODS,
+    FAULT_RULES,
     check_column_stochastic,
     check_doubly_stochastic,
     column_stochastic,
     doubly_stochastic,
     is_column_stochastic,
     is_doubly_stochastic,
+    row_stochastic,
+)
+from topologies.random_graphs import (
+    barabasi_albert,
+    erdos_renyi,
+    random_out_graph,
+    random_regular,
+    watts_strogatz,
 )
 from topologies.registry import TOPOLOGIES, build_schedule
 from topologies.schedules import (
+    Cycle,
     OnePeerExponential,
     RandomOut,
+    RandomRegularSchedule,
     Schedule,
     StaticSchedule,
+    UnionWindow,
     as_schedule,
+    cycle,
     one_peer_exponential,
     random_out,
+    random_regular_schedule,
     static,
+    union_window,
+)
+from topologies.selection import (
+    SELECTIONS,
+    Selector,
+    get_selector,
+    loss_softmax,
+    select_loss_based,
+    select_random,
 )
 
 __all__ = [
-    "DOUBLY_STOCHASTIC_METHODS",
-    "TOPOLOGIES",
-    "OnePeerExponential",
-    "RandomOut",
-    "Schedule",
-    "StaticSchedule",
-    "as_schedule",
-    "build_schedule",
-    "check_column_stochastic",
+    # static graphs (builders, random graphs, user graphs)
+    "ring", "directed_ring", "line", "grid", "torus", "hypercube", "complete", "star",
+    "exponential", "erdos_renyi", "random_regular", "watts_strogatz", "barabasi_albert",
+    "random_out_graph", "from_adjacency", "from_edges", "from_networkx",
+    # schedules
+    "Schedule", "as_schedule", "static", "cycle", "one_peer_exponential", "random_out",
+    "random_regular_schedule", "union_window", "StaticSchedule", "Cycle", "OnePeerExponential",
+    "RandomOut", "RandomRegularSchedule", "UnionWindow",
+    # mixing matrices and their checks
+    "column_stochastic", "row_stochastic", "doubly_stochastic", "DOUBLY_STOCHASTIC_METHODS",
+    "FAULT_RULES", "is_column_stochastic", "is_doubly_stochastic", "check_column_stochastic",
     "check_doubly_stochastic",
-    "column_stochastic",
-    "complete",
-    "directed_ring",
-    "doubly_stochastic",
-    "exponential",
-    "is_column_stochastic",
-    "is_doubly_stochastic",
-    "one_peer_exponential",
-    "random_out",
-    "random_out_graph",
-    "ring",
-    "star",
-    "static",
+    # faults and neighbour selection
+    "Faults", "sample_faults", "Selector", "SELECTIONS", "select_random", "select_loss_based",
+    "loss_softmax", "get_selector",
+    # by name, for configs
+    "TOPOLOGIES", "build_schedule", "ParameterError",
 ]

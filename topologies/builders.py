@@ -1,48 +1,15 @@
-"""Static topologies: plain functions ``name(n, ..., seed=None) -> graph``.
+"""Deterministic topologies: plain functions ``name(n, ...) -> graph``.
 
 Nodes are ``0..n-1``; undirected topologies are ``nx.Graph``, directed ones ``nx.DiGraph`` where
 an edge ``(i, j)`` means that i can send to j. Self-loops are never stored: every node implicitly
-keeps part of its own mass.
+keeps part of its own mass. Random topologies are in ``topologies.random_graphs``.
 """
 
 from __future__ import annotations
 
-import operator
-
 import networkx as nx
-import numpy as np
 
-
-def _check_int(value: int, name: str, low: int) -> int:
-    """`value` as an int, or ValueError naming `name` unless it is an integer >= low."""
-    try:
-        number = operator.index(value)
-    except TypeError:
-        raise ValueError(f"{name} must be an integer >= {low}, got {value!r}") from None
-    if isinstance(value, bool) or number < low:
-        raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
-    return number
-
-
-def _check_out_degree(k: int, n: int, name: str) -> int:
-    """`k` as an int, or ValueError naming `name` unless 1 <= k <= n - 1."""
-    k = _check_int(k, name, 1)
-    if k > n - 1:
-        raise ValueError(f"{name} must satisfy 1 <= {name} <= n - 1 = {n - 1}, got {k}")
-    return k
-
-
-def _check_nodes(G: nx.Graph) -> int:
-    """Number of nodes of G, or ValueError unless its nodes are 0..n-1 and it has no self-loops."""
-    n = G.number_of_nodes()
-    if set(G) != set(range(n)):
-        raise ValueError(f"graph nodes must be the integers 0..{n - 1}")
-    loop = next(nx.selfloop_edges(G), None)
-    if loop is not None:
-        raise ValueError(
-            f"self-loop at node {loop[0]}: self weights are implied and must not be stored as edges"
-        )
-    return n
+from topologies._common import check_int
 
 
 def _circulant(n: int, offsets: list[int], directed: bool) -> nx.Graph:
@@ -62,31 +29,12 @@ def _powers_below(n: int, base: int) -> list[int]:
     return powers
 
 
-def _sample_out_neighbours(rng: np.random.Generator, n: int, k: int) -> np.ndarray:
-    """[n, k] integer array; row i holds k distinct nodes drawn uniformly from the others."""
-    m = n - 1
-    if m <= k * k:
-        # The k smallest of m random keys form a uniform k-subset: O(n m) work.
-        picks = np.argpartition(rng.random((n, m)), k - 1, axis=1)[:, :k]
-    else:
-        # Floyd's algorithm, one column for all rows at a time: O(n k^2) work.
-        picks = np.empty((n, k), dtype=np.int64)
-        for col, top in enumerate(range(m - k, m)):
-            draw = rng.integers(0, top + 1, size=n)
-            taken = (picks[:, :col] == draw[:, None]).any(axis=1)
-            picks[:, col] = np.where(taken, top, draw)
-    # Skip the node itself: choices 0..n-2 map onto the n-1 other nodes.
-    return picks + (picks >= np.arange(n)[:, None])
-
-
-def _random_out_digraph(n: int, k: int, rng: np.random.Generator) -> nx.DiGraph:
-    """A DiGraph where every node sends to k distinct uniformly random other nodes."""
-    targets = _sample_out_neighbours(rng, n, k)
-    G = nx.DiGraph()
-    G.add_nodes_from(range(n))
-    senders = np.repeat(np.arange(n), k)
-    G.add_edges_from(zip(senders.tolist(), targets.ravel().tolist(), strict=True))
-    return G
+def _row_major(G: nx.Graph, cols: int) -> nx.Graph:
+    """G with grid labels (r, c) renamed r * cols + c, nodes inserted in that order."""
+    H = nx.Graph()
+    H.add_nodes_from(range(G.number_of_nodes()))
+    H.add_edges_from((r * cols + c, s * cols + d) for (r, c), (s, d) in G.edges)
+    return H
 
 
 def ring(n: int) -> nx.Graph:
@@ -98,14 +46,14 @@ def ring(n: int) -> nx.Graph:
 
     Returns
     -------
-    nx.Graph, 2-regular.
+    nx.Graph, 2-regular, diameter floor(n / 2).
 
     Examples
     --------
     >>> sorted(ring(5)[0])
     [1, 4]
     """
-    return nx.cycle_graph(_check_int(n, "n", 3))
+    return nx.cycle_graph(check_int(n, "n", 3))
 
 
 def directed_ring(n: int) -> nx.DiGraph:
@@ -117,14 +65,95 @@ def directed_ring(n: int) -> nx.DiGraph:
 
     Returns
     -------
-    nx.DiGraph with out-degree and in-degree 1.
+    nx.DiGraph with out-degree and in-degree 1, diameter n - 1.
 
     Examples
     --------
     >>> sorted(directed_ring(4).edges)
     [(0, 1), (1, 2), (2, 3), (3, 0)]
     """
-    return nx.cycle_graph(_check_int(n, "n", 2), create_using=nx.DiGraph)
+    return nx.cycle_graph(check_int(n, "n", 2), create_using=nx.DiGraph)
+
+
+def line(n: int) -> nx.Graph:
+    """Path (line) on n nodes: i is joined to i + 1 for i < n - 1.
+
+    Parameters
+    ----------
+    n : number of nodes, at least 1.
+
+    Returns
+    -------
+    nx.Graph; end nodes have degree 1, the others 2; diameter n - 1.
+
+    Examples
+    --------
+    >>> sorted(line(4).edges)
+    [(0, 1), (1, 2), (2, 3)]
+    """
+    return nx.path_graph(check_int(n, "n", 1))
+
+
+def grid(rows: int, cols: int) -> nx.Graph:
+    """2-D grid (mesh) of rows x cols nodes; node r * cols + c sits at row r, column c.
+
+    Parameters
+    ----------
+    rows, cols : grid size, each at least 1.
+
+    Returns
+    -------
+    nx.Graph; degrees 2 (corners) to 4; diameter (rows - 1) + (cols - 1).
+
+    Examples
+    --------
+    >>> sorted(grid(2, 3)[1])
+    [0, 2, 4]
+    """
+    rows, cols = check_int(rows, "rows", 1), check_int(cols, "cols", 1)
+    return _row_major(nx.grid_2d_graph(rows, cols), cols)
+
+
+def torus(rows: int, cols: int) -> nx.Graph:
+    """2-D torus: the rows x cols grid with wrap-around edges; node r * cols + c.
+
+    Parameters
+    ----------
+    rows, cols : each at least 3 (with 2 the wrap-around edge would double an existing one).
+
+    Returns
+    -------
+    nx.Graph, 4-regular, diameter floor(rows / 2) + floor(cols / 2).
+
+    Examples
+    --------
+    >>> sorted(torus(3, 4)[0])
+    [1, 3, 4, 8]
+    """
+    rows, cols = check_int(rows, "rows", 3), check_int(cols, "cols", 3)
+    return _row_major(nx.grid_2d_graph(rows, cols, periodic=True), cols)
+
+
+def hypercube(dim: int) -> nx.Graph:
+    """Hypercube on n = 2**dim nodes: i is joined to i XOR 2**k for k < dim.
+
+    Parameters
+    ----------
+    dim : dimension, at least 1.
+
+    Returns
+    -------
+    nx.Graph, dim-regular, diameter dim.
+
+    Examples
+    --------
+    >>> sorted(hypercube(3)[5])
+    [1, 4, 7]
+    """
+    dim = check_int(dim, "dim", 1)
+    G = nx.hypercube_graph(dim)
+    # The sorted relabelling of the bit tuples reads each tuple as a binary number.
+    return nx.relabel_nodes(G, {v: int("".join(map(str, v)), 2) for v in G})
 
 
 def complete(n: int) -> nx.Graph:
@@ -136,14 +165,14 @@ def complete(n: int) -> nx.Graph:
 
     Returns
     -------
-    nx.Graph, (n-1)-regular.
+    nx.Graph, (n-1)-regular, diameter 1.
 
     Examples
     --------
     >>> complete(5).number_of_edges()
     10
     """
-    return nx.complete_graph(_check_int(n, "n", 1))
+    return nx.complete_graph(check_int(n, "n", 1))
 
 
 def star(n: int) -> nx.Graph:
@@ -162,7 +191,7 @@ def star(n: int) -> nx.Graph:
     >>> sorted(star(4).edges)
     [(0, 1), (0, 2), (0, 3)]
     """
-    return nx.star_graph(_check_int(n, "n", 2) - 1)
+    return nx.star_graph(check_int(n, "n", 2) - 1)
 
 
 def exponential(n: int, base: int = 2, directed: bool = True) -> nx.Graph:
@@ -188,29 +217,5 @@ def exponential(n: int, base: int = 2, directed: bool = True) -> nx.Graph:
     >>> sorted(exponential(8, directed=False)[0])
     [1, 2, 4, 6, 7]
     """
-    n = _check_int(n, "n", 2)
-    return _circulant(n, _powers_below(n, _check_int(base, "base", 2)), directed)
-
-
-def random_out_graph(n: int, k: int, seed: int | np.random.Generator | None = None) -> nx.DiGraph:
-    """Random k-out digraph: every node sends to k distinct nodes drawn uniformly from the others.
-
-    Parameters
-    ----------
-    n : number of nodes, at least 2.
-    k : out-degree of every node, 1 <= k <= n - 1.
-    seed : int, numpy Generator or None (fresh entropy), passed to ``np.random.default_rng``.
-
-    Returns
-    -------
-    nx.DiGraph with out-degree k everywhere; in-degrees are random.
-
-    Examples
-    --------
-    >>> G = random_out_graph(10, 3, seed=0)
-    >>> sorted({d for _, d in G.out_degree()})
-    [3]
-    """
-    n = _check_int(n, "n", 2)
-    k = _check_out_degree(k, n, "k")
-    return _random_out_digraph(n, k, np.random.default_rng(seed))
+    n = check_int(n, "n", 2)
+    return _circulant(n, _powers_below(n, check_int(base, "base", 2)), directed)

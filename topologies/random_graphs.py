@@ -1,0 +1,196 @@
+"""Random topologies: ``name(n, ..., seed=None) -> graph``, seeded by an int or a numpy Generator.
+
+The same (arguments, int seed) always give the same graph. A Generator is advanced, so two calls
+with one Generator give two independent graphs. Nodes are ``0..n-1``, no self-loops.
+"""
+
+from __future__ import annotations
+
+import networkx as nx
+import numpy as np
+
+from topologies._common import ParameterError, check_int, check_out_degree, check_probability
+
+Seed = int | np.random.Generator | None
+
+
+def _simple(G: nx.Graph) -> nx.Graph:
+    """G without self-loops (networkx generators may add them for tiny n)."""
+    G.remove_edges_from(list(nx.selfloop_edges(G)))
+    return G
+
+
+def sample_out_neighbours(rng: np.random.Generator, n: int, k: int) -> np.ndarray:
+    """[n, k] int64 array; row i holds k distinct nodes drawn uniformly from the other n - 1."""
+    m = n - 1
+    if m <= k * k:
+        # The k smallest of m random keys form a uniform k-subset: O(n m) work.
+        picks = np.argpartition(rng.random((n, m)), k - 1, axis=1)[:, :k]
+    else:
+        # Floyd's algorithm, one column for all rows at a time: O(n k^2) work.
+        picks = np.empty((n, k), dtype=np.int64)
+        for col, top in enumerate(range(m - k, m)):
+            draw = rng.integers(0, top + 1, size=n)
+            taken = (picks[:, :col] == draw[:, None]).any(axis=1)
+            picks[:, col] = np.where(taken, top, draw)
+    # Skip the node itself: choices 0..n-2 map onto the n-1 other nodes.
+    return picks + (picks >= np.arange(n)[:, None])
+
+
+def out_digraph(targets: np.ndarray) -> nx.DiGraph:
+    """DiGraph on 0..n-1 where node i sends to every node of row i of `targets` [n, k]."""
+    n, k = targets.shape
+    G = nx.DiGraph()
+    G.add_nodes_from(range(n))
+    senders = np.repeat(np.arange(n), k)
+    G.add_edges_from(zip(senders.tolist(), targets.ravel().tolist(), strict=True))
+    return G
+
+
+def random_out_graph(n: int, k: int, seed: Seed = None) -> nx.DiGraph:
+    """Random k-out digraph: every node sends to k distinct nodes drawn uniformly from the others.
+
+    Parameters
+    ----------
+    n : number of nodes, at least 2.
+    k : out-degree of every node, 1 <= k <= n - 1.
+    seed : int, numpy Generator or None (fresh entropy).
+
+    Returns
+    -------
+    nx.DiGraph with out-degree k everywhere; in-degrees are random. Strongly connected with high
+    probability only when k grows like ln n (a node of in-degree 0 appears with expectation
+    about n e^-k).
+
+    Examples
+    --------
+    >>> G = random_out_graph(10, 3, seed=0)
+    >>> sorted({d for _, d in G.out_degree()})
+    [3]
+    """
+    n = check_int(n, "n", 2)
+    k = check_out_degree(k, n, "k")
+    return out_digraph(sample_out_neighbours(np.random.default_rng(seed), n, k))
+
+
+def erdos_renyi(n: int, p: float, seed: Seed = None, directed: bool = False) -> nx.Graph:
+    """Erdos-Renyi G(n, p): every pair (every ordered pair if directed) is an edge with prob. p.
+
+    Uses ``nx.fast_gnp_random_graph`` (O(n + m) work). Connected with high probability when
+    p > ln(n) / n.
+
+    Parameters
+    ----------
+    n : number of nodes, at least 1.
+    p : edge probability in [0, 1].
+    seed : int, numpy Generator or None.
+    directed : DiGraph with independent edges i -> j and j -> i, or an undirected Graph.
+
+    Returns
+    -------
+    nx.Graph or nx.DiGraph; degrees ~ Binomial(n - 1, p).
+
+    Examples
+    --------
+    >>> erdos_renyi(6, 1.0, seed=0).number_of_edges()
+    15
+    >>> erdos_renyi(5, 0.5, seed=1, directed=True).is_directed()
+    True
+    """
+    n = check_int(n, "n", 1)
+    p = check_probability(p, "p")
+    return _simple(nx.fast_gnp_random_graph(n, p, seed=seed, directed=directed))
+
+
+def random_regular(n: int, d: int, seed: Seed = None) -> nx.Graph:
+    """Uniformly random d-regular graph on n nodes (``nx.random_regular_graph``).
+
+    Parameters
+    ----------
+    n : number of nodes, at least 1.
+    d : degree, 0 <= d < n, with n * d even.
+    seed : int, numpy Generator or None.
+
+    Returns
+    -------
+    nx.Graph, d-regular; for d >= 3 connected with high probability, its Metropolis-Hastings
+    SLEM tends to (1 + 2 sqrt(d - 1)) / (d + 1) (Friedman).
+
+    Examples
+    --------
+    >>> sorted({deg for _, deg in random_regular(10, 3, seed=0).degree()})
+    [3]
+    """
+    n, d = check_regular(n, d)
+    return _simple(nx.random_regular_graph(d, n, seed=seed))
+
+
+def check_regular(n: int, d: int) -> tuple[int, int]:
+    """(n, d) as ints, or ParameterError unless a d-regular graph on n nodes exists."""
+    n = check_int(n, "n", 1)
+    d = check_int(d, "d", 0, n - 1)
+    if n * d % 2:
+        raise ParameterError("d", f"times n must be even, got n={n}, d={d}")
+    return n, d
+
+
+def watts_strogatz(
+    n: int, k: int, p: float, seed: Seed = None, connected: bool = True, tries: int = 100
+) -> nx.Graph:
+    """Watts-Strogatz small world: a ring joined to its k nearest nodes, edges rewired with prob. p.
+
+    Parameters
+    ----------
+    n : number of nodes, at least 3.
+    k : even number of ring neighbours (k / 2 per side), 2 <= k < n.
+    p : rewiring probability in [0, 1].
+    seed : int, numpy Generator or None.
+    connected : redraw (up to `tries` times, ``nx.connected_watts_strogatz_graph``) until the
+        graph is connected; ValueError if it never is.
+    tries : number of draws when `connected`.
+
+    Returns
+    -------
+    nx.Graph with n k / 2 edges; p = 0 gives the circulant ring lattice.
+
+    Examples
+    --------
+    >>> sorted(watts_strogatz(8, 4, 0.0)[0])
+    [1, 2, 6, 7]
+    """
+    n = check_int(n, "n", 3)
+    k = check_int(k, "k", 2, n - 1)
+    if k % 2:
+        raise ParameterError("k", f"must be even (k / 2 neighbours per side), got {k}")
+    p = check_probability(p, "p")
+    if not connected:
+        return _simple(nx.watts_strogatz_graph(n, k, p, seed=seed))
+    try:
+        return _simple(nx.connected_watts_strogatz_graph(n, k, p, check_int(tries, "tries", 1),
+                                                         seed=seed))
+    except nx.NetworkXError:
+        raise ParameterError("p", f"gave no connected graph in {tries} tries (n={n}, k={k}, p={p})"
+                             ) from None
+
+
+def barabasi_albert(n: int, m: int, seed: Seed = None) -> nx.Graph:
+    """Barabasi-Albert preferential attachment: each new node joins m existing nodes.
+
+    Parameters
+    ----------
+    n : number of nodes, at least 2.
+    m : edges per new node, 1 <= m < n.
+    seed : int, numpy Generator or None.
+
+    Returns
+    -------
+    nx.Graph, connected, with m (n - m) edges and a heavy-tailed degree distribution.
+
+    Examples
+    --------
+    >>> barabasi_albert(10, 2, seed=0).number_of_edges()
+    16
+    """
+    n = check_int(n, "n", 2)
+    m = check_int(m, "m", 1, n - 1)
+    return _simple(nx.barabasi_albert_graph(n, m, seed=seed))
