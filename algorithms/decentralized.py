@@ -1,10 +1,16 @@
-"""Decentralized rounds: every node trains every round, then the nodes mix over the graph.
+"""Decentralized rounds: every online node trains, then the nodes mix over the round's graph.
 
 Two kinds of round, each written once and reused by the algorithm modules:
 - `Gossip`: adapt then combine with a symmetric doubly-stochastic W (Metropolis-Hastings weights),
   `gossip_steps` = Q exchanges per round (x <- W^Q y).
 - `PushSum`: the same local phase at the de-biased models z = x / w, then (x, w) pushed over a
   column-stochastic P.
+
+Faults (`topology.link_drop`, `topology.node_drop`) are drawn per round from (seed, "faults", t):
+offline nodes neither train nor send nor receive, and the mixing matrix absorbs lost messages
+(Push-Sum: the sender keeps the undelivered share; Gossip: Metropolis-Hastings weights of the
+surviving links). Only delivered messages are counted. The nodes' latest training losses are kept
+for loss-based neighbour selection (`selection_losses`, in the state dict).
 
 The local rule (SGD, heavy-ball momentum reset every round, SAM) is the shared `LocalSolver`; an
 algorithm declares in `options` which of the knobs in `OPTIONAL` it takes, and refuses a config
@@ -21,10 +27,11 @@ import numpy as np
 import torch
 
 import topologies as T
-from algorithms.base import Algorithm, RoundReport, directed_edge_count
+from algorithms.base import Algorithm, RoundReport
 from p2pfl.config import AlgorithmConfig, ConfigError
 from p2pfl.context import RunContext
 from p2pfl.population import Params
+from p2pfl.seeding import stream_seed
 
 OPTIONAL = ("momentum", "rho", "gossip_steps", "dpsgd_order", "momentum_form")
 _DEFAULTS = {f.name: f.default for f in dataclasses.fields(AlgorithmConfig)}
@@ -42,6 +49,56 @@ class Decentralized(Algorithm):
                                   f"{getattr(cfg, key)!r}); leave it at {_DEFAULTS[key]!r} or "
                                   "pick an algorithm that takes it (docs/algorithms.md)")
         super().__init__(cfg)
+
+    def setup(self, ctx: RunContext) -> None:
+        self.losses = torch.full((ctx.num_nodes,), torch.nan, dtype=torch.float64)
+
+    def faults(self, ctx: RunContext, t: int, graph: nx.Graph) -> T.Faults:
+        """Lost messages and offline nodes of round t, from (seed, "faults", t)."""
+        topo = ctx.cfg.topology
+        if topo.link_drop == 0 and topo.node_drop == 0:
+            return T.Faults.none(ctx.num_nodes)
+        return T.sample_faults(graph, topo.link_drop, topo.node_drop,
+                               seed=stream_seed(ctx.cfg.seed, "faults", t))
+
+    def local_phase(self, ctx: RunContext, t: int, faults: T.Faults) -> tuple[torch.Tensor,
+                                                                               torch.Tensor]:
+        """Train the online nodes of round t in place; (their indices [m], their losses [m])."""
+        params = ctx.population.params
+        lr = self.node_lr(ctx, t)
+        if not faults.nodes.any():
+            nodes = ctx.all_nodes()
+            losses = self.train(ctx, params, nodes, t, lr)
+        else:
+            nodes = torch.as_tensor(np.flatnonzero(~faults.nodes), device=ctx.device)
+            rows = ctx.population.rows(nodes)
+            losses = self.train(ctx, rows, nodes, t, lr[nodes])
+            for k, v in rows.items():
+                params[k][nodes] = v
+        self.losses[nodes.cpu()] = losses.detach().to("cpu", torch.float64)
+        return nodes, losses
+
+    def selection_losses(self) -> np.ndarray | None:
+        """Latest training loss of every node [N] (a node that never trained gets the mean of
+        the others); None before any node has trained."""
+        known = torch.isfinite(self.losses)
+        if not known.any():
+            return None
+        return torch.where(known, self.losses, self.losses[known].mean()).numpy()
+
+    @staticmethod
+    def delivered(graph: nx.Graph, faults: T.Faults) -> int:
+        """Messages of the round's graph that arrive (an undirected edge is two)."""
+        edges = np.array([(i, j) for i, j in graph.edges if i != j], dtype=np.int64).reshape(-1, 2)
+        if not graph.is_directed():
+            edges = np.concatenate([edges, edges[:, ::-1]])
+        return int((~faults.lost(edges[:, 0], edges[:, 1])).sum())
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"losses": self.losses.clone()}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.losses = state["losses"].clone()
 
     def step_size(self, t: int) -> float:
         """The solver's step size in round t.
@@ -72,16 +129,16 @@ class Gossip(Decentralized):
 
     mixing = "doubly_stochastic"
 
-    def gossip_matrix(self, ctx: RunContext, graph: nx.Graph) -> torch.Tensor:
-        """W^Q of the round's graph (Q = gossip_steps exchanges over the same W_t)."""
-        W = torch.as_tensor(T.doubly_stochastic(graph))
+    def gossip_matrix(self, ctx: RunContext, graph: nx.Graph, faults: T.Faults) -> torch.Tensor:
+        """W^Q of the round's surviving links (Q = gossip_steps exchanges over the same W_t)."""
+        W = torch.as_tensor(T.doubly_stochastic(graph, faults=faults))
         return ctx.comm.matrix(torch.linalg.matrix_power(W, self.cfg.gossip_steps))
 
     def round(self, ctx: RunContext, t: int, graph: nx.Graph) -> RoundReport:
-        nodes = ctx.all_nodes()
-        losses = self.train(ctx, ctx.population.params, nodes, t, self.node_lr(ctx, t))
-        ctx.comm.mix(self.gossip_matrix(ctx, graph), ctx.population.params)
-        return RoundReport(nodes, losses, self.cfg.gossip_steps * directed_edge_count(graph))
+        faults = self.faults(ctx, t, graph)
+        nodes, losses = self.local_phase(ctx, t, faults)
+        ctx.comm.mix(self.gossip_matrix(ctx, graph, faults), ctx.population.params)
+        return RoundReport(nodes, losses, self.cfg.gossip_steps * self.delivered(graph, faults))
 
 
 class PushSum(Decentralized):
@@ -98,6 +155,7 @@ class PushSum(Decentralized):
     mixing = "column_stochastic"
 
     def setup(self, ctx: RunContext) -> None:
+        super().setup(ctx)
         self.weights = torch.ones(ctx.num_nodes, device=ctx.device, dtype=torch.float64)
 
     def node_lr(self, ctx: RunContext, t: int) -> torch.Tensor:
@@ -105,10 +163,10 @@ class PushSum(Decentralized):
         return (self.step_size(t) / self.weights).to(ctx.dtype)
 
     def round(self, ctx: RunContext, t: int, graph: nx.Graph) -> RoundReport:
-        nodes = ctx.all_nodes()
-        losses = self.train(ctx, ctx.population.params, nodes, t, self.node_lr(ctx, t))
-        self.mix(ctx, T.column_stochastic(graph))
-        messages = directed_edge_count(graph)
+        faults = self.faults(ctx, t, graph)
+        nodes, losses = self.local_phase(ctx, t, faults)
+        self.mix(ctx, T.column_stochastic(graph, faults=faults))
+        messages = self.delivered(graph, faults)
         return RoundReport(nodes, losses, messages, scalars_sent=messages)
 
     def mix(self, ctx: RunContext, P: np.ndarray) -> None:
@@ -129,7 +187,8 @@ class PushSum(Decentralized):
                 "ps_weight_sum": self.weights.sum().item()}
 
     def state_dict(self) -> dict[str, Any]:
-        return {"weights": self.weights.clone()}
+        return {**super().state_dict(), "weights": self.weights.clone()}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
+        super().load_state_dict(state)
         self.weights = state["weights"].clone()

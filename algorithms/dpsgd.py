@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import networkx as nx
 
-from algorithms.base import RoundReport, directed_edge_count
+from algorithms.base import RoundReport
 from algorithms.decentralized import Gossip
 from p2pfl.context import RunContext
 
@@ -25,11 +25,11 @@ class DPSGD(Gossip):
             return super().round(ctx, t, graph)
         params = ctx.population.params
         old = {k: v.clone() for k, v in params.items()}
-        nodes = ctx.all_nodes()
-        losses = self.train(ctx, params, nodes, t, self.node_lr(ctx, t))
+        faults = self.faults(ctx, t, graph)
+        nodes, losses = self.local_phase(ctx, t, faults)
         for k, v in params.items():
-            v.sub_(old[k])  # the local offset y_i^K - x_i
-        ctx.comm.mix(self.gossip_matrix(ctx, graph), old)
+            v.sub_(old[k])  # the local offset y_i^K - x_i (0 for offline nodes)
+        ctx.comm.mix(self.gossip_matrix(ctx, graph, faults), old)
         for k, v in params.items():
             v.add_(old[k])
-        return RoundReport(nodes, losses, directed_edge_count(graph))
+        return RoundReport(nodes, losses, self.delivered(graph, faults))

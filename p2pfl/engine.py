@@ -189,7 +189,9 @@ def run(cfg: Config, out_dir: str | Path | None = None, progress: bool = False,
                leave=True, dynamic_ncols=True)
     for t in range(cfg.rounds):
         start = time.perf_counter()
-        report = algorithm.round(ctx, t, ctx.schedule.at(t))
+        graph = (ctx.schedule.at(t, algorithm.selection_losses()) if ctx.schedule.needs_losses
+                 else ctx.schedule.at(t))
+        report = algorithm.round(ctx, t, graph)
         if not torch.isfinite(report.losses).all():
             bad = report.nodes[~torch.isfinite(report.losses)].tolist()
             last = (f"last finite mean loss {history[-1]['train_loss']:.4g}" if history

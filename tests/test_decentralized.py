@@ -9,6 +9,7 @@ for the Push-Sum family (DFedSGPSM Algorithm 1).
 from __future__ import annotations
 
 import networkx as nx
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
@@ -18,6 +19,7 @@ import topologies as T
 from p2pfl.config import ConfigError
 from p2pfl.engine import build
 from p2pfl.models import build_model
+from p2pfl.seeding import stream_seed
 from tests.conftest import small_config
 
 SYMMETRIC = ("dpsgd", "dfedavg", "dfedavgm", "dfedsam", "dfedsam_mgs")
@@ -135,10 +137,14 @@ class Reference:
             mixed[i] = {k: v - self.lr(t) * gk for (k, v), gk in zip(mixed[i].items(), g)}
         self.x = mixed
 
-    def push_sum_round(self, t: int, w: torch.Tensor) -> torch.Tensor:
+    def push_sum_round(self, t: int, w: torch.Tensor, P: torch.Tensor | None = None,
+                       offline: np.ndarray | None = None) -> torch.Tensor:
         """DFedSGPSM Algorithm 1 on numerators; also checks its Eq. 3 closed form."""
         a, out = self.a, []
         for i in range(self.n):
+            if offline is not None and offline[i]:
+                out.append(dict(self.x[i]))
+                continue
             x, m, g_tilde = dict(self.x[i]), None, []
             for xb, yb in self.batches(t, i):
                 z = {k: v / w[i] for k, v in x.items()}
@@ -154,7 +160,7 @@ class Reference:
                 offset = -self.lr(t) * sum(c * g[idx] for c, g in zip(weights, g_tilde))
                 torch.testing.assert_close(v - self.x[i][k], offset, rtol=0, atol=1e-12)
             out.append(x)
-        P = _push(self.ctx.schedule.at(t))
+        P = _push(self.ctx.schedule.at(t)) if P is None else P
         self.x = self.mix(P, out)
         return P @ w
 
@@ -293,3 +299,138 @@ def test_push_sum_algorithms_accept_directed_and_refuse_disconnected_graphs(name
 def test_an_option_the_algorithm_does_not_use_is_refused(name, key, value):
     with pytest.raises(ConfigError, match=f"algorithm.{key}: {name} does not use {key}"):
         build(_config(name, **{f"algorithm__{key}": value}))
+
+
+# ---- faults and neighbour selection ----------------------------------------------------------
+
+def _faulty(name: str, **overrides):
+    return _config(name, topology__link_drop=0.3, topology__node_drop=0.25, data__num_nodes=6,
+                   **({"topology__out_degree": 2} if name in PUSH_SUM else {}), **overrides)
+
+
+def _messages(graph: nx.Graph) -> tuple[np.ndarray, np.ndarray]:
+    src, dst = map(np.array, zip(*graph.edges)) if graph.number_of_edges() else ([], [])
+    if not graph.is_directed():
+        src, dst = np.concatenate([src, dst]), np.concatenate([dst, src])
+    return np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64)
+
+
+def test_push_sum_matches_algorithm_1_under_link_drops_and_offline_nodes():
+    """Reference: offline nodes skip the local phase; a lost share stays with its sender."""
+    overrides = {"algorithm__momentum": 0.9, "algorithm__rho": 0.05, "topology__out_degree": 2,
+                 "topology__link_drop": 0.3, "topology__node_drop": 0.25}
+    ref = Reference("dfedsgpsm", **overrides)
+    ctx, algorithm = build(_config("dfedsgpsm", **overrides))
+    w = torch.ones(4, dtype=torch.float64)
+    dropped = offline = 0
+    for t in range(4):
+        graph = ctx.schedule.at(t)
+        faults = T.sample_faults(graph, 0.3, 0.25, seed=stream_seed(ref.cfg.seed, "faults", t))
+        P = _push(graph)
+        for i, j in graph.edges:
+            if faults.links[j, i] or faults.nodes[i] or faults.nodes[j]:
+                P[i, i] += P[j, i]
+                P[j, i] = 0
+                dropped += 1
+        offline += int(faults.nodes.sum())
+        w = ref.push_sum_round(t, w, P=P, offline=faults.nodes)
+        report = algorithm.round(ctx, t, graph)
+        assert report.copies_sent == graph.number_of_edges() - int(
+            faults.lost(*_messages(graph)).sum())
+        assert sorted(report.nodes.tolist()) == np.flatnonzero(~faults.nodes).tolist()
+    assert dropped > 0 and offline > 0, "the seed must drop messages and nodes"
+    torch.testing.assert_close(algorithm.weights, w, rtol=0, atol=1e-14)
+    ref.assert_matches(ctx, w)
+
+
+@pytest.mark.parametrize("name", ("dpsgd", "dfedavgm", "dfedsam_mgs", "dfedsgpsm"))
+def test_offline_nodes_keep_their_model_and_push_sum_keeps_its_invariants(name):
+    ctx, algorithm = build(_faulty(name))
+    seen_offline = 0
+    for t in range(5):
+        graph = ctx.schedule.at(t)
+        before = {k: v.clone() for k, v in ctx.population.params.items()}
+        w_before = getattr(algorithm, "weights", None)
+        algorithm.round(ctx, t, graph)
+        offline = torch.as_tensor(algorithm.faults(ctx, t, graph).nodes)
+        seen_offline += int(offline.sum())
+        for k, v in ctx.population.params.items():
+            assert torch.equal(v[offline], before[k][offline])
+        if w_before is not None:
+            assert torch.equal(algorithm.weights[offline], w_before[offline])
+            assert algorithm.weights.sum().item() == pytest.approx(6.0, abs=1e-9)
+    assert seen_offline > 0
+
+
+def test_push_sum_reaches_the_average_with_zero_gradients_despite_link_drops():
+    ctx, algorithm = build(_config("sgp", data__num_nodes=8, topology__out_degree=2,
+                                   topology__link_drop=0.4))
+    gen = torch.Generator().manual_seed(1)
+    for v in ctx.population.params.values():
+        v.copy_(torch.randn(v.shape, generator=gen, dtype=v.dtype))
+    target = {k: v.mean(0) for k, v in ctx.population.params.items()}
+    for t in range(200):
+        graph = ctx.schedule.at(t)
+        algorithm.mix(ctx, T.column_stochastic(graph, faults=algorithm.faults(ctx, t, graph)))
+        assert algorithm.weights.sum().item() == pytest.approx(8.0, abs=1e-9)
+    for k, v in ctx.population.params.items():
+        torch.testing.assert_close(v, target[k].expand_as(v), rtol=0, atol=1e-9)
+
+
+def test_dfedsgpsm_s_picks_out_neighbours_by_loss():
+    cfg = _config("dfedsgpsm_s", data__num_nodes=8, topology__out_degree=1,
+                  topology__selection="loss_based", algorithm__momentum=0.9)
+    ctx, algorithm = build(cfg)
+    assert algorithm.selection_losses() is None
+    algorithm.round(ctx, 0, ctx.schedule.at(0, algorithm.selection_losses()))
+    assert np.isfinite(algorithm.selection_losses()).all()
+    algorithm.losses = torch.tensor([1.0] * 7 + [5.0], dtype=torch.float64)
+    graph = ctx.schedule.at(1, algorithm.selection_losses())
+    # |f_i - f_j| is zero except towards node 7: every other node must pick it
+    assert all(list(graph.successors(i)) == [7] for i in range(7))
+    with pytest.raises(ConfigError, match="topology.selection: dfedsgpsm_s selects"):
+        build(_config("dfedsgpsm_s"))
+
+
+def test_engine_passes_the_latest_losses_to_a_loss_based_schedule(tmp_path, monkeypatch):
+    import p2pfl.engine as engine
+
+    seen = []
+    real_build = engine.build
+
+    def spying_build(cfg):
+        ctx, algorithm = real_build(cfg)
+        schedule = ctx.schedule
+
+        class Spy:
+            needs_losses = True
+            period = schedule.period
+
+            def at(self, t, losses=None):
+                seen.append(None if losses is None else losses.copy())
+                return schedule.at(t, losses)
+
+        ctx.schedule = Spy()
+        return ctx, algorithm
+
+    monkeypatch.setattr(engine, "build", spying_build)
+    history = engine.run(_config("dfedsgpsm_s", data__num_nodes=6, topology__out_degree=2,
+                                 topology__selection="loss_based", rounds=3), tmp_path / "r")
+    assert seen[0] is None and len(seen) == 3
+    # the losses seen by round t are the nodes' training losses of round t - 1
+    assert np.mean(seen[1]) == pytest.approx(history[0]["train_loss"], rel=1e-12)
+    assert np.mean(seen[2]) == pytest.approx(history[1]["train_loss"], rel=1e-12)
+
+
+def test_selection_losses_survive_a_state_round_trip():
+    cfg = _config("dfedsgpsm_s", data__num_nodes=6, topology__out_degree=2,
+                  topology__selection="loss_based", topology__node_drop=0.3)
+    ctx, algorithm = build(cfg)
+    for t in range(2):
+        algorithm.round(ctx, t, ctx.schedule.at(t, algorithm.selection_losses()))
+    state = algorithm.state_dict()
+    assert "weights" in state and torch.isnan(state["losses"]).any(), "a node never trained"
+    torch.testing.assert_close(state["losses"], algorithm.losses, rtol=0, atol=0, equal_nan=True)
+    fresh_ctx, fresh = build(cfg)
+    fresh.load_state_dict(state)
+    np.testing.assert_array_equal(fresh.selection_losses(), algorithm.selection_losses())
