@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import networkx as nx
+import numpy as np
 import torch
 
 from p2pfl.config import AlgorithmConfig
@@ -77,6 +78,11 @@ class Algorithm(ABC):
     @abstractmethod
     def local_models(self, ctx: RunContext) -> Params:
         """The nodes' own models for `test_acc_local_mean`: name -> [m, *shape]."""
+
+    def selection_losses(self) -> np.ndarray | None:
+        """The nodes' latest training losses [N] for loss-based neighbour selection (None: not
+        tracked, or no node has trained yet)."""
+        return None
 
     def metrics(self, ctx: RunContext) -> dict[str, float]:
         """Algorithm-specific per-round metrics."""

@@ -1,21 +1,119 @@
-"""Decentralized rounds: every node trains every round, then the nodes mix over the graph."""
+"""Decentralized rounds: every online node trains, then the nodes mix over the round's graph.
+
+Two kinds of round, each written once and reused by the algorithm modules:
+- `Gossip`: adapt then combine with a symmetric doubly-stochastic W (Metropolis-Hastings weights),
+  `gossip_steps` = Q exchanges per round (x <- W^Q y).
+- `PushSum`: the same local phase at the de-biased models z = x / w, then (x, w) pushed over a
+  column-stochastic P.
+
+Faults (`topology.link_drop`, `topology.node_drop`) are drawn per round from (seed, "faults", t):
+offline nodes neither train nor send nor receive, and the mixing matrix absorbs lost messages
+(Push-Sum: the sender keeps the undelivered share; Gossip: Metropolis-Hastings weights of the
+surviving links). Only delivered messages are counted. The nodes' latest training losses are kept
+for loss-based neighbour selection (`selection_losses`, in the state dict).
+
+The local rule (SGD, heavy-ball momentum reset every round, SAM) is the shared `LocalSolver`; an
+algorithm declares in `options` which of the knobs in `OPTIONAL` it takes, and refuses a config
+that sets any other one (so `dfedavg` with momentum 0.9 is an error, not a silent DFedAvgM).
+"""
 
 from __future__ import annotations
 
-from typing import Any
+import dataclasses
+from typing import Any, ClassVar
 
 import networkx as nx
 import numpy as np
 import torch
 
 import topologies as T
-from algorithms.base import Algorithm, RoundReport, directed_edge_count
+from algorithms.base import Algorithm, RoundReport
+from p2pfl.config import AlgorithmConfig, ConfigError
 from p2pfl.context import RunContext
 from p2pfl.population import Params
+from p2pfl.seeding import stream_seed
+
+OPTIONAL = ("momentum", "rho", "gossip_steps", "dpsgd_order", "momentum_form")
+_DEFAULTS = {f.name: f.default for f in dataclasses.fields(AlgorithmConfig)}
 
 
 class Decentralized(Algorithm):
     """Every node trains every round; the network average is the evaluated model."""
+
+    options: ClassVar[tuple[str, ...]] = ()  # the OPTIONAL knobs this algorithm takes
+
+    def __init__(self, cfg: AlgorithmConfig) -> None:
+        for key in OPTIONAL:
+            if key not in self.options and getattr(cfg, key) != _DEFAULTS[key]:
+                raise ConfigError(f"algorithm.{key}", f"{self.name} does not use {key} (got "
+                                  f"{getattr(cfg, key)!r}); leave it at {_DEFAULTS[key]!r} or "
+                                  "pick an algorithm that takes it (docs/algorithms.md)")
+        super().__init__(cfg)
+
+    def setup(self, ctx: RunContext) -> None:
+        self.losses = torch.full((ctx.num_nodes,), torch.nan, dtype=torch.float64)
+
+    def faults(self, ctx: RunContext, t: int, graph: nx.Graph) -> T.Faults:
+        """Lost messages and offline nodes of round t, from (seed, "faults", t)."""
+        topo = ctx.cfg.topology
+        if topo.link_drop == 0 and topo.node_drop == 0:
+            return T.Faults.none(ctx.num_nodes)
+        return T.sample_faults(graph, topo.link_drop, topo.node_drop,
+                               seed=stream_seed(ctx.cfg.seed, "faults", t))
+
+    def local_phase(self, ctx: RunContext, t: int, faults: T.Faults) -> tuple[torch.Tensor,
+                                                                               torch.Tensor]:
+        """Train the online nodes of round t in place; (their indices [m], their losses [m])."""
+        params = ctx.population.params
+        lr = self.node_lr(ctx, t)
+        if not faults.nodes.any():
+            nodes = ctx.all_nodes()
+            losses = self.train(ctx, params, nodes, t, lr)
+        else:
+            nodes = torch.as_tensor(np.flatnonzero(~faults.nodes), device=ctx.device)
+            rows = ctx.population.rows(nodes)
+            losses = self.train(ctx, rows, nodes, t, lr[nodes])
+            for k, v in rows.items():
+                params[k][nodes] = v
+        self.losses[nodes.cpu()] = losses.detach().to("cpu", torch.float64)
+        return nodes, losses
+
+    def selection_losses(self) -> np.ndarray | None:
+        """Latest training loss of every node [N] (a node that never trained gets the mean of
+        the others); None before any node has trained."""
+        known = torch.isfinite(self.losses)
+        if not known.any():
+            return None
+        return torch.where(known, self.losses, self.losses[known].mean()).numpy()
+
+    @staticmethod
+    def delivered(graph: nx.Graph, faults: T.Faults) -> int:
+        """Messages of the round's graph that arrive (an undirected edge is two)."""
+        edges = np.array([(i, j) for i, j in graph.edges if i != j], dtype=np.int64).reshape(-1, 2)
+        if not graph.is_directed():
+            edges = np.concatenate([edges, edges[:, ::-1]])
+        return int((~faults.lost(edges[:, 0], edges[:, 1])).sum())
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"losses": self.losses.clone()}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.losses = state["losses"].clone()
+
+    def step_size(self, t: int) -> float:
+        """The solver's step size in round t.
+
+        `momentum_form = "dampened"` (m = a m + (1 - a) g, m_{-1} = 0) is the heavy ball
+        m' = a m' + g with m = (1 - a) m', i.e. the same solver with lr * (1 - a).
+        """
+        if self.cfg.momentum_form == "dampened":
+            return self.lr(t) * (1 - self.cfg.momentum)
+        return self.lr(t)
+
+    def node_lr(self, ctx: RunContext, t: int) -> torch.Tensor:
+        """Step size of every node in round t: [N]."""
+        return torch.full((ctx.num_nodes,), self.step_size(t), device=ctx.device,
+                          dtype=ctx.dtype)
 
     def average_model(self, ctx: RunContext) -> Params:
         weights = torch.full((ctx.num_nodes,), 1.0 / ctx.num_nodes, device=ctx.device,
@@ -27,16 +125,20 @@ class Decentralized(Algorithm):
 
 
 class Gossip(Decentralized):
-    """Adapt then combine: K local steps, then x_i <- sum_j W_ij x_j with W doubly stochastic."""
+    """Adapt then combine: K local steps, then x <- W^Q y with W symmetric doubly stochastic."""
 
     mixing = "doubly_stochastic"
 
+    def gossip_matrix(self, ctx: RunContext, graph: nx.Graph, faults: T.Faults) -> torch.Tensor:
+        """W^Q of the round's surviving links (Q = gossip_steps exchanges over the same W_t)."""
+        W = torch.as_tensor(T.doubly_stochastic(graph, faults=faults))
+        return ctx.comm.matrix(torch.linalg.matrix_power(W, self.cfg.gossip_steps))
+
     def round(self, ctx: RunContext, t: int, graph: nx.Graph) -> RoundReport:
-        nodes = ctx.all_nodes()
-        lr = torch.full((ctx.num_nodes,), self.lr(t), device=ctx.device, dtype=ctx.dtype)
-        losses = self.train(ctx, ctx.population.params, nodes, t, lr)
-        ctx.comm.mix(ctx.comm.matrix(T.doubly_stochastic(graph)), ctx.population.params)
-        return RoundReport(nodes, losses, directed_edge_count(graph))
+        faults = self.faults(ctx, t, graph)
+        nodes, losses = self.local_phase(ctx, t, faults)
+        ctx.comm.mix(self.gossip_matrix(ctx, graph, faults), ctx.population.params)
+        return RoundReport(nodes, losses, self.cfg.gossip_steps * self.delivered(graph, faults))
 
 
 class PushSum(Decentralized):
@@ -44,22 +146,27 @@ class PushSum(Decentralized):
 
     The population stores the de-biased models z_i = x_i / w_i and the weights w (float64); the
     numerators x_i = w_i z_i are implicit. Since w_i is constant during the local phase, a step
-    x_i <- x_i - lr * g(z_i) is exactly z_i <- z_i - (lr / w_i) * g(z_i); and mixing
-    x <- P x, w <- P w is z <- diag(1/w') P diag(w) z with w' = P w. Gradients (and SAM ascents)
-    are therefore always taken at z, and evaluation never sees a raw numerator.
+    x_i <- x_i - lr * m_i(z_i) is exactly z_i <- z_i - (lr / w_i) * m_i(z_i) (m: the momentum
+    buffer of the (SAM) gradients taken at z); and mixing x <- P x, w <- P w is
+    z <- diag(1/w') P diag(w) z with w' = P w. Gradients and SAM ascents are therefore always
+    taken at z, and evaluation never sees a raw numerator.
     """
 
     mixing = "column_stochastic"
 
     def setup(self, ctx: RunContext) -> None:
+        super().setup(ctx)
         self.weights = torch.ones(ctx.num_nodes, device=ctx.device, dtype=torch.float64)
 
+    def node_lr(self, ctx: RunContext, t: int) -> torch.Tensor:
+        """lr / w_i: the numerator step expressed on the stored z."""
+        return (self.step_size(t) / self.weights).to(ctx.dtype)
+
     def round(self, ctx: RunContext, t: int, graph: nx.Graph) -> RoundReport:
-        nodes = ctx.all_nodes()
-        lr = (self.lr(t) / self.weights).to(ctx.dtype)
-        losses = self.train(ctx, ctx.population.params, nodes, t, lr)
-        self.mix(ctx, T.column_stochastic(graph))
-        messages = directed_edge_count(graph)
+        faults = self.faults(ctx, t, graph)
+        nodes, losses = self.local_phase(ctx, t, faults)
+        self.mix(ctx, T.column_stochastic(graph, faults=faults))
+        messages = self.delivered(graph, faults)
         return RoundReport(nodes, losses, messages, scalars_sent=messages)
 
     def mix(self, ctx: RunContext, P: np.ndarray) -> None:
@@ -80,7 +187,8 @@ class PushSum(Decentralized):
                 "ps_weight_sum": self.weights.sum().item()}
 
     def state_dict(self) -> dict[str, Any]:
-        return {"weights": self.weights.clone()}
+        return {**super().state_dict(), "weights": self.weights.clone()}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
+        super().load_state_dict(state)
         self.weights = state["weights"].clone()

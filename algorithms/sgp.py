@@ -1,7 +1,8 @@
 """SGP, Stochastic Gradient Push (Assran et al. 2019; spec 2.5).
 
-Gradients at the de-biased z_i = x_i / w_i, steps on the numerator x_i, then (x, w) pushed over a
-column-stochastic P. With one local step per round this is SGP; with K > 1 it is local SGP.
+Gradient at the de-biased z_i = x_i / w_i, step on the numerator x_i, then (x, w) pushed over a
+column-stochastic P. SGP proper is one step a round (`local_steps = 1`); more steps make it local
+SGP, which is `osgp`.
 """
 
 from __future__ import annotations

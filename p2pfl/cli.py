@@ -1,4 +1,5 @@
 """Command line: `p2pfl run CONFIG ...`, `p2pfl resume RUN_DIR`, `p2pfl plot RUN_DIR ...`,
+`p2pfl table RUN_DIR ...`, `p2pfl compare CONFIG --only a,b --seeds 0,1,2 --out DIR`,
 `p2pfl analyze TOPOLOGY`, `p2pfl study CONFIG --topologies ...`."""
 
 from __future__ import annotations
@@ -42,7 +43,47 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("runs", nargs="+", help="run directories (holding metrics.jsonl)")
     p.add_argument("--out", default="comparison", help="output file stem (.png and .pdf)")
     analysis_cli.add_commands(sub)
+    _add_table_parsers(sub)
     return parser
+
+
+def _add_table_parsers(sub: argparse._SubParsersAction) -> None:
+    t = sub.add_parser("table", help="comparison table of finished runs (Markdown)")
+    t.add_argument("runs", nargs="+", help="run directories, or folders searched for them")
+    c = sub.add_parser("compare", help="run chosen [[compare]] variants over seeds, then tabulate")
+    c.add_argument("config", help="TOML experiment file with [[compare]] variants")
+    c.add_argument("--only", help="comma-separated variant labels or algorithm names")
+    c.add_argument("--seeds", help="comma-separated seeds (default: the config's seed)")
+    c.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a field of every variant (repeatable)")
+    c.add_argument("--out", required=True, help="folder for the runs and table.md")
+    c.add_argument("--quiet", action="store_true", help="no progress bar")
+    for q in (t, c):
+        q.add_argument("--last", type=int, default=10,
+                       help="rounds averaged for the accuracy column (default 10)")
+        q.add_argument("--target", help="accuracy for the rounds-to-target column (0.8 or 80)")
+
+
+def _table(args: argparse.Namespace) -> int:
+    from p2pfl.compare import run_subset
+    from p2pfl.table import comparison_table, find_runs, parse_target
+
+    if args.last < 1:
+        raise ConfigError("--last", f"must be at least 1, got {args.last}")
+    target = parse_target(args.target)
+    if args.command == "table":
+        print(comparison_table(find_runs(args.runs), args.last, target), end="")
+        return 0
+    try:
+        seeds = [int(s) for s in args.seeds.split(",")] if args.seeds else None
+    except ValueError:
+        raise ConfigError("--seeds", f"must be comma-separated integers, got {args.seeds!r}"
+                          ) from None
+    cfg = load_config(args.config, parse_overrides(args.overrides))
+    only = args.only.split(",") if args.only else None
+    print(run_subset(cfg, Path(args.out), only, seeds, args.last, target, not args.quiet),
+          end="")
+    return 0
 
 
 def _overrides(args: argparse.Namespace) -> dict:
@@ -89,7 +130,8 @@ def _plot(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    commands = {"run": _run, "resume": _resume, "plot": _plot, **analysis_cli.COMMANDS}
+    commands = {"run": _run, "resume": _resume, "plot": _plot, "table": _table,
+                "compare": _table, **analysis_cli.COMMANDS}
     try:
         return commands[args.command](args)
     except ConfigError as err:

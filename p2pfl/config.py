@@ -102,6 +102,9 @@ class AlgorithmConfig:
     rho_larger: float = 0.2  # FedFSA radius of the TopC most sensitive layers
     top_c: int = 2  # FedFSA number of layers with the larger radius
     personal_fraction: float = 0.3  # FedFSA share of each client's data held out as its test set
+    gossip_steps: int = 1
+    dpsgd_order: str = "cta"
+    momentum_form: str = "heavy_ball"
 
 
 @dataclass
@@ -143,6 +146,8 @@ EXECUTORS = ("vectorized", "loop")
 VARIANTS = ("paper", "reference_code")
 SAMPLINGS = ("fixed", "bernoulli")
 ON_DIVERGENCE = ("stop", "skip_node")
+DPSGD_ORDERS = ("cta", "atc")  # combine-then-adapt (Lian et al.) | adapt-then-combine
+MOMENTUM_FORMS = ("heavy_ball", "dampened")  # m = a m + g | m = a m + (1 - a) g
 
 # (section, field) -> (low, high, low_inclusive, high_inclusive); None means unbounded.
 _RANGES: dict[tuple[str, str], tuple[float | None, float | None, bool, bool]] = {
@@ -194,6 +199,7 @@ _RANGES: dict[tuple[str, str], tuple[float | None, float | None, bool, bool]] = 
     ("algorithm", "rho_larger"): (0, None, True, True),
     ("algorithm", "top_c"): (0, None, True, True),
     ("algorithm", "personal_fraction"): (0, 1, False, False),
+    ("algorithm", "gossip_steps"): (1, None, True, True),
     ("eval", "every"): (1, None, True, True),
     ("eval", "local_samples"): (0, None, True, True),
     ("eval", "batch_size"): (1, None, True, True),
@@ -219,6 +225,8 @@ def _choices() -> dict[tuple[str, str], tuple[str, ...]]:
         ("algorithm", "name"): tuple(ALGORITHMS),
         ("algorithm", "variant"): VARIANTS,
         ("algorithm", "sampling"): SAMPLINGS,
+        ("algorithm", "dpsgd_order"): DPSGD_ORDERS,
+        ("algorithm", "momentum_form"): MOMENTUM_FORMS,
         ("engine", "executor"): EXECUTORS,
         ("engine", "dtype"): DTYPES,
         ("engine", "on_divergence"): ON_DIVERGENCE,

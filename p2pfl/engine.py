@@ -297,7 +297,8 @@ class Runner:
         nodes frozen (no local phase, no links) until no node diverges. Returns the report and
         the frozen nodes."""
         ctx, algorithm = self.ctx, self.algorithm
-        graph = ctx.schedule.at(t)
+        graph = (ctx.schedule.at(t, algorithm.selection_losses()) if ctx.schedule.needs_losses
+                 else ctx.schedule.at(t))
         offset = 1 if algorithm.mixing == "server" else 0  # graph node 0 is the server
         saved = None
         if self.cfg.engine.on_divergence == "skip_node":

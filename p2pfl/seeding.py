@@ -10,7 +10,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-STREAMS = {"partition": 1, "init": 2, "batches": 3, "topology": 4, "participation": 5, "eval": 6}
+STREAMS = {"partition": 1, "init": 2, "batches": 3, "topology": 4, "participation": 5, "eval": 6,
+           "faults": 7}
 
 
 def stream_seed(seed: int, stream: str, *keys: int) -> int:

@@ -26,15 +26,17 @@ def test_vectorized_equals_loop_float32_sgd():
     assert diff < 1e-5
 
 
-@pytest.mark.parametrize("solver", [
-    {"algorithm__momentum": 0.9, "algorithm__weight_decay": 1e-3},
-    {"algorithm__rho": 0.05},
-    {"algorithm__rho": 0.05, "algorithm__momentum": 0.5, "algorithm__clip_norm": 0.5},
+@pytest.mark.parametrize("algorithm, solver", [
+    ("dfedavgm", {"algorithm__momentum": 0.9, "algorithm__weight_decay": 1e-3}),
+    ("dfedsam", {"algorithm__rho": 0.05}),
+    ("dfedsgpsm", {"algorithm__momentum": 0.9, "algorithm__weight_decay": 1e-3}),
+    ("dfedsgpsm", {"algorithm__rho": 0.05}),
+    ("dfedsgpsm", {"algorithm__rho": 0.05, "algorithm__momentum": 0.5,
+                   "algorithm__clip_norm": 0.5}),
 ])
-@pytest.mark.parametrize("algorithm", ["dfedavg", "sgp"])
 def test_vectorized_equals_loop_float64(solver, algorithm):
     kwargs = {"algorithm__name": algorithm, "topology__name": "ring", **solver}
-    if algorithm == "sgp":
+    if algorithm == "dfedsgpsm":
         kwargs.update(topology__name="random_out", topology__out_degree=2)
     diff = _max_diff(_one_round("vectorized", 2, **kwargs), _one_round("loop", 2, **kwargs))
     assert diff < 1e-10
@@ -42,7 +44,8 @@ def test_vectorized_equals_loop_float64(solver, algorithm):
 
 def test_vectorized_equals_loop_cnn_with_chunks():
     kwargs = {"model__name": "cnn", "data__num_nodes": 3, "algorithm__local_steps": 2,
-              "algorithm__batch_size": 4, "engine__chunk_size": 2, "algorithm__rho": 0.01}
+              "algorithm__batch_size": 4, "engine__chunk_size": 2, "algorithm__rho": 0.01,
+              "algorithm__name": "dfedsam"}
     diff = _max_diff(_one_round("vectorized", **kwargs), _one_round("loop", **kwargs))
     assert diff < 1e-10
 
@@ -63,9 +66,9 @@ def test_training_changes_every_node_and_lowers_loss():
 
 
 def test_sam_with_zero_radius_is_sgd():
-    a = _one_round("vectorized", algorithm__rho=0.0)
-    b = _one_round("vectorized", algorithm__rho=1e-300)
+    a = _one_round("vectorized", algorithm__name="dfedsam", algorithm__rho=0.0)
+    b = _one_round("vectorized", algorithm__name="dfedsam", algorithm__rho=1e-300)
     assert _max_diff(a, b) < 1e-12
-    c = _one_round("vectorized", algorithm__rho=0.5)
+    c = _one_round("vectorized", algorithm__name="dfedsam", algorithm__rho=0.5)
     assert _max_diff(a, c) > 1e-6
 

@@ -1,0 +1,14 @@
+"""DFedAvgM (Sun, Li, Wang 2021; spec 2.3): DFedAvg whose local steps use heavy-ball momentum.
+
+y^{k+1} = y^k - lr * g(y^k) + momentum * (y^k - y^{k-1}), y^{-1} = y^0 = x_i: the solver's
+buffer b <- momentum * b + g, y <- y - lr * b, restarted at zero every round.
+"""
+
+from __future__ import annotations
+
+from algorithms.decentralized import Gossip
+
+
+class DFedAvgM(Gossip):
+    name = "dfedavgm"
+    options = ("momentum", "momentum_form")

@@ -1,0 +1,13 @@
+"""OSGP in the DFedSGPSM paper's sense (spec 2.6b): local SGP.
+
+K local SGD steps on the numerator x_i with gradients at z_i = x_i / w_i, then one Push-Sum
+mixing of (x, w) over a column-stochastic P. Not Assran's overlapped SGP.
+"""
+
+from __future__ import annotations
+
+from algorithms.decentralized import PushSum
+
+
+class OSGP(PushSum):
+    name = "osgp"

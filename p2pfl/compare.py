@@ -1,0 +1,70 @@
+"""Run a chosen subset of a config's [[compare]] variants over several seeds, then tabulate.
+
+Layout: OUT/<variant label>/seed<k>/ per run (the layout `p2pfl.table` groups by), and
+OUT/table.md. A run whose directory already holds summary.json is kept, not rerun, so an
+interrupted comparison continues where it stopped.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from p2pfl.config import Config, ConfigError, variant_overrides, with_overrides
+from p2pfl.engine import run
+from p2pfl.table import comparison_table
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-").lower() or "run"
+
+
+def variant_label(variant: dict[str, Any]) -> str:
+    overrides = variant_overrides(variant)
+    return str(variant.get("label") or ", ".join(f"{k}={v}" for k, v in overrides.items()))
+
+
+def _names(variant: dict[str, Any]) -> set[str]:
+    label = variant_label(variant)
+    return {label.lower(), slug(label), str(variant.get("algorithm.name", "")).lower()}
+
+
+def select_variants(cfg: Config, only: list[str] | None) -> list[dict[str, Any]]:
+    """The [[compare]] variants whose label (or its slug) or algorithm name is in `only`."""
+    if not cfg.compare:
+        raise ConfigError("compare", "the config lists no [[compare]] variants")
+    if not only:
+        return list(cfg.compare)
+    wanted = {w.strip().lower() for w in only if w.strip()}
+    unknown = sorted(w for w in wanted if not any(w in _names(v) for v in cfg.compare))
+    if unknown:
+        known = ", ".join(slug(variant_label(v)) for v in cfg.compare)
+        raise ConfigError("--only", f"no variant named {unknown[0]!r} (variants: {known})")
+    return [v for v in cfg.compare if _names(v) & wanted]
+
+
+def run_subset(cfg: Config, out: Path, only: list[str] | None = None,
+               seeds: list[int] | None = None, last: int = 10, target: float | None = None,
+               progress: bool = False) -> str:
+    """Run the chosen variants for every seed into `out`; returns (and writes) the table."""
+    variants = select_variants(cfg, only)
+    seeds = seeds or [cfg.seed]
+    plans = []
+    for variant in variants:  # validate every run before the first one starts
+        for seed in seeds:
+            run_cfg = with_overrides(cfg, {**variant_overrides(variant), "seed": seed})
+            plans.append((variant_label(variant), seed, run_cfg))
+    run_dirs = []
+    for label, seed, run_cfg in plans:
+        run_dir = out / slug(label) / f"seed{seed}"
+        if not (run_dir / "summary.json").exists():
+            if (run_dir / "metrics.jsonl").exists():
+                raise ConfigError("out", f"{run_dir} holds an unfinished run; remove it or "
+                                  "resume it, then run compare again")
+            run(run_cfg, run_dir, progress, f"{label} (seed {seed})")
+        run_dirs.append(run_dir)
+    table = comparison_table(run_dirs, last, target)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "table.md").write_text(table)
+    return table

@@ -1,0 +1,96 @@
+"""`p2pfl table` and `p2pfl compare`: the comparison table of finished runs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from p2pfl.cli import main
+from p2pfl.config import ConfigError
+from p2pfl.table import comparison_table, find_runs, parse_target, summarize
+
+
+def _fake_run(path: Path, accs: list[float], messages: int = 8) -> Path:
+    path.mkdir(parents=True)
+    with open(path / "metrics.jsonl", "w") as f:
+        for t, acc in enumerate(accs, start=1):
+            f.write(json.dumps({"round": t, "test_acc": acc, "messages": messages,
+                                "bytes_sent": 1e6}) + "\n")
+    return path
+
+
+def test_summary_takes_the_mean_of_the_last_rounds_and_the_first_round_at_target(tmp_path):
+    run = _fake_run(tmp_path / "a", [0.1, 0.5, 0.7, 0.6, 0.9])
+    s = summarize(run, last=3, target=0.65)
+    assert s.last_mean == pytest.approx((0.7 + 0.6 + 0.9) / 3)
+    assert s.best == 0.9 and s.rounds_to_target == 3 and s.label == "a"
+    assert summarize(run, last=3, target=0.95).rounds_to_target is None
+
+
+def test_table_groups_seeds_and_sorts_by_accuracy(tmp_path):
+    _fake_run(tmp_path / "slow" / "seed0", [0.2, 0.4])
+    _fake_run(tmp_path / "fast" / "seed0", [0.5, 0.8])
+    _fake_run(tmp_path / "fast" / "seed1", [0.7, 0.6])
+    table = comparison_table(find_runs([tmp_path]), last=1, target=0.75)
+    rows = table.splitlines()[2:]
+    assert rows[0].startswith("| fast | 2 | 2 (2 unfinished) | 70.00 ± 10.00 | 75.00 ± 5.00 | "
+                              "2.0 (1/2 runs) |")
+    assert rows[1].startswith("| slow | 1 | 2 (1 unfinished) | 40.00 | 40.00 | not reached |")
+    _fake_run(tmp_path / "slow" / "seed1", [0.2, 0.4, 0.5])
+    (tmp_path / "slow" / "seed1" / "summary.json").write_text("{}")
+    assert "| slow | 2 | 2-3 (1 unfinished) |" in comparison_table(find_runs([tmp_path]))
+
+
+def test_bad_inputs_give_one_line_errors(tmp_path, capsys):
+    with pytest.raises(ConfigError, match="no run directory"):
+        find_runs([tmp_path])
+    assert parse_target("80") == 0.8
+    with pytest.raises(ConfigError, match="--target"):
+        parse_target("-3")
+    assert main(["table", str(tmp_path)]) == 2
+    assert "no run directory" in capsys.readouterr().err
+
+
+def test_compare_runs_the_chosen_variants_over_seeds_and_writes_the_table(tmp_path, capsys):
+    config = tmp_path / "c.toml"
+    config.write_text("""
+rounds = 2
+device = "cpu"
+[data]
+name = "synthetic"
+num_nodes = 4
+synthetic_train = 200
+synthetic_test = 50
+[topology]
+name = "ring"
+[algorithm]
+local_epochs = 0
+local_steps = 2
+batch_size = 8
+[eval]
+local_samples = 20
+[[compare]]
+label = "DFedAvg"
+"algorithm.name" = "dfedavg"
+[[compare]]
+label = "dfedavgm"
+"algorithm.name" = "dfedavgm"
+"algorithm.momentum" = 0.9
+[[compare]]
+label = "fedavg"
+"algorithm.name" = "fedavg"
+"topology.name" = "star"
+""")
+    out = tmp_path / "runs"
+    args = ["compare", str(config), "--only", "dfedavg,fedavg", "--seeds", "0,1", "--out",
+            str(out), "--quiet"]
+    assert main(args) == 0
+    assert sorted(p.name for p in out.iterdir()) == ["dfedavg", "fedavg", "table.md"]
+    table = (out / "table.md").read_text()
+    assert "| dfedavg | 2 | 2 |" in table.replace("DFedAvg", "dfedavg")
+    assert "| fedavg | 2 | 2 |" in table
+    assert main(args) == 0  # finished runs are kept, not rerun
+    assert main(["compare", str(config), "--only", "nope", "--out", str(out)]) == 2
+    assert "no variant named 'nope'" in capsys.readouterr().err
