@@ -111,12 +111,13 @@ class NaiveFedGloSS(FedGloSS):
 
     def round(self, ctx: RunContext, t: int, graph: nx.Graph) -> RoundReport:
         nodes = self.sample(ctx, t)
-        first, _ = self.train_clients(ctx, nodes, self.server, t)
-        mean = self.client_mean(ctx, first.trained)
-        ascent = {k: x - mean[k] for k, x in self.server.items()}
-        start = ascend(self.server, ascent, self.server_rho(t))
-        r, losses = self.train_clients(ctx, nodes, start, t)
-        self.keep_local(ctx, r)
-        self.aggregate(ctx, r)
-        self.last_nodes = nodes
-        return RoundReport(nodes, losses, copies_sent=(self.down + self.up) * len(nodes))
+        delivery = self.delivery(ctx, t, graph, nodes)
+        _, first, _ = self.exchange(ctx, nodes, self.server, t, delivery)
+        start = self.server
+        if len(first.nodes):
+            mean = self.client_mean(ctx, first.trained)
+            ascent = {k: x - mean[k] for k, x in self.server.items()}
+            start = ascend(self.server, ascent, self.server_rho(t))
+        trained, arrived, losses = self.exchange(ctx, nodes, start, t, delivery)
+        self.keep_local(ctx, trained)
+        return self.finish(ctx, trained, arrived, losses)

@@ -3,19 +3,20 @@
 from __future__ import annotations
 
 from abc import abstractmethod
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 from typing import Any, ClassVar
 
 import networkx as nx
 import numpy as np
 import torch
 
+import topologies as T
 from algorithms.base import Algorithm, RoundReport
 from p2pfl.config import AlgorithmConfig, ConfigError
 from p2pfl.context import RunContext
 from p2pfl.local import LocalSolver, LocalTerms, VectorizedTrainer
 from p2pfl.population import Params, broadcast
-from p2pfl.seeding import numpy_rng
+from p2pfl.seeding import numpy_rng, stream_seed
 
 
 @dataclass
@@ -28,6 +29,30 @@ class ClientRound:
     lr: float  # local learning rate of the round
     steps: int  # local steps K
     terms: LocalTerms | None  # what the algorithm added to the local step
+
+    def subset(self, keep: torch.Tensor) -> ClientRound:
+        """The record restricted to the rows `keep` (bool [m]); per-row terms are indexed too."""
+        m = len(self.nodes)
+
+        def rows(value: Any) -> Any:
+            if isinstance(value, torch.Tensor) and value.dim() > 0 and value.shape[0] == m:
+                return value[keep]
+            if isinstance(value, dict):
+                return {k: rows(v) for k, v in value.items()}
+            return value
+
+        terms = None if self.terms is None else replace(
+            self.terms, **{f.name: rows(getattr(self.terms, f.name)) for f in fields(self.terms)})
+        return ClientRound(self.nodes[keep], self.start, rows(self.trained), self.lr, self.steps,
+                           terms)
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """Which messages of a round's star exchange get through (see `Server.delivery`)."""
+
+    down: torch.Tensor  # bool [m]: the sampled client is online and received the server's model
+    up: torch.Tensor  # bool [m]: the client trained and its update reached the server
 
 
 class Server(Algorithm):
@@ -105,13 +130,60 @@ class Server(Algorithm):
         losses = self.trainer.train(params, nodes, plan, self.solver_at(t), lrs, *extra)
         return ClientRound(nodes, start, params, lr, plan.steps, terms), losses
 
+    def delivery(self, ctx: RunContext, t: int, graph: nx.Graph,
+                 nodes: torch.Tensor) -> Delivery | None:
+        """Faults of round t on the star `graph` for the sampled clients `nodes` [m]; None when
+        `link_drop = node_drop = 0` (everything is delivered).
+
+        Drawn like the decentralized rounds: `T.sample_faults(graph, link_drop, node_drop)` from
+        the stream (seed, "faults", t). The server (graph node 0) is never offline: its draw is
+        ignored. Client i (graph node i + 1) trains when it is online and the message 0 -> i + 1
+        is delivered; its update counts when, in addition, the message i + 1 -> 0 is delivered.
+        """
+        topo = ctx.cfg.topology
+        if topo.link_drop == 0 and topo.node_drop == 0:
+            return None
+        faults = T.sample_faults(graph, topo.link_drop, topo.node_drop,
+                                 seed=stream_seed(ctx.cfg.seed, "faults", t))
+        faults = T.Faults(faults.links, np.concatenate([[False], faults.nodes[1:]]))
+        clients = nodes.cpu().numpy() + 1
+        server = np.zeros_like(clients)
+        down = ~faults.lost(server, clients)
+        up = down & ~faults.lost(clients, server)
+        return Delivery(torch.as_tensor(down, device=nodes.device),
+                        torch.as_tensor(up, device=nodes.device))
+
+    def exchange(self, ctx: RunContext, nodes: torch.Tensor, start: Params, t: int,
+                 delivery: Delivery | None) -> tuple[ClientRound, ClientRound, torch.Tensor]:
+        """One download-train-upload exchange with the sampled `nodes`: (the record of the
+        clients that trained, the record of those whose update arrived, the trainers' losses)."""
+        if delivery is None:
+            r, losses = self.train_clients(ctx, nodes, start, t)
+            return r, r, losses
+        if not delivery.down.any():
+            empty = ClientRound(nodes[:0], start, broadcast(start, 0), self.lr(t), 0, None)
+            return empty, empty, torch.zeros(0, device=ctx.device, dtype=ctx.dtype)
+        r, losses = self.train_clients(ctx, nodes[delivery.down], start, t)
+        return r, r.subset(delivery.up[delivery.down]), losses
+
     def round(self, ctx: RunContext, t: int, graph: nx.Graph) -> RoundReport:
         nodes = self.sample(ctx, t)
-        r, losses = self.train_clients(ctx, nodes, self.client_start(ctx, t), t)
-        self.keep_local(ctx, r)
-        self.aggregate(ctx, r)
-        self.last_nodes = nodes
-        return RoundReport(nodes, losses, copies_sent=(self.down + self.up) * len(nodes))
+        delivery = self.delivery(ctx, t, graph, nodes)
+        trained, arrived, losses = self.exchange(ctx, nodes, self.client_start(ctx, t), t,
+                                                 delivery)
+        self.keep_local(ctx, trained)
+        return self.finish(ctx, trained, arrived, losses)
+
+    def finish(self, ctx: RunContext, trained: ClientRound, arrived: ClientRound,
+               losses: torch.Tensor) -> RoundReport:
+        """Aggregate over the clients whose update arrived (the server model and state stay
+        unchanged when none did) and report the round."""
+        if len(arrived.nodes):
+            self.aggregate(ctx, arrived)
+        if len(trained.nodes):
+            self.last_nodes = trained.nodes
+        copies = self.down * len(trained.nodes) + self.up * len(arrived.nodes)
+        return RoundReport(trained.nodes, losses, copies_sent=copies)
 
     def keep_local(self, ctx: RunContext, r: ClientRound) -> None:
         """Store the trained client models in their population rows."""

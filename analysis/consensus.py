@@ -5,33 +5,52 @@ topologies.md 0). W(t) is the natural matrix of the graph of round t, or whateve
 ``matrices(t)`` hook returns: that is where link drops or any other per-round change plug in
 (e.g. the sender-keeps-the-undelivered-share rule of topologies.md 1.6). Hook matrices are used
 as given, so an uncompensated loss (a column summing to less than 1) can be simulated too.
+
+Built-in faults: with ``link_drop`` / ``node_drop`` > 0 the faults of round t are drawn with
+``sample_faults(G(t), link_drop, node_drop, seed=[seed, t])`` and W(t) is the faulty matrix of
+topologies.md 1.6 (Push-Sum: the sender keeps the undelivered share, so columns still sum to 1;
+gossip: Metropolis-Hastings on the surviving links).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-import networkx as nx
 import numpy as np
 import scipy.sparse as sp
 
 from analysis.connectivity import ScheduleLike, rounds_of
 from analysis.matrices import Matrix
+from topologies.faults import sample_faults
 from topologies.mixing import column_stochastic, doubly_stochastic
 
 MatrixHook = Callable[[int], Matrix]
 
 
 def _matrix_source(schedule: ScheduleLike | Matrix | None, matrices: MatrixHook | None,
-                   build: Callable[[nx.Graph], np.ndarray]) -> MatrixHook:
+                   build: Callable[..., np.ndarray], link_drop: float = 0.0,
+                   node_drop: float = 0.0, seed: int = 0) -> MatrixHook:
+    faulty = link_drop > 0 or node_drop > 0
     if matrices is not None:
+        if faulty:
+            raise ValueError("link_drop / node_drop need a schedule, not a matrices(t) hook")
         return matrices
     if schedule is None:
         raise ValueError("give a schedule (or graph, trace, matrix) or a matrices(t) hook")
     if isinstance(schedule, np.ndarray) or sp.issparse(schedule):
+        if faulty:
+            raise ValueError("link_drop / node_drop need graphs, not a fixed matrix")
         return lambda t: schedule
     sched, _ = rounds_of(schedule)
-    return lambda t: build(sched.at(t))
+    if not faulty:
+        return lambda t: build(sched.at(t))
+
+    def faulty_matrix(t: int) -> np.ndarray:
+        G = sched.at(t)
+        rng = np.random.default_rng([seed, t])
+        return build(G, faults=sample_faults(G, link_drop, node_drop, seed=rng))
+
+    return faulty_matrix
 
 
 def _check_x0(x0: np.ndarray) -> np.ndarray:
@@ -48,8 +67,9 @@ def _mix(W: Matrix, x: np.ndarray) -> np.ndarray:
 
 
 def pushsum_consensus(schedule: ScheduleLike | Matrix | None, x0: np.ndarray, rounds: int, *,
-                      matrices: MatrixHook | None = None,
-                      return_weights: bool = False) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
+                      matrices: MatrixHook | None = None, return_weights: bool = False,
+                      link_drop: float = 0.0, node_drop: float = 0.0,
+                      seed: int = 0) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
     """Push-Sum averaging (Kempe et al. 2003): ``x <- W x``, ``w <- W w``, ``z = x / w``.
 
     Parameters
@@ -60,6 +80,11 @@ def pushsum_consensus(schedule: ScheduleLike | Matrix | None, x0: np.ndarray, ro
     rounds : number of rounds.
     matrices : optional hook t -> W(t) ([n, n], dense or sparse) replacing the schedule's.
     return_weights : also return the weights w, [rounds + 1, n].
+    link_drop, node_drop : per-round probabilities of a lost message / an offline node; the
+        faults of round t come from (seed, t) and the sender keeps every undelivered share, so
+        sum(w) = n every round and z still reaches mean(x0) while the delivered links stay
+        jointly strongly connected.
+    seed : seed of the fault draws.
 
     Returns
     -------
@@ -68,7 +93,7 @@ def pushsum_consensus(schedule: ScheduleLike | Matrix | None, x0: np.ndarray, ro
     """
     x = _check_x0(x0)
     n = x.shape[0]
-    source = _matrix_source(schedule, matrices, column_stochastic)
+    source = _matrix_source(schedule, matrices, column_stochastic, link_drop, node_drop, seed)
     flat = x.reshape(n, -1)
     w = np.ones(n)
     zs, ws = [x.copy()], [w.copy()]
@@ -82,15 +107,17 @@ def pushsum_consensus(schedule: ScheduleLike | Matrix | None, x0: np.ndarray, ro
 
 
 def gossip_consensus(schedule: ScheduleLike | Matrix | None, x0: np.ndarray, rounds: int, *,
-                     matrices: MatrixHook | None = None) -> np.ndarray:
+                     matrices: MatrixHook | None = None, link_drop: float = 0.0,
+                     node_drop: float = 0.0, seed: int = 0) -> np.ndarray:
     """Gossip averaging ``x <- W x`` with a doubly-stochastic W(t) (Metropolis-Hastings of the
-    graph of round t unless `matrices` gives it).
+    graph of round t unless `matrices` gives it). With `link_drop` / `node_drop` > 0 (drawn from
+    (seed, t)) W(t) is Metropolis-Hastings on the links that survive round t.
 
     Returns the trajectory [rounds + 1, n, ...]; x[0] = x0. The average is preserved every round.
     """
     x = _check_x0(x0)
     n = x.shape[0]
-    source = _matrix_source(schedule, matrices, doubly_stochastic)
+    source = _matrix_source(schedule, matrices, doubly_stochastic, link_drop, node_drop, seed)
     flat = x.reshape(n, -1)
     xs = [x.copy()]
     for t in range(rounds):
