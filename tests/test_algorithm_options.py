@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
+import re
+from pathlib import Path
 
 import pytest
 
-from algorithms import ALGORITHMS
+from algorithms import ALGORITHMS, CENTRALIZED, Server
 from algorithms.base import COMMON
 from p2pfl.config import AlgorithmConfig, ConfigError, config_from_dict
 
@@ -126,3 +128,20 @@ def test_the_message_says_what_to_do():
         _build("fedavg", prox_mu=0.5)
     assert str(err.value) == ("algorithm.prox_mu: fedavg does not use prox_mu (got 0.5); leave "
                               "it at 0.01 or pick an algorithm that takes it (docs/algorithms.md)")
+
+
+def test_the_docs_table_lists_each_centralized_algorithms_own_fields():
+    rows = {}
+    for line in Path("docs/algorithms-centralized.md").read_text().splitlines():
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if len(cells) == 6 and cells[0].startswith("`") and cells[1].endswith(".py"):
+            fields = re.sub(r"\([^)]*\)", "", cells[5]).replace("server_beta1/2",
+                                                                "server_beta1, server_beta2")
+            rows[cells[0].strip("`")] = fields
+    assert set(rows) == {cls.name for cls in CENTRALIZED}
+    for cls in CENTRALIZED:
+        text = rows[cls.name]
+        listed = rows[text.split()[1]] if text.startswith("as ") else text
+        own = set(cls.options) - set(Server.options)
+        own |= {k for keys in cls.form_options.values() for k in keys}
+        assert {f.strip() for f in listed.split(",") if f.strip()} == own, cls.name
