@@ -168,7 +168,7 @@ def test_cli_run_and_plot(tmp_path, capsys):
     cfg = ROOT / "configs" / "demo.toml"
     assert main(["run", str(cfg), "--out", str(tmp_path / "demo"), *TINY]) == 0
     out = capsys.readouterr().out
-    assert out.count("final test_acc") == 3
+    assert out.count("final test_acc") == 4
     assert (tmp_path / "demo" / "comparison.png").exists()
     runs = sorted(p for p in (tmp_path / "demo").iterdir() if p.is_dir())
     assert len(runs) == 3
