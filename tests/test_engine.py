@@ -171,7 +171,7 @@ def test_cli_run_and_plot(tmp_path, capsys):
     assert out.count("final test_acc") == 4
     assert (tmp_path / "demo" / "comparison.png").exists()
     runs = sorted(p for p in (tmp_path / "demo").iterdir() if p.is_dir())
-    assert len(runs) == 3
+    assert len(runs) == 4
     assert main(["plot", *map(str, runs), "--out", str(tmp_path / "cmp")]) == 0
     assert (tmp_path / "cmp.png").exists()
 
