@@ -57,7 +57,8 @@ class FedGloSS(Server):
         """Also refuse warm-up settings without a warm-up (rho_warmup = 0 ignores them)."""
         super().check_options(cfg)
         if cfg.rho_warmup == 0:
-            for key, default in (("rho_start", 0.001), ("server_rho_warmup", False)):
+            for key in ("rho_start", "server_rho_warmup"):
+                default = getattr(AlgorithmConfig, key)
                 if getattr(cfg, key) != default:
                     raise ConfigError(f"algorithm.{key}", f"{self.name} reads {key} only "
                                       "during a warm-up: set algorithm.rho_warmup > 0 or leave "
