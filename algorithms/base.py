@@ -12,6 +12,7 @@ A concrete algorithm picks a kind and, at most, overrides a hook or two (see `fe
 
 from __future__ import annotations
 
+import dataclasses
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -20,10 +21,14 @@ import networkx as nx
 import numpy as np
 import torch
 
-from p2pfl.config import AlgorithmConfig
+from p2pfl.config import AlgorithmConfig, ConfigError
 from p2pfl.context import RunContext
 from p2pfl.local import LocalSolver
 from p2pfl.population import Params
+
+COMMON = ("name", "lr", "lr_decay", "local_epochs", "local_steps", "batch_size", "weight_decay",
+          "clip_norm")  # the AlgorithmConfig fields every algorithm reads
+_DEFAULTS = {f.name: f.default for f in dataclasses.fields(AlgorithmConfig)}
 
 
 @dataclass
@@ -47,11 +52,33 @@ class Algorithm(ABC):
 
     name: ClassVar[str]
     mixing: ClassVar[str]  # "doubly_stochastic" | "column_stochastic" | "server"
+    options: ClassVar[tuple[str, ...]] = ()  # the AlgorithmConfig fields it reads beyond COMMON
+    # variant -> fields read only in that form (`algorithm.variant`); also allowed there
+    form_options: ClassVar[dict[str, tuple[str, ...]]] = {}
 
     def __init__(self, cfg: AlgorithmConfig) -> None:
+        self.check_options(cfg)
         self.cfg = cfg
         self.solver = LocalSolver(momentum=cfg.momentum, rho=cfg.rho,
                                   weight_decay=cfg.weight_decay, clip_norm=cfg.clip_norm)
+
+    def check_options(self, cfg: AlgorithmConfig) -> None:
+        """Refuse a field this algorithm would ignore: every AlgorithmConfig field outside COMMON
+        must be in `options` (or `form_options` of the configured variant) or at its default."""
+        in_form = self.form_options.get(cfg.variant, ())
+        for key, default in _DEFAULTS.items():
+            value = getattr(cfg, key)
+            if key in COMMON or key in self.options or key in in_form or value == default:
+                continue
+            forms = [v for v, keys in self.form_options.items() if key in keys]
+            if forms:
+                raise ConfigError(f"algorithm.{key}", f"{self.name} reads {key} only in its "
+                                  f"{' / '.join(map(repr, forms))} form (got {value!r} with "
+                                  f"variant {cfg.variant!r}); leave it at {default!r} or set "
+                                  "algorithm.variant (docs/algorithms-centralized.md)")
+            raise ConfigError(f"algorithm.{key}", f"{self.name} does not use {key} (got "
+                              f"{value!r}); leave it at {default!r} or pick an algorithm that "
+                              "takes it (docs/algorithms.md)")
 
     def setup(self, ctx: RunContext) -> None:
         """Allocate algorithm state (called once before round 0)."""

@@ -13,14 +13,14 @@ surviving links). Only delivered messages are counted. The nodes' latest trainin
 for loss-based neighbour selection (`selection_losses`, in the state dict).
 
 The local rule (SGD, heavy-ball momentum reset every round, SAM) is the shared `LocalSolver`; an
-algorithm declares in `options` which of the knobs in `OPTIONAL` it takes, and refuses a config
-that sets any other one (so `dfedavg` with momentum 0.9 is an error, not a silent DFedAvgM).
+algorithm declares in `options` which of the knobs in `OPTIONAL` it takes, and `Algorithm` refuses
+a config that sets any other one (so `dfedavg` with momentum 0.9 is an error, not a silent
+DFedAvgM; the centralized fields such as `participation` are refused the same way).
 """
 
 from __future__ import annotations
 
-import dataclasses
-from typing import Any, ClassVar
+from typing import Any
 
 import networkx as nx
 import numpy as np
@@ -28,27 +28,15 @@ import torch
 
 import topologies as T
 from algorithms.base import Algorithm, RoundReport
-from p2pfl.config import AlgorithmConfig, ConfigError
 from p2pfl.context import RunContext
 from p2pfl.population import Params
 from p2pfl.seeding import stream_seed
 
 OPTIONAL = ("momentum", "rho", "gossip_steps", "dpsgd_order", "momentum_form")
-_DEFAULTS = {f.name: f.default for f in dataclasses.fields(AlgorithmConfig)}
 
 
 class Decentralized(Algorithm):
     """Every node trains every round; the network average is the evaluated model."""
-
-    options: ClassVar[tuple[str, ...]] = ()  # the OPTIONAL knobs this algorithm takes
-
-    def __init__(self, cfg: AlgorithmConfig) -> None:
-        for key in OPTIONAL:
-            if key not in self.options and getattr(cfg, key) != _DEFAULTS[key]:
-                raise ConfigError(f"algorithm.{key}", f"{self.name} does not use {key} (got "
-                                  f"{getattr(cfg, key)!r}); leave it at {_DEFAULTS[key]!r} or "
-                                  "pick an algorithm that takes it (docs/algorithms.md)")
-        super().__init__(cfg)
 
     def setup(self, ctx: RunContext) -> None:
         self.losses = torch.full((ctx.num_nodes,), torch.nan, dtype=torch.float64)

@@ -19,6 +19,7 @@ class FedAvg(Server):
     """x <- x + server_lr * mean_i (x_i^K - x)."""
 
     name = "fedavg"
+    options = Server.options + ("server_lr",)
     uses_terms = False
 
     def setup(self, ctx: RunContext) -> None:
@@ -46,6 +47,7 @@ class FedProx(FedAvg):
     """Local step direction g + prox_mu * (x - x^t)."""
 
     name = "fedprox"
+    options = FedAvg.options + ("prox_mu",)
     uses_terms = True
 
     def local_terms(self, ctx: RunContext, nodes: torch.Tensor, start: Params,
@@ -57,6 +59,7 @@ class FedAdam(FedAvg):
     """Adam on the server with the mean client update as the (negative) pseudo-gradient."""
 
     name = "fedadam"
+    options = FedAvg.options + ("server_beta1", "server_beta2", "server_tau")
 
     def setup(self, ctx: RunContext) -> None:
         super().setup(ctx)

@@ -18,6 +18,7 @@ from p2pfl.population import Params
 
 class FedCM(Server):
     name = "fedcm"
+    options = Server.options + ("server_lr", "cm_alpha")
     down = 2  # model and Delta
 
     def setup(self, ctx: RunContext) -> None:

@@ -22,6 +22,7 @@ from p2pfl.population import Params
 
 class FedDyn(Server):
     name = "feddyn"
+    options = Server.options + ("dyn_alpha",)
 
     def setup(self, ctx: RunContext) -> None:
         super().setup(ctx)
@@ -60,6 +61,7 @@ class FedSpeed(FedDyn):
 
     name = "fedspeed"
     variants = ("paper", "reference_code")
+    form_options = {"paper": ("quasi_alpha",)}
 
     def local_terms(self, ctx: RunContext, nodes: torch.Tensor, start: Params,
                     t: int) -> LocalTerms:

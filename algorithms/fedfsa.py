@@ -74,6 +74,7 @@ def top_layers(scores: torch.Tensor, c: int) -> torch.Tensor:
 
 class FedFSA(FedCM):
     name = "fedfsa"
+    options = FedCM.options + ("rho_larger", "top_c", "personal_fraction")
     variants = ("paper", "reference_code")
 
     def setup(self, ctx: RunContext) -> None:

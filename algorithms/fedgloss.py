@@ -27,6 +27,7 @@ from algorithms.client_state import clone, sq_norm
 from algorithms.dual import DriftDual
 from algorithms.server import ClientRound, Server
 from algorithms.server_optim import ServerSGD
+from p2pfl.config import AlgorithmConfig, ConfigError
 from p2pfl.context import RunContext
 from p2pfl.local import LocalSolver, LocalTerms
 from p2pfl.population import Params
@@ -49,6 +50,19 @@ def ascend(model: Params, direction: Params, rho: float) -> Params:
 
 class FedGloSS(Server):
     name = "fedgloss"
+    options = Server.options + ("server_lr", "dyn_alpha", "server_rho", "rho_warmup", "rho_start",
+                                "server_rho_warmup")
+
+    def check_options(self, cfg: AlgorithmConfig) -> None:
+        """Also refuse warm-up settings without a warm-up (rho_warmup = 0 ignores them)."""
+        super().check_options(cfg)
+        if cfg.rho_warmup == 0:
+            for key in ("rho_start", "server_rho_warmup"):
+                default = getattr(AlgorithmConfig, key)
+                if getattr(cfg, key) != default:
+                    raise ConfigError(f"algorithm.{key}", f"{self.name} reads {key} only "
+                                      "during a warm-up: set algorithm.rho_warmup > 0 or leave "
+                                      f"it at {default!r}")
     variants = ("paper", "reference_code")
 
     def setup(self, ctx: RunContext) -> None:

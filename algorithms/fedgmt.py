@@ -27,6 +27,7 @@ from p2pfl.population import Params
 
 class FedGMT(Server):
     name = "fedgmt"
+    options = Server.options + ("dyn_alpha", "ema_alpha", "distill_gamma", "kl_temperature")
     down = 2  # w_t and e_t
     variants = ("paper", "reference_code")
 

@@ -88,6 +88,7 @@ class FedLESAMS(_LESAM, Scaffold):
 
     name = "fedlesam_s"
     variants = ("paper", "reference_code")
+    form_options = {"reference_code": ("correction_scale",)}
 
     def correction_scale(self) -> float:
         return self.cfg.correction_scale if self.cfg.variant == "reference_code" else 1.0

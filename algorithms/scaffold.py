@@ -20,6 +20,7 @@ from p2pfl.population import Params
 
 class Scaffold(Server):
     name = "scaffold"
+    options = Server.options + ("server_lr",)
     down = 2  # x and c
     up = 2  # x_i^K and Delta c_i
 

@@ -66,6 +66,10 @@ class Server(Algorithm):
     """
 
     mixing = "server"
+    # Every server algorithm samples clients and runs the LocalSolver (local heavy-ball momentum;
+    # rho > 0 adds SAM where the algorithm has no perturbation rule of its own); `variants` says
+    # which values of `variant` it takes.
+    options = ("participation", "sampling", "momentum", "rho", "variant")
     down: ClassVar[int] = 1
     up: ClassVar[int] = 1
     variants: ClassVar[tuple[str, ...]] = ("paper",)

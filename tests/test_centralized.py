@@ -342,7 +342,9 @@ def test_copies_and_bytes_per_round_match_the_spec(name, tmp_path):
 
 @pytest.mark.parametrize("name", sorted(COPIES))
 def test_resume_from_state_dict_gives_the_same_next_round(name):
-    cfg = _config(name, algorithm__rho=0.2, algorithm__server_rho=0.2, algorithm__momentum=0.5)
+    cls = next(c for c in CENTRALIZED if c.name == name)
+    knobs = {"rho": 0.2, "server_rho": 0.2, "momentum": 0.5}  # where the algorithm reads them
+    cfg = _config(name, **{f"algorithm__{k}": v for k, v in knobs.items() if k in cls.options})
     ctx, algorithm = build(cfg)
     for t in range(2):
         algorithm.round(ctx, t, ctx.schedule.at(t))

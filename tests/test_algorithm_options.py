@@ -1,0 +1,147 @@
+"""Every algorithm refuses an [algorithm] field it would ignore (algorithms.base.check_options)."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from pathlib import Path
+
+import pytest
+
+from algorithms import ALGORITHMS, CENTRALIZED, Server
+from algorithms.base import COMMON
+from p2pfl.config import AlgorithmConfig, ConfigError, config_from_dict
+
+# A valid non-default value of every AlgorithmConfig field outside COMMON.
+NON_DEFAULT = {
+    "participation": 0.5, "momentum": 0.5, "rho": 0.05, "server_lr": 0.5,
+    "variant": "reference_code", "sampling": "bernoulli", "prox_mu": 0.1, "server_beta1": 0.5,
+    "server_beta2": 0.5, "server_tau": 0.1, "cm_alpha": 0.5, "dyn_alpha": 0.5,
+    "correction_scale": 0.5, "quasi_alpha": 0.5, "ema_alpha": 0.5, "distill_gamma": 0.5,
+    "kl_temperature": 3.0, "server_rho": 0.1, "rho_warmup": 2, "rho_start": 0.01,
+    "server_rho_warmup": True, "rho_larger": 0.5, "top_c": 1, "personal_fraction": 0.5,
+    "gossip_steps": 2, "dpsgd_order": "atc", "momentum_form": "dampened",
+}
+
+
+def _build(name: str, **fields):
+    return ALGORITHMS[name](AlgorithmConfig(name=name, **fields))
+
+
+def test_every_field_is_common_or_covered_here():
+    fields = {f.name for f in dataclasses.fields(AlgorithmConfig)}
+    assert fields == set(COMMON) | set(NON_DEFAULT)
+    defaults = AlgorithmConfig()
+    for key, value in NON_DEFAULT.items():
+        assert getattr(defaults, key) != value, key
+
+
+def test_the_non_default_values_are_valid():
+    config_from_dict({"algorithm": {"name": "fedavg", **NON_DEFAULT}})
+
+
+def _cases():
+    for name, cls in sorted(ALGORITHMS.items()):
+        for variant in getattr(cls, "variants", ("paper",)):
+            for key in NON_DEFAULT:
+                if key != "variant" or variant == "paper":
+                    yield name, variant, key
+
+
+@pytest.mark.parametrize(("name", "variant", "key"), list(_cases()))
+def test_a_field_is_read_or_refused(name, variant, key):
+    cls = ALGORITHMS[name]
+    base = {"variant": variant}
+    if "rho_warmup" in cls.options and key != "rho_warmup":
+        base["rho_warmup"] = 2  # FedGloSS reads the warm-up fields only during a warm-up
+    reads = (key in cls.options or key in cls.form_options.get(variant, ())) and (
+        key != "variant" or "reference_code" in getattr(cls, "variants", ()))
+    fields = base | {key: NON_DEFAULT[key]}
+    if reads:
+        _build(name, **fields)
+        return
+    with pytest.raises(ConfigError) as err:
+        _build(name, **fields)
+    assert err.value.field == f"algorithm.{key}"
+    assert "\n" not in str(err.value)
+    assert str(err.value).startswith(f"algorithm.{key}: {name} ")
+
+
+# (algorithm, field, accepted?): what docs/algorithms*.md say each algorithm reads.
+SPOT = [
+    ("fedavg", "prox_mu", False), ("fedprox", "prox_mu", True), ("fedavg", "server_rho", False),
+    ("fedavg", "dyn_alpha", False), ("fedavg", "rho_larger", False), ("fedavg", "rho", True),
+    ("fedavg", "server_lr", True), ("fedavg", "participation", True),
+    ("fedavg", "sampling", True), ("fedavg", "gossip_steps", False),
+    ("fedadam", "server_beta1", True), ("fedadam", "server_tau", True),
+    ("fedavg", "server_beta2", False), ("fedcm", "cm_alpha", True), ("fedcm", "rho", True),
+    ("mofedsam", "cm_alpha", True), ("fedavg", "cm_alpha", False),
+    ("scaffold", "server_lr", True), ("scaffold", "rho", True), ("scaffold", "dyn_alpha", False),
+    ("feddyn", "dyn_alpha", True), ("feddyn", "server_lr", False), ("feddyn", "rho", True),
+    ("fedspeed", "quasi_alpha", True), ("fedsmoo", "quasi_alpha", False),
+    ("fedsmoo", "server_lr", False), ("fedlesam", "server_lr", True),
+    ("fedlesam", "correction_scale", False), ("fedlesam_d", "dyn_alpha", True),
+    ("fedlesam_d", "server_lr", False), ("fedgmt", "ema_alpha", True),
+    ("fedgmt", "kl_temperature", True), ("fedgmt", "distill_gamma", True),
+    ("fedgmt", "momentum", True), ("fedgmt", "rho", True), ("fedgmt", "server_lr", False),
+    ("fedgloss", "server_rho", True), ("fedgloss", "rho_warmup", True),
+    ("fedgloss", "server_lr", True), ("naive_fedgloss", "server_rho", True),
+    ("fedgloss", "cm_alpha", False), ("fedfsa", "rho_larger", True), ("fedfsa", "top_c", True),
+    ("fedfsa", "personal_fraction", True), ("fedfsa", "cm_alpha", True),
+    ("mofedsam", "rho_larger", False), ("dfedavg", "participation", False),
+    ("dfedavg", "prox_mu", False), ("dfedavg", "server_lr", False),
+    ("dfedavg", "variant", False), ("dfedavg", "momentum", False),
+    ("dfedavgm", "momentum", True), ("dfedsgpsm", "rho", True), ("dfedsgpsm", "sampling", False),
+    ("sgp", "dyn_alpha", False), ("dpsgd", "dpsgd_order", True),
+    ("fedavg", "dpsgd_order", False), ("fedavg", "momentum_form", False),
+]
+
+
+@pytest.mark.parametrize(("name", "key", "accepted"), SPOT)
+def test_spot_checks(name, key, accepted):
+    if accepted:
+        _build(name, **{key: NON_DEFAULT[key]})
+    else:
+        with pytest.raises(ConfigError, match=f"^algorithm.{key}: {name} "):
+            _build(name, **{key: NON_DEFAULT[key]})
+
+
+def test_forms_and_warm_up():
+    _build("fedlesam_s", variant="reference_code", correction_scale=0.5)
+    with pytest.raises(ConfigError, match="fedlesam_s reads correction_scale only in its "
+                                          "'reference_code' form"):
+        _build("fedlesam_s", correction_scale=0.5)
+    _build("fedspeed", quasi_alpha=0.5)
+    with pytest.raises(ConfigError, match="algorithm.quasi_alpha: fedspeed reads quasi_alpha"):
+        _build("fedspeed", variant="reference_code", quasi_alpha=0.5)
+    with pytest.raises(ConfigError, match="algorithm.variant: fedavg has no 'reference_code'"):
+        _build("fedavg", variant="reference_code")
+    _build("fedgloss", rho_warmup=3, rho_start=0.01, server_rho_warmup=True)
+    for key in ("rho_start", "server_rho_warmup"):
+        with pytest.raises(ConfigError, match=f"algorithm.{key}: fedgloss reads {key} only "
+                                              "during a warm-up"):
+            _build("fedgloss", **{key: NON_DEFAULT[key]})
+
+
+def test_the_message_says_what_to_do():
+    with pytest.raises(ConfigError) as err:
+        _build("fedavg", prox_mu=0.5)
+    assert str(err.value) == ("algorithm.prox_mu: fedavg does not use prox_mu (got 0.5); leave "
+                              "it at 0.01 or pick an algorithm that takes it (docs/algorithms.md)")
+
+
+def test_the_docs_table_lists_each_centralized_algorithms_own_fields():
+    rows = {}
+    for line in Path("docs/algorithms-centralized.md").read_text().splitlines():
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if len(cells) == 6 and cells[0].startswith("`") and cells[1].endswith(".py"):
+            fields = re.sub(r"\([^)]*\)", "", cells[5]).replace("server_beta1/2",
+                                                                "server_beta1, server_beta2")
+            rows[cells[0].strip("`")] = fields
+    assert set(rows) == {cls.name for cls in CENTRALIZED}
+    for cls in CENTRALIZED:
+        text = rows[cls.name]
+        listed = rows[text.split()[1]] if text.startswith("as ") else text
+        own = set(cls.options) - set(Server.options)
+        own |= {k for keys in cls.form_options.values() for k in keys}
+        assert {f.strip() for f in listed.split(",") if f.strip()} == own, cls.name
