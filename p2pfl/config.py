@@ -313,6 +313,15 @@ def _check_range(name: str, value: float, bounds: tuple) -> None:
 
 
 def validate(cfg: Config) -> None:
+    """`check_fields`, then that every [algorithm] field the chosen algorithm does not read is at
+    its default."""
+    check_fields(cfg)
+    from algorithms import ALGORITHMS
+
+    ALGORITHMS[cfg.algorithm.name](cfg.algorithm)  # its constructor refuses unread options
+
+
+def check_fields(cfg: Config) -> None:
     """Check names against the registries and numbers against their ranges."""
     for (section, key), allowed in _choices().items():
         obj = getattr(cfg, section) if section else cfg

@@ -10,7 +10,13 @@ import pytest
 
 from algorithms import ALGORITHMS, CENTRALIZED, Server
 from algorithms.base import COMMON
-from p2pfl.config import AlgorithmConfig, ConfigError, config_from_dict
+from p2pfl.config import (
+    AlgorithmConfig,
+    Config,
+    ConfigError,
+    check_fields,
+    load_config,
+)
 
 # A valid non-default value of every AlgorithmConfig field outside COMMON.
 NON_DEFAULT = {
@@ -37,7 +43,7 @@ def test_every_field_is_common_or_covered_here():
 
 
 def test_the_non_default_values_are_valid():
-    config_from_dict({"algorithm": {"name": "fedavg", **NON_DEFAULT}})
+    check_fields(Config(algorithm=AlgorithmConfig(name="fedavg", **NON_DEFAULT)))
 
 
 def _cases():
@@ -145,3 +151,13 @@ def test_the_docs_table_lists_each_centralized_algorithms_own_fields():
         own = set(cls.options) - set(Server.options)
         own |= {k for keys in cls.form_options.values() for k in keys}
         assert {f.strip() for f in listed.split(",") if f.strip()} == own, cls.name
+
+
+def test_a_compare_variant_with_an_unread_option_is_refused_at_load(tmp_path):
+    """Refused before any variant runs, naming the variant and the field."""
+    path = tmp_path / "c.toml"
+    path.write_text('[data]\nname = "synthetic"\n'
+                    '[[compare]]\n"algorithm.name" = "fedavg"\n"topology.name" = "star"\n'
+                    '[[compare]]\n"algorithm.name" = "dfedavg"\n"algorithm.prox_mu" = 0.5\n')
+    with pytest.raises(ConfigError, match=r"^compare\[1\]\.algorithm\.prox_mu: dfedavg does not"):
+        load_config(path)
