@@ -290,7 +290,9 @@ def config_from_dict(raw: dict[str, Any]) -> Config:
             allowed = ", ".join(sorted(top_hints))
             raise ConfigError(key, f"unknown field (allowed: {allowed})")
     cfg = Config(**kwargs)
-    validate(cfg)
+    # A [[compare]] root is never run itself: only its variants are checked against their
+    # algorithm (its own algorithm name may be a placeholder).
+    (check_fields if cfg.compare else validate)(cfg)
     for i, variant in enumerate(cfg.compare):
         try:
             validate(with_overrides(cfg, variant_overrides(variant)))
