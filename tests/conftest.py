@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+import torch
 
 from p2pfl.config import Config, config_from_dict
 
@@ -36,3 +37,12 @@ def small_config(**overrides: Any) -> Config:
 @pytest.fixture
 def make_config():
     return small_config
+
+
+@pytest.fixture(scope="module")
+def one_thread():
+    """Tiny float64 problems: intra-op threads only add contention on a shared machine."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)

@@ -21,13 +21,7 @@ from tests.conftest import small_config
 SAM_EPS, CLIP_EPS = 1e-7, 1e-6
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """Tiny float64 problems: intra-op threads only add contention on a shared machine."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def _config(name: str, **overrides):

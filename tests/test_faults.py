@@ -17,12 +17,7 @@ from tests.conftest import small_config
 N = 8
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def _config(name: str, link_drop: float = 0.0, node_drop: float = 0.0, **overrides):
