@@ -65,7 +65,8 @@ def workload(executor: str, rho: float, device: str) -> dict:
                  "alpha": 0.3},
         "model": {"name": "mlp"},
         "topology": {"name": "random_out", "out_degree": 10},
-        "algorithm": {"name": "dfedsgpsm" if rho > 0 else "dfedsgpm", "lr": 0.05, "local_steps": 5, "local_epochs": 0,
+        "algorithm": {"name": "dfedsgpsm" if rho > 0 else "dfedsgpm", "lr": 0.05,
+                      "local_steps": 5, "local_epochs": 0,
                       "batch_size": 32, "momentum": 0.9, "rho": rho},
         "engine": {"executor": executor},
     }

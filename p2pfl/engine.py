@@ -40,6 +40,7 @@ from p2pfl.data import DatasetNotFoundError, find_dataset_dir, load_dataset, par
 from p2pfl.federated import FederatedData
 from p2pfl.guard import Guard, cut_links, finite_rows
 from p2pfl.local import VectorizedTrainer
+from p2pfl.memory import plan_chunks
 from p2pfl.metrics import consensus_distance, evaluate
 from p2pfl.models import build_model, stacked_forward
 from p2pfl.plots import plot_histories
@@ -55,7 +56,6 @@ from p2pfl.results import (
 from p2pfl.seeding import numpy_rng, stream_seed
 
 History = list[dict[str, Any]]
-CPU_CHUNK = 10  # nodes per chunk on CPU: all K steps of a chunk stay in cache (perf-notes.md)
 CONNECTIVITY_WINDOW = 20  # rounds of a time-varying schedule checked for joint connectivity
 AUTO_CHECKPOINT_RATIO = 20  # checkpoint_every = 0: save when 20x the last save's time has passed
 
@@ -146,8 +146,11 @@ def build(cfg: Config) -> tuple[RunContext, Algorithm]:
     if cfg.engine.executor == "loop":
         trainer: VectorizedTrainer | LoopTrainer = LoopTrainer(model, data, cfg.data.num_nodes)
     else:
-        chunk = cfg.engine.chunk_size or (CPU_CHUNK if device.type == "cpu" else cfg.data.num_nodes)
-        trainer = VectorizedTrainer(forward, data, chunk)
+        chunks = plan_chunks(forward, {k: v[:1] for k, v in population.params.items()},
+                             data.input_shape, cfg.data.num_nodes, cfg.algorithm.batch_size,
+                             cfg.eval.batch_size, cfg.algorithm.rho > 0, device)
+        trainer = VectorizedTrainer(forward, data, cfg.engine.chunk_size or chunks.train,
+                                    cfg.engine.chunk_size or chunks.eval)
     ctx = RunContext(cfg, device, dtype, data, population, forward, trainer,
                      LocalComm(device, dtype), schedule)
     algorithm.setup(ctx)
@@ -168,7 +171,7 @@ def _eval_subset(ctx: RunContext) -> tuple[torch.Tensor, torch.Tensor]:
 def _evaluate(ctx: RunContext, algorithm: Algorithm,
               local_eval: tuple[torch.Tensor, torch.Tensor]) -> dict[str, float]:
     ev = ctx.cfg.eval
-    chunk = ctx.trainer.chunk_size if isinstance(ctx.trainer, VectorizedTrainer) else 1
+    chunk = ctx.trainer.eval_chunk_size if isinstance(ctx.trainer, VectorizedTrainer) else 1
     average = algorithm.average_model(ctx)
     acc, loss = evaluate(ctx.forward, {k: v.unsqueeze(0) for k, v in average.items()},
                          ctx.data.x_test, ctx.data.y_test, ev.batch_size, 1)

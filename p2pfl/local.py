@@ -80,18 +80,25 @@ def descent_direction(forward: StackedForward, params: Params, x: torch.Tensor, 
 
 
 def apply_step(params: Params, direction: Params, buffers: Params | None, lr: torch.Tensor,
-               solver: LocalSolver) -> None:
+               solver: LocalSolver, first: bool = False) -> None:
     """x -= lr * (momentum buffer of d + wd * x), in place; `lr` is per node [c].
 
     Two passes over memory per tensor (the step is memory-bound): b <- d + momentum * b, then
-    x <- x - lr * b.
+    x <- x - lr * b. `first`: the buffers hold garbage and are overwritten (the momentum buffer
+    starts at zero every round, so its first value is d itself).
     """
     for k, d in direction.items():
         x = params[k]
-        if solver.weight_decay > 0:
-            d = d.add(x, alpha=solver.weight_decay)
         if buffers is not None:
-            d = torch.add(d, buffers[k], alpha=solver.momentum, out=buffers[k])
+            b = buffers[k]
+            if solver.weight_decay > 0:
+                d = torch.add(d, x, alpha=solver.weight_decay, out=b if first else None)
+            if first:
+                d = b.copy_(d) if d is not b else b
+            else:
+                d = torch.add(d, b, alpha=solver.momentum, out=b)
+        elif solver.weight_decay > 0:
+            d = d.add(x, alpha=solver.weight_decay)
         x.addcmul_(d, row_scale(lr, d), value=-1.0)
 
 
@@ -247,12 +254,27 @@ def corrected_direction(forward: StackedForward, params: Params, x: torch.Tensor
 class VectorizedTrainer:
     """Runs the local phase of many nodes as batched tensor operations, `chunk_size` nodes at a
     time (each chunk runs all K steps; nodes are independent, so chunking does not change results).
+    Evaluation of the nodes' models goes `eval_chunk_size` nodes at a time (p2pfl.memory).
     """
 
-    def __init__(self, forward: StackedForward, data: FederatedData, chunk_size: int) -> None:
+    def __init__(self, forward: StackedForward, data: FederatedData, chunk_size: int,
+                 eval_chunk_size: int | None = None) -> None:
         self.forward = forward
         self.data = data
         self.chunk_size = chunk_size
+        self.eval_chunk_size = eval_chunk_size or chunk_size
+        self._buffers: Params = {}  # momentum buffers, reused: fresh ones page-fault every chunk
+
+    def momentum_buffers(self, chunk: Params) -> Params:
+        """Scratch momentum buffers shaped like `chunk` (contents undefined)."""
+        rows = next(iter(chunk.values())).shape[0]
+        for k, v in chunk.items():
+            held = self._buffers.get(k)
+            if (held is None or held.shape[0] < rows or held.shape[1:] != v.shape[1:]
+                    or held.dtype != v.dtype or held.device != v.device):
+                self._buffers[k] = torch.empty((max(rows, self.chunk_size), *v.shape[1:]),
+                                               dtype=v.dtype, device=v.device)
+        return {k: self._buffers[k][:rows] for k in chunk}
 
     def train(self, params: Params, nodes: torch.Tensor, plan: BatchPlan, solver: LocalSolver,
               lr: torch.Tensor, terms: LocalTerms | None = None) -> torch.Tensor:
@@ -267,8 +289,7 @@ class VectorizedTrainer:
             rows = slice(start, min(start + self.chunk_size, m))
             chunk = {k: v[rows] for k, v in params.items()}
             chunk_terms = terms.rows(rows) if terms is not None else None
-            buffers = ({k: torch.zeros_like(v) for k, v in chunk.items()}
-                       if solver.momentum > 0 else None)
+            buffers = self.momentum_buffers(chunk) if solver.momentum > 0 else None
             for step in range(plan.steps):
                 x, y = self.data.batch(plan, step, nodes[rows])
                 if chunk_terms is None:
@@ -276,6 +297,6 @@ class VectorizedTrainer:
                 else:
                     direction, losses = corrected_direction(self.forward, chunk, x, y, solver,
                                                             chunk_terms)
-                apply_step(chunk, direction, buffers, lr[rows], solver)
+                apply_step(chunk, direction, buffers, lr[rows], solver, first=step == 0)
                 mean_loss[rows] += losses
         return mean_loss / plan.steps

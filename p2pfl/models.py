@@ -30,9 +30,36 @@ Params = dict[str, torch.Tensor]
 StackedForward = Callable[[Params, torch.Tensor], torch.Tensor]
 
 
+class _StackedLinear(torch.autograd.Function):
+    """Per-node affine map h @ weight^T + bias with a backward that writes contiguous gradients.
+
+    Autograd's own backward of baddbmm(bias, h, weight^T) returns the weight gradient as a
+    transposed view, and every later elementwise pass over it (momentum, step) is then strided:
+    measured 2-3x slower per local step on CPU. The backward is made of differentiable ops, so
+    double backward (Hessian-vector products) still works.
+    """
+
+    @staticmethod
+    def forward(h: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+        return torch.baddbmm(bias.unsqueeze(1), h, weight.transpose(1, 2))
+
+    @staticmethod
+    def setup_context(ctx, inputs: tuple, output: torch.Tensor) -> None:  # noqa: ANN001
+        h, weight, _ = inputs
+        ctx.save_for_backward(h, weight)
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor) -> tuple:  # noqa: ANN001
+        h, weight = ctx.saved_tensors
+        grad_h = torch.bmm(grad, weight) if ctx.needs_input_grad[0] else None
+        grad_weight = torch.bmm(grad.transpose(1, 2), h) if ctx.needs_input_grad[1] else None
+        grad_bias = grad.sum(1) if ctx.needs_input_grad[2] else None
+        return grad_h, grad_weight, grad_bias
+
+
 def _stacked_linear(h: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
     """Per-node affine map: h [c, B, in], weight [c, out, in], bias [c, out] -> [c, B, out]."""
-    return torch.baddbmm(bias.unsqueeze(1), h, weight.transpose(1, 2))
+    return _StackedLinear.apply(h, weight, bias)
 
 
 def _conv_features_loop(params: Params, x: torch.Tensor) -> torch.Tensor:

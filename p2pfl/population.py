@@ -55,7 +55,7 @@ def broadcast(model: Params, rows: int) -> Params:
 
 def per_node_sq_norm(tensors: Params) -> torch.Tensor:
     """Squared L2 norm of each row over all tensors jointly: [rows]."""
-    return sum(t.flatten(1).square().sum(dim=1) for t in tensors.values())
+    return sum(torch.linalg.vector_norm(t.flatten(1), dim=1).square() for t in tensors.values())
 
 
 def row_scale(scale: torch.Tensor, like: torch.Tensor) -> torch.Tensor:

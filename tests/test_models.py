@@ -205,3 +205,14 @@ def test_unknown_model_name():
     with pytest.raises(ValueError, match="mlp, cnn, resnet18_gn"):
         build_model("vgg16", (3, 32, 32), 10)
     assert MODELS == ("mlp", "cnn", "resnet18_gn")
+
+
+def test_stacked_linear_backward_is_exact_twice_differentiable_and_contiguous():
+    gen = torch.Generator().manual_seed(0)
+    h, weight, bias = (torch.randn(*shape, generator=gen, dtype=torch.float64,
+                                   requires_grad=True) for shape in ((2, 3, 4), (2, 5, 4), (2, 5)))
+    assert torch.autograd.gradcheck(models._stacked_linear, (h, weight, bias))
+    assert torch.autograd.gradgradcheck(models._stacked_linear, (h, weight, bias))
+    out = models._stacked_linear(h, weight, bias)
+    grads = torch.autograd.grad(out.square().sum(), (weight, bias))
+    assert all(g.is_contiguous() for g in grads)

@@ -1,0 +1,78 @@
+"""Memory-aware chunking: the probe's byte counts, the chunk sizes, and that chunking changes
+nothing in the results."""
+
+from __future__ import annotations
+
+import torch
+
+import p2pfl.memory as M
+from p2pfl.engine import Runner, build
+from p2pfl.models import build_model, stacked_forward
+from tests.conftest import small_config
+
+
+def _one_node(name: str, input_shape: tuple[int, ...]) -> tuple:
+    model = build_model(name, input_shape, 10).double()
+    params = {k: v.detach().unsqueeze(0) for k, v in model.named_parameters()}
+    return stacked_forward(model), params
+
+
+def test_mlp_saves_its_input_and_two_hidden_layers_per_sample():
+    forward, params = _one_node("mlp", (1, 28, 28))
+    assert M.activation_bytes(forward, params, (1, 28, 28)) == (784 + 200 + 200) * 8
+
+
+def test_chunk_sizes_follow_the_budget():
+    forward, params = _one_node("mlp", (1, 28, 28))
+    param_bytes = 199_210 * 8
+    sample_bytes = (784 + 200 + 200) * 8
+    per_node = M.STEP_COPIES * param_bytes + M.BACKWARD_FACTOR * sample_bytes * 32
+    per_sam_node = per_node + M.SAM_COPIES * param_bytes
+    per_eval_node = param_bytes + sample_bytes * 500
+    gpu = torch.device("cuda")  # only its type is read when a budget is given
+    chunks = M.plan_chunks(forward, params, (1, 28, 28), 1000, 32, 500, False, gpu,
+                           budget=37 * per_node + 5)
+    assert chunks == M.Chunks(train=37, eval=(37 * per_node + 5) // per_eval_node)
+    sam = M.plan_chunks(forward, params, (1, 28, 28), 1000, 32, 500, True, gpu,
+                        budget=37 * per_node)
+    assert sam.train == 37 * per_node // per_sam_node
+    assert M.plan_chunks(forward, params, (1, 28, 28), 20, 32, 500, False, gpu,
+                         budget=10**15) == M.Chunks(20, 20)
+    assert M.plan_chunks(forward, params, (1, 28, 28), 1000, 32, 500, False,
+                         torch.device("cpu"), budget=10**15).train == M.CPU_CHUNK
+    assert M.plan_chunks(forward, params, (1, 28, 28), 1000, 32, 500, False, gpu,
+                         budget=1) == M.Chunks(1, 1)
+
+
+def test_cnn_probe_counts_more_than_its_input():
+    forward, params = _one_node("cnn", (3, 32, 32))
+    assert M.activation_bytes(forward, params, (3, 32, 32)) > 3 * 32 * 32 * 8 + 64 * 28 * 28 * 8
+
+
+def test_free_bytes_is_positive():
+    assert M.free_bytes(torch.device("cpu")) > 0
+
+
+def _metrics_and_params(monkeypatch, out, budget: int | None) -> tuple[list, torch.Tensor, int]:
+    if budget is not None:
+        monkeypatch.setattr(M, "free_bytes", lambda device: budget)
+    cfg = small_config(algorithm__name="dfedsgpsm", algorithm__momentum=0.9,
+                       algorithm__rho=0.05, topology__name="random_out",
+                       topology__out_degree=2, data__num_nodes=7, rounds=2)
+    ctx, algorithm = build(cfg)
+    out.mkdir()
+    history = Runner(cfg, out, ctx, algorithm).run()
+    for record in history:
+        record.pop("wall_s"), record.pop("eval_s")
+    return history, ctx.population.flat.clone(), ctx.trainer.chunk_size
+
+
+def test_memory_chunked_equals_unchunked(monkeypatch, tmp_path):
+    whole, flat, chunk = _metrics_and_params(monkeypatch, tmp_path / "whole", None)
+    assert chunk == 7  # all nodes: fewer than CPU_CHUNK
+    small, small_flat, small_chunk = _metrics_and_params(monkeypatch, tmp_path / "chunked",
+                                                          2 * 4 * 9 * 10**6)
+    assert 1 < small_chunk < 7
+    assert torch.allclose(flat, small_flat, rtol=0, atol=1e-12)
+    assert [r["test_acc"] for r in whole] == [r["test_acc"] for r in small]
+    assert all(abs(a["train_loss"] - b["train_loss"]) < 1e-12 for a, b in zip(whole, small))
