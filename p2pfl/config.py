@@ -121,6 +121,7 @@ class EngineConfig:
     executor: str = "vectorized"
     checkpoint_every: int = 0  # rounds between checkpoints; 0 = auto (saving <= ~5% of run time)
     on_divergence: str = "stop"  # stop | skip_node (docs/reliability.md)
+    compile: bool = False  # torch.compile the stacked forward/backward (docs/performance.md)
 
 
 @dataclass
@@ -337,6 +338,9 @@ def check_fields(cfg: Config) -> None:
     alg = cfg.algorithm
     if alg.local_epochs == 0 and alg.local_steps == 0:
         raise ConfigError("algorithm.local_steps", "local_epochs and local_steps are both 0")
+    if cfg.engine.compile and cfg.engine.executor == "loop":
+        raise ConfigError("engine.compile", "compiles the vectorized population; the loop "
+                          "executor runs plain modules (set engine.executor = \"vectorized\")")
 
 
 def _parse_value(text: str) -> Any:

@@ -149,6 +149,8 @@ def build(cfg: Config) -> tuple[RunContext, Algorithm]:
         chunks = plan_chunks(forward, {k: v[:1] for k, v in population.params.items()},
                              data.input_shape, cfg.data.num_nodes, cfg.algorithm.batch_size,
                              cfg.eval.batch_size, cfg.algorithm.rho > 0, device)
+        if cfg.engine.compile:
+            forward = torch.compile(forward)
         trainer = VectorizedTrainer(forward, data, cfg.engine.chunk_size or chunks.train,
                                     cfg.engine.chunk_size or chunks.eval)
     ctx = RunContext(cfg, device, dtype, data, population, forward, trainer,

@@ -72,3 +72,22 @@ def test_sam_with_zero_radius_is_sgd():
     c = _one_round("vectorized", algorithm__name="dfedsam", algorithm__rho=0.5)
     assert _max_diff(a, c) > 1e-6
 
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # inside torch's inductor
+def test_compiled_equals_eager():
+    kwargs = {"engine__dtype": "float32", "algorithm__name": "dfedsgpsm",
+              "algorithm__momentum": 0.9, "algorithm__rho": 0.05, "topology__name": "random_out",
+              "topology__out_degree": 2}
+    eager = _one_round("vectorized", 2, **kwargs)
+    torch._dynamo.reset()
+    compiled = _one_round("vectorized", 2, engine__compile=True, **kwargs)
+    assert torch._dynamo.utils.counters["stats"]["unique_graphs"] > 0  # it did compile
+    assert _max_diff(eager, compiled) < 1e-5
+
+
+def test_compile_with_the_loop_executor_is_refused():
+    from p2pfl.config import ConfigError
+
+    with pytest.raises(ConfigError, match="engine.compile"):
+        small_config(engine__executor="loop", engine__compile=True)
