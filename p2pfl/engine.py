@@ -330,13 +330,16 @@ class Runner:
         bad_loss[report.nodes[~torch.isfinite(report.losses) & ~guard.frozen[report.nodes]]] = True
         if bad_loss.any():
             return bad_loss.nonzero().squeeze(1).tolist(), "training loss"
-        # Caught before mixing, the culprits; after it, every row the NaN reached.
-        for bad_params in (guard.bad_params, ~finite_rows(ctx.population.params)):
-            if bad_params.any():
-                return bad_params.nonzero().squeeze(1).tolist(), "parameters"
-        if not _all_finite(self.algorithm.average_model(ctx)):
-            return [], "average model"
-        return [], ""
+        if guard.bad_params.any():  # caught before mixing: the culprits
+            return guard.bad_params.nonzero().squeeze(1).tolist(), "parameters"
+        # Trained rows are checked above; anything else non-finite (mixing overflow, a server
+        # update) reaches the average model. Only then scan every row, to name the ones it reached.
+        if _all_finite(self.algorithm.average_model(ctx)):
+            return [], ""
+        bad_params = ~finite_rows(ctx.population.params)
+        if bad_params.any():
+            return bad_params.nonzero().squeeze(1).tolist(), "parameters"
+        return [], "average model"
 
     def _divergence_message(self, t: int, bad: list[int], what: str, frozen: list[int]) -> str:
         where = f" at nodes {bad[:10]}{' ...' if len(bad) > 10 else ''}" if bad else ""

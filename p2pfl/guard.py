@@ -20,11 +20,12 @@ from p2pfl.population import Params
 def finite_rows(params: Params) -> torch.Tensor:
     """bool [rows]: whether every entry of each row is finite, over all tensors.
 
-    One float64 row sum per tensor (NaN and inf propagate; a float32 sum cannot overflow in
-    float64), then an exact element check of the rows whose sum is not finite.
+    One row sum per tensor in its own dtype (NaN and inf propagate), then an exact element check
+    of the rows whose sum is not finite (a sum of large finite values may overflow: those rows
+    are only suspects). A float64 sum of float32 rows would be ~20x slower on CPU.
     """
     blocks = [v.reshape(v.shape[0], -1) for v in params.values()]
-    total = sum(b.sum(dim=1, dtype=torch.float64) for b in blocks)
+    total = sum(b.sum(dim=1) for b in blocks)
     ok = torch.isfinite(total)
     suspects = (~ok).nonzero().squeeze(1)
     if len(suspects):

@@ -23,6 +23,7 @@ from p2pfl.checkpoint import CHECKPOINT
 from p2pfl.cli import main
 from p2pfl.config import ConfigError, with_overrides
 from p2pfl.engine import DivergenceError, run, run_compare
+from p2pfl.guard import finite_rows
 from p2pfl.results import METRICS, read_metrics
 from tests.conftest import small_config
 
@@ -451,3 +452,10 @@ def test_resume_refuses_a_checkpoint_whose_streams_were_derived_differently(tmp_
     torch.save(state, tmp_path / "run" / CHECKPOINT)
     with pytest.raises(ConfigError, match=r"random streams \['a_newer_stream', 'batches'\]"):
         run(with_overrides(cfg, {"rounds": 2}), tmp_path / "run", resume=True)
+
+
+def test_finite_rows_is_exact_when_a_row_sum_overflows():
+    big = torch.finfo(torch.float32).max
+    params = {"w": torch.tensor([[big, big], [1.0, 2.0], [1.0, float("nan")]]),
+              "b": torch.tensor([[0.0], [float("inf")], [0.0]])}
+    assert finite_rows(params).tolist() == [True, False, False]
