@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import time
 import warnings
+from collections.abc import Iterable
 from typing import Any
 
 import flwr
@@ -91,24 +92,43 @@ class MatchedFedAvg(FedAvg):
         clients = M.sampled_clients(self.cfg, server_round - 1)
         return [Message(record, self.node_ids[c], MessageType.TRAIN) for c in clients]
 
+    def aggregate_train(self, server_round: int, replies: Iterable[Message]
+                        ) -> tuple[ArrayRecord | None, MetricRecord | None]:
+        """FedAvg's aggregation, refusing a round where a sampled client failed (FedAvg itself
+        would average the others: not the same work as p2pfl's)."""
+        replies = list(replies)
+        expected = len(M.sampled_clients(self.cfg, server_round - 1))
+        for reply in replies:
+            if reply.has_error():
+                raise RuntimeError(f"round {server_round}: SuperNode "
+                                   f"{reply.metadata.src_node_id} failed: {reply.error.reason}")
+        if len(replies) != expected:
+            raise RuntimeError(f"round {server_round}: {len(replies)} of {expected} replies")
+        return super().aggregate_train(server_round, replies)
 
-def _partition_nodes(grid: Grid, expected: int, timeout: float = 300.0) -> dict[int, int]:
-    """p2pfl client (SuperNode partition id) -> SuperNode id, asked of every SuperNode once all
-    `expected` SuperNodes have registered (they register while the ServerApp starts)."""
+
+def _registered_nodes(grid: Grid, expected: int, timeout: float = 300.0) -> list[int]:
+    """The SuperNode ids, once all `expected` have registered (they register while the
+    ServerApp starts)."""
     deadline = time.perf_counter() + timeout
     while len(ids := list(grid.get_node_ids())) < expected:
         if time.perf_counter() > deadline:
             raise RuntimeError(f"only {len(ids)} of {expected} SuperNodes registered in "
                                f"{timeout:.0f} s")
         time.sleep(0.05)
+    return ids
+
+
+def _partition_nodes(grid: Grid, ids: list[int]) -> dict[int, int]:
+    """p2pfl client (SuperNode partition id) -> SuperNode id, asked of every SuperNode."""
     queries = [Message(RecordDict(), node, MessageType.QUERY) for node in ids]
     nodes = {}
     for reply in grid.send_and_receive(queries):
         if reply.has_error():
             raise RuntimeError(f"SuperNode {reply.metadata.src_node_id}: {reply.error.reason}")
         nodes[int(reply.content["node"]["partition-id"])] = reply.metadata.src_node_id
-    if sorted(nodes) != list(range(expected)):
-        raise RuntimeError(f"expected partition ids 0..{expected - 1}, got {sorted(nodes)}")
+    if sorted(nodes) != list(range(len(ids))):
+        raise RuntimeError(f"expected partition ids 0..{len(ids) - 1}, got {sorted(nodes)}")
     return nodes
 
 
@@ -118,8 +138,9 @@ def _server_app(cfg: Config, threads: int, out: dict[str, Any]) -> ServerApp:
 
     @app.main()
     def main(grid: Grid, context: Context) -> None:
+        ids = _registered_nodes(grid, cfg.data.num_nodes)
         start = time.perf_counter()
-        node_ids = _partition_nodes(grid, cfg.data.num_nodes)
+        node_ids = _partition_nodes(grid, ids)
         out["query_s"] = time.perf_counter() - start
         data = M.federated_data(cfg)  # the server's copy, for the final evaluation
         model = M.initial_model(cfg, data)
@@ -148,7 +169,8 @@ def run(cfg: Config, cpus: int, client_cpus: int, verbose: bool = False) -> dict
     """Run `cfg` (bench.peer_match.fedavg_config) in Flower's simulation with `cpus` Ray CPUs
     and `client_cpus` CPUs (= torch threads) per virtual client, so cpus // client_cpus clients
     train at once. Returns setup_s (start until round 1 begins: Ray, actors, SuperNodes, the
-    partition query, the server's data), query_s (the partition query alone), per-round
+    partition query, the server's data), query_s (the partition query, once every SuperNode
+    has registered; it waits for the Ray actors to start), per-round
     seconds, eval_s, total_s (until run_simulation returns, Ray shut down), final_test_acc and
     the final global model (name -> tensor)."""
     out: dict[str, Any] = {}

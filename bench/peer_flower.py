@@ -34,7 +34,7 @@ import torch
 
 import p2pfl
 from bench import peer_match as M
-from p2pfl.config import Config
+from p2pfl.config import Config, ConfigError
 from p2pfl.engine import Runner, build
 
 SKIP = "skipped: flwr is not installed (make bench-flower)"
@@ -89,14 +89,19 @@ def main(argv: list[str] | None = None) -> int:
                         help="Ray CPUs (= torch threads) per Flower virtual client")
     parser.add_argument("--verbose", action="store_true", help="show Flower's and Ray's logs")
     args = parser.parse_args(argv)
-    if importlib.util.find_spec("flwr") is None or importlib.util.find_spec("ray") is None:
-        print(SKIP)
-        return 0
+    if args.cpus < 1:
+        parser.error(f"--cpus must be >= 1, got {args.cpus}")
     if not 1 <= args.client_cpus <= args.cpus:
         parser.error(f"--client-cpus must be in [1, --cpus = {args.cpus}], "
                      f"got {args.client_cpus}")
-    cfg = M.fedavg_config(args.rounds, args.clients, args.participation, args.local_steps,
-                          args.batch_size, args.lr, args.seed)
+    try:
+        cfg = M.fedavg_config(args.rounds, args.clients, args.participation, args.local_steps,
+                              args.batch_size, args.lr, args.seed)
+    except ConfigError as err:
+        parser.error(str(err))
+    if importlib.util.find_spec("flwr") is None or importlib.util.find_spec("ray") is None:
+        print(SKIP)
+        return 0
     ours = run_p2pfl(cfg, args.cpus)
 
     from bench import flower_app  # imports flwr
