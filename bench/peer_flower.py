@@ -38,12 +38,15 @@ from p2pfl.config import Config, ConfigError
 from p2pfl.engine import Runner, build
 
 SKIP = "skipped: flwr is not installed (make bench-flower)"
+BARE_ROUNDS = 10
 
 
 def run_p2pfl(cfg: Config, threads: int) -> dict[str, Any]:
     """`cfg` through p2pfl's engine (build, then the Runner's rounds) with `threads` torch
     threads: setup_s (build: data, partition, model), per-round seconds (the Runner's wall_s,
-    evaluation excluded), eval_s, total_s, final_test_acc and the final server model."""
+    evaluation excluded), eval_s, total_s, final_test_acc and the final server model; then,
+    outside those numbers, bare_rounds_s: up to BARE_ROUNDS more rounds of `algorithm.round`
+    alone (no divergence guard, no record), to show what the Runner adds."""
     torch.set_num_threads(threads)
     start = time.perf_counter()
     ctx, algorithm = build(cfg)
@@ -56,8 +59,13 @@ def run_p2pfl(cfg: Config, threads: int) -> dict[str, Any]:
     model.load_state_dict(algorithm.average_model(ctx))
     acc = M.accuracy(model, ctx.data)
     end = time.perf_counter()
+    bare = []  # after the measured run: a few more rounds of the algorithm alone, no Runner
+    for t in range(cfg.rounds, cfg.rounds + min(BARE_ROUNDS, cfg.rounds)):
+        bare_start = time.perf_counter()
+        algorithm.round(ctx, t, ctx.schedule.at(t))
+        bare.append(time.perf_counter() - bare_start)
     return {"setup_s": setup, "rounds_s": rounds, "eval_s": end - eval_start,
-            "total_s": end - start, "final_test_acc": acc,
+            "total_s": end - start, "final_test_acc": acc, "bare_rounds_s": bare,
             "model": {k: v.clone() for k, v in model.state_dict().items()}}
 
 
@@ -130,6 +138,9 @@ def main(argv: list[str] | None = None) -> int:
               f"{s['total_s']:>8.1f} {s['final_test_acc']:>9.4f}")
     ratio = sides["flower"][2]["median_s_per_round"] / sides["p2pfl"][2]["median_s_per_round"]
     diff = max_difference(ours["model"], theirs["model"])
+    bare = statistics.median(ours["bare_rounds_s"])
+    print(f"p2pfl's algorithm round alone (no Runner: no divergence guard, no record): median "
+          f"{bare:.4f} s over {len(ours['bare_rounds_s'])} more rounds")
     print(f"Flower / p2pfl median time per round: {ratio:.1f}x; total: "
           f"{theirs['total_s'] / ours['total_s']:.1f}x; largest difference between the final "
           f"global models: {diff:.2e} (same clients and minibatches every round)")
@@ -139,7 +150,8 @@ def main(argv: list[str] | None = None) -> int:
                            "lr": a.lr, "rounds": cfg.rounds, "seed": cfg.seed},
               "cpus": args.cpus, "client_cpus": args.client_cpus,
               "flwr": flower_app.VERSION, "torch": torch.__version__,
-              "p2pfl": {**sides["p2pfl"][2], "threads": args.cpus},
+              "p2pfl": {**sides["p2pfl"][2], "threads": args.cpus,
+                        "algorithm_round_median_s": round(bare, 4)},
               "flower": {**sides["flower"][2], "partition_query_s": round(theirs["query_s"], 3),
                          "parallel_clients": parallel,
                          "threads_per_client": args.client_cpus},
