@@ -33,3 +33,25 @@ bench: $(STAMP) $(FASHION_MNIST)
 
 clean:
 	rm -rf $(VENV) runs *.egg-info
+
+# Optional: FedAvg in Flower's simulation engine beside p2pfl (bench/peer_flower.py), in its own
+# venv so that flwr and ray stay out of .venv. Options: make bench-flower FLOWER_ARGS="--rounds 5".
+FLOWER_VENV := .venv-flower
+FLOWER_STAMP := $(FLOWER_VENV)/.installed
+FLOWER_ARGS ?=
+
+.PHONY: bench-flower clean-flower
+
+$(FLOWER_STAMP): setup.cfg pyproject.toml
+	test -x $(FLOWER_VENV)/bin/python || $(PY) -m venv $(FLOWER_VENV)
+	$(FLOWER_VENV)/bin/pip install -q --upgrade pip
+	$(FLOWER_VENV)/bin/pip install -q torch==2.13.0
+	$(FLOWER_VENV)/bin/pip install -q -e '.[flower]'
+	touch $(FLOWER_STAMP)
+
+bench-flower: $(FLOWER_STAMP) $(FASHION_MNIST)
+	$(FLOWER_VENV)/bin/python -m bench.peer_flower $(FLOWER_ARGS)
+
+clean: clean-flower
+clean-flower:
+	rm -rf $(FLOWER_VENV)
