@@ -46,7 +46,7 @@ class LoopTrainer:
 
     @staticmethod
     def _step(model: nn.Module, optimizer: torch.optim.Optimizer, x: torch.Tensor,
-              y: torch.Tensor, solver: LocalSolver) -> float:
+              y: torch.Tensor, solver: LocalSolver) -> torch.Tensor:
         optimizer.zero_grad()
         loss = F.cross_entropy(model(x), y)
         loss.backward()
@@ -65,4 +65,4 @@ class LoopTrainer:
         if solver.clip_norm > 0:
             nn.utils.clip_grad_norm_(model.parameters(), solver.clip_norm)
         optimizer.step()
-        return loss.item()
+        return loss.detach()  # no .item(): a host sync per step would handicap the loop on GPU
