@@ -1,4 +1,4 @@
-"""Alias kept for old scripts: `python -m bench.population` = `python -m bench.suite --only
+"""Alias kept for old scripts: `python -m bench.population` = `p2pfl bench --only
 mlp-100` (100 nodes, mlp, vectorized against the per-node loop; other options pass through)."""
 
 from __future__ import annotations

@@ -65,7 +65,7 @@ def run_solver(workload: Workload, solver: str, dataset: Dataset, device: str, r
     n, k, b = workload.num_nodes, workload.local_steps, workload.batch_size
     seconds, peak, num_params = _timed_population(workload, solver, "vectorized", n, dataset,
                                                   device, rounds)
-    loop_nodes = min(workload.loop_nodes, n)
+    loop_nodes = min(max(workload.loop_nodes, 2), n)  # a Push-Sum graph needs 2 nodes
     loop_seconds, _, _ = _timed_population(workload, solver, "loop", loop_nodes, dataset,
                                            device, rounds)
     loop_seconds *= n / loop_nodes

@@ -47,21 +47,6 @@ COLUMNS = (("workload", 12, "s"), ("data", 18, "s"), ("N", 5, "d"), ("solver", 6
            ("loop s/round", 12, ".3f"), ("vs loop", 8, ".2f"))
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The suite's options, shared by `p2pfl bench` and `python -m bench.suite`."""
-    parser.add_argument("--quick", action="store_true",
-                        help="fewer rounds, smaller N for cnn and resnet18_gn, loop timed on a "
-                             "few nodes (about a minute on a 2-core CPU)")
-    parser.add_argument("--device", default="auto", choices=("cpu", "cuda", "auto"))
-    parser.add_argument("--only", metavar="WORKLOAD[,..]",
-                        help="workload names (" + ", ".join(w.name for w in WORKLOADS)
-                             + ") or model names")
-    parser.add_argument("--rounds", type=int,
-                        help=f"timed rounds after one warm-up (default {DEFAULT_ROUNDS}, "
-                             f"--quick {QUICK_ROUNDS})")
-    parser.add_argument("--json-out", metavar="FILE", help="write all results as JSON (atomic)")
-
-
 def environment(device: torch.device) -> dict[str, Any]:
     """What the numbers were measured on."""
     name = (torch.cuda.get_device_name(device) if device.type == "cuda"
@@ -173,14 +158,10 @@ def run_suite(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.suite",
-                                     description=__doc__.splitlines()[0])
-    add_arguments(parser)
-    try:
-        return run_suite(parser.parse_args(argv))
-    except ConfigError as err:
-        print(f"bench: error: {err}", file=sys.stderr)
-        return 2
+    """`python -m bench.suite ARGS` = `p2pfl bench ARGS` (the options are the CLI's)."""
+    from p2pfl.cli import main as cli_main
+
+    return cli_main(["bench", *(sys.argv[1:] if argv is None else argv)])
 
 
 if __name__ == "__main__":
