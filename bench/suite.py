@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import platform
 import sys
 import time
@@ -26,8 +27,12 @@ import torch
 from bench.flops import matmul_gflops
 from bench.runner import run_workload
 from bench.workloads import (
+    BATCH_SIZE,
+    LOCAL_STEPS,
+    MOMENTUM,
     OUT_DEGREE,
     QUICK_WORKLOADS,
+    SAM_RHO,
     WORKLOADS,
     Workload,
     load_workload_data,
@@ -47,10 +52,21 @@ COLUMNS = (("workload", 12, "s"), ("data", 18, "s"), ("N", 5, "d"), ("solver", 6
            ("loop s/round", 12, ".3f"), ("vs loop", 8, ".2f"))
 
 
+def _cpu_name() -> str:
+    """The CPU's model name (/proc/cpuinfo where present) and its logical core count."""
+    name = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            name = next((line.split(":", 1)[1].strip() for line in f
+                         if line.startswith("model name")), name)
+    except OSError:
+        pass
+    return f"{name}, {os.cpu_count()} logical cores"
+
+
 def environment(device: torch.device) -> dict[str, Any]:
     """What the numbers were measured on."""
-    name = (torch.cuda.get_device_name(device) if device.type == "cuda"
-            else platform.processor() or platform.machine())
+    name = torch.cuda.get_device_name(device) if device.type == "cuda" else _cpu_name()
     return {"device": str(device), "device_name": name, "threads": torch.get_num_threads(),
             "torch": torch.__version__, "python": platform.python_version(),
             "date": time.strftime("%Y-%m-%d %H:%M:%S %Z")}
@@ -133,8 +149,9 @@ def run_suite(args: argparse.Namespace) -> int:
     print(f"p2pfl bench{' --quick' if args.quick else ''}: {env['date']}")
     print(f"device {env['device']} ({env['device_name']}), {env['threads']} threads, "
           f"torch {env['torch']}, measured float32 matmul {peak:.1f} GFLOP/s")
-    print(f"each round: local phase (5 steps of batch 32, momentum 0.9; SAM rho 0.05) + "
-          f"Push-Sum mixing, {rounds} timed round(s) after 1 warm-up, median")
+    print(f"round = local phase ({LOCAL_STEPS} steps of batch {BATCH_SIZE}, momentum {MOMENTUM}; "
+          f"SAM rho {SAM_RHO}) + Push-Sum mixing; median of {rounds} timed round(s) after 1 "
+          "warm-up; meaningful only on an otherwise idle machine")
     print(table_header(), flush=True)
     data: dict[str, tuple[Dataset, str]] = {}
     results = []
