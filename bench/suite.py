@@ -4,7 +4,7 @@
 Workloads (`bench.workloads`): mlp on Fashion-MNIST with N = 10, 100, 1000; cnn with N = 100
 and resnet18_gn with N = 10 on CIFAR-shaped data; each with SGD-momentum (dfedsgpm) and SAM
 (dfedsgpsm), 5 local steps of batch 32, Push-Sum mixing. Prints the device, threads, torch
-version and date, the measured float32 matmul rate, one table row per workload and solver
+version and date, one table row per workload and solver
 (`bench.runner` defines the columns), the mixing rate of each workload's population when
 `bench.mixing` is present, then one JSON line per workload. Timings mean something only on an
 otherwise idle machine.
@@ -48,7 +48,8 @@ QUICK_ROUNDS = 1
 MIXING_REPEATS = 5
 COLUMNS = (("workload", 12, "s"), ("data", 18, "s"), ("N", 5, "d"), ("solver", 6, "s"),
            ("s/round", 9, ".3f"), ("node-steps/s", 12, ".0f"), ("samples/s", 10, ".0f"),
-           ("GFLOP/s", 8, ".1f"), ("% matmul", 8, ".0f"), ("peak MiB", 9, ".0f"),
+           ("GFLOP/s", 8, ".1f"), ("matmul", 7, ".0f"), ("% matmul", 8, ".0f"),
+           ("peak MiB", 9, ".0f"),
            ("loop s/round", 12, ".3f"), ("vs loop", 8, ".2f"))
 
 
@@ -112,7 +113,8 @@ def table_rows(result: dict[str, Any]) -> list[str]:
         loop = r["loop_s_per_round"]
         rows.append(_row((result["workload"], result["data"], result["num_nodes"], solver,
                           r["s_per_round"], r["node_steps_per_s"], r["samples_per_s"],
-                          r["gflops"], r["pct_of_matmul"], r["peak_mem_mb"], loop,
+                          r["gflops"], result["matmul_gflops"], r["pct_of_matmul"],
+                          r["peak_mem_mb"], loop,
                           r["speedup"])) + (f"  * loop on {r['loop_nodes']} nodes, scaled"
                                             if r["loop_scaled"] else ""))
     return rows
@@ -143,15 +145,14 @@ def run_suite(args: argparse.Namespace) -> int:
     if rounds < 1:
         raise ConfigError("--rounds", f"must be at least 1, got {rounds}")
     env = environment(device)
-    peak = matmul_gflops(device)
-    env["matmul_gflops"] = peak
     env["quick"] = bool(args.quick)
     print(f"p2pfl bench{' --quick' if args.quick else ''}: {env['date']}")
     print(f"device {env['device']} ({env['device_name']}), {env['threads']} threads, "
-          f"torch {env['torch']}, measured float32 matmul {peak:.1f} GFLOP/s")
+          f"torch {env['torch']}")
     print(f"round = local phase ({LOCAL_STEPS} steps of batch {BATCH_SIZE}, momentum {MOMENTUM}; "
           f"SAM rho {SAM_RHO}) + Push-Sum mixing; median of {rounds} timed round(s) after 1 "
-          "warm-up; meaningful only on an otherwise idle machine")
+          "warm-up; matmul = float32 matmul GFLOP/s measured just before the workload; "
+          "meaningful only on an otherwise idle machine")
     print(table_header(), flush=True)
     data: dict[str, tuple[Dataset, str]] = {}
     results = []
@@ -159,7 +160,9 @@ def run_suite(args: argparse.Namespace) -> int:
         if workload.data not in data:
             data[workload.data] = load_workload_data(workload.data, args.quick)
         dataset, label = data[workload.data]
-        result = run_workload(workload, dataset, label, str(device), rounds, peak)
+        matmul = matmul_gflops(device)  # measured before each workload: the machine as it is now
+        result = run_workload(workload, dataset, label, str(device), rounds, matmul)
+        result["matmul_gflops"] = matmul
         result["mixing"] = mixing_rate(workload, result["num_params"], device)
         result.update(env)
         results.append(result)
