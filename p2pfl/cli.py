@@ -85,8 +85,8 @@ def _bench(args: argparse.Namespace) -> int:
     except ModuleNotFoundError as err:
         if err.name != "bench":
             raise
-        raise ConfigError("bench", "the benchmark suite (bench/) is not importable; run "
-                          "p2pfl bench from the repository root") from None
+        raise ConfigError("bench", "the benchmark suite (bench/) is not importable here; run "
+                          "'python -m p2pfl.cli bench' from the repository root") from None
     return run_suite(args)
 
 

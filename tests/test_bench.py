@@ -11,13 +11,14 @@ from torch import nn
 
 from bench.flops import forward_flops_per_sample, gradient_flops_per_sample, layer_flops
 from bench.memory import PeakMemory
-from bench.runner import run_workload
+from bench.runner import run_workload, time_rounds
 from bench.suite import main as suite_main
 from bench.suite import mixing_line, table_rows
-from bench.workloads import QUICK_WORKLOADS, WORKLOADS, Workload, select
+from bench.workloads import QUICK_WORKLOADS, WORKLOADS, Workload, select, workload_config
 from p2pfl.cli import _parser
 from p2pfl.cli import main as cli_main
 from p2pfl.data.loaders import make_synthetic
+from p2pfl.engine import build
 from p2pfl.models import build_model
 
 
@@ -108,3 +109,15 @@ def test_mixing_line_reads_the_mixing_dict():
               "mixing": {"seconds": 0.02, "GB/s": 8.0, "copy_gb_per_s": 16.0}}
     assert mixing_line(result) == ("mixing mlp-100 (N=100, P=199,210): 0.0200 s, 8.0 GB/s "
                                    "(copy 16.0 GB/s, 50% of copy)")
+
+
+def test_build_uses_a_supplied_cifar_shaped_dataset(one_thread):
+    dataset = make_synthetic(40, 10, seed=1, shape=(3, 32, 32))
+    assert dataset.x_train.shape == (40, 3, 32, 32) and dataset.input_shape == (3, 32, 32)
+    tiny = Workload("tiny-cnn", "cnn", "cifar", num_nodes=2, loop_nodes=2, local_steps=1,
+                    batch_size=4)
+    ctx, algorithm = build(workload_config(tiny, "sam", "vectorized", 2, "cpu", dataset.name),
+                           dataset)
+    assert ctx.data.input_shape == (3, 32, 32) and ctx.data.n_per_node == 20
+    assert ctx.population.num_params == 797_962  # cnn on 3x32x32, as docs/performance.md says
+    assert len(time_rounds(ctx, algorithm, 1)) == 1
