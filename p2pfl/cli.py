@@ -83,7 +83,7 @@ def _bench(args: argparse.Namespace) -> int:
     try:
         from bench.suite import run_suite  # lazy: the suite is not needed by other commands
     except ModuleNotFoundError as err:
-        if err.name != "bench":
+        if (err.name or "").split(".")[0] != "bench":
             raise
         raise ConfigError("bench", "the benchmark suite (bench/) is not importable here; run "
                           "'python -m p2pfl.cli bench' from the repository root") from None

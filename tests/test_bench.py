@@ -4,6 +4,7 @@ end to end (fields present and finite; no timing is asserted)."""
 from __future__ import annotations
 
 import math
+import sys
 
 import pytest
 import torch
@@ -95,6 +96,12 @@ def test_cli_bench_options():
     assert (args.command, args.quick, args.only, args.rounds, args.device, args.json_out) == (
         "bench", True, "mlp-10", 2, "cpu", "b.json")
     assert cli_main(["bench", "--only", "vgg", "--device", "cpu"]) == 2
+
+
+def test_cli_bench_without_the_suite(monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "bench.suite", None)  # as if bench/ were not importable
+    assert cli_main(["bench", "--quick"]) == 2
+    assert "python -m p2pfl.cli bench" in capsys.readouterr().err
 
 
 def test_peak_memory_sees_an_allocation():
