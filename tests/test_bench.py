@@ -72,6 +72,9 @@ def test_tiny_workload_runs(one_thread):
         assert r["flops_per_round"] == 2 * 1 * 8 * gradients * per_sample
         assert r["node_steps_per_s"] * r["s_per_round"] == pytest.approx(2)
         assert r["loop_nodes"] == 2 and not r["loop_scaled"]
+        assert r["num_params"] == result["num_params"] and r["chunk_size"] >= 1
+    with pytest.raises(ValueError, match="tiny: 32 samples per node, fewer than the batch size 40"):
+        run_workload(Workload("tiny", "mlp", "synthetic", 2, 2, 1, 40), dataset, "", "cpu", 1, 1.0)
     result["mixing"], result["matmul_gflops"] = "bench.mixing not present", 100.0
     assert len(table_rows(result)) == 2
     assert "n/a" in mixing_line(result)
