@@ -4,10 +4,9 @@
 Workloads (`bench.workloads`): mlp on Fashion-MNIST with N = 10, 100, 1000; cnn with N = 100
 and resnet18_gn with N = 10 on CIFAR-shaped data; each with SGD-momentum (dfedsgpm) and SAM
 (dfedsgpsm), 5 local steps of batch 32, Push-Sum mixing. Prints the device, threads, torch
-version and date, one table row per workload and solver
-(`bench.runner` defines the columns), the mixing rate of each workload's population when
-`bench.mixing` is present, then one JSON line per workload. Timings mean something only on an
-otherwise idle machine.
+version and date, one table row per workload and solver (`bench.runner` defines the columns),
+the mixing rate of each workload's population when `bench.mixing` is present, then one JSON line
+per workload. Timings mean something only on an otherwise idle machine.
 """
 
 from __future__ import annotations
@@ -49,8 +48,7 @@ MIXING_REPEATS = 5
 COLUMNS = (("workload", 12, "s"), ("data", 18, "s"), ("N", 5, "d"), ("solver", 6, "s"),
            ("s/round", 9, ".3f"), ("node-steps/s", 12, ".0f"), ("samples/s", 10, ".0f"),
            ("GFLOP/s", 8, ".1f"), ("matmul", 7, ".0f"), ("% matmul", 8, ".0f"),
-           ("peak MiB", 9, ".0f"),
-           ("loop s/round", 12, ".3f"), ("vs loop", 8, ".2f"))
+           ("peak MiB", 9, ".0f"), ("loop s/round", 12, ".3f"), ("vs loop", 8, ".2f"))
 
 
 def _cpu_name() -> str:
@@ -103,24 +101,27 @@ def _row(values: tuple[Any, ...]) -> str:
 
 
 def table_header() -> str:
+    """Column names and a rule."""
     header = " ".join(name.ljust(w) if s == "s" else name.rjust(w) for name, w, s in COLUMNS)
     return header + "\n" + "-" * len(header)
 
 
 def table_rows(result: dict[str, Any]) -> list[str]:
+    """One table row per solver of a `run_workload` result (with "matmul_gflops" added)."""
     rows = []
     for solver, r in result["solvers"].items():
-        loop = r["loop_s_per_round"]
-        rows.append(_row((result["workload"], result["data"], result["num_nodes"], solver,
-                          r["s_per_round"], r["node_steps_per_s"], r["samples_per_s"],
-                          r["gflops"], result["matmul_gflops"], r["pct_of_matmul"],
-                          r["peak_mem_mb"], loop,
-                          r["speedup"])) + (f"  * loop on {r['loop_nodes']} nodes, scaled"
-                                            if r["loop_scaled"] else ""))
+        row = _row((result["workload"], result["data"], result["num_nodes"], solver,
+                    r["s_per_round"], r["node_steps_per_s"], r["samples_per_s"], r["gflops"],
+                    result["matmul_gflops"], r["pct_of_matmul"], r["peak_mem_mb"],
+                    r["loop_s_per_round"], r["speedup"]))
+        if r["loop_scaled"]:
+            row += f"  * loop on {r['loop_nodes']} nodes, scaled"
+        rows.append(row)
     return rows
 
 
 def mixing_line(result: dict[str, Any]) -> str:
+    """The mixing measurement of one workload, or why there is none."""
     mixing = result["mixing"]
     prefix = f"mixing {result['workload']} (N={result['num_nodes']}, P={result['num_params']:,})"
     if isinstance(mixing, str):
