@@ -28,8 +28,9 @@ test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/pytest
 
+# `make bench` runs the whole suite; `make bench BENCH="--quick"` (or --only, --device ...).
 bench: $(STAMP) $(FASHION_MNIST)
-	$(BIN)/python -m bench.population
+	$(BIN)/python -m p2pfl.cli bench $(BENCH)
 
 clean:
 	rm -rf $(VENV) runs *.egg-info

@@ -1,6 +1,6 @@
 """Command line: `p2pfl run CONFIG ...`, `p2pfl resume RUN_DIR`, `p2pfl plot RUN_DIR ...`,
 `p2pfl table RUN_DIR ...`, `p2pfl compare CONFIG --only a,b --seeds 0,1,2 --out DIR`,
-`p2pfl analyze TOPOLOGY`, `p2pfl study CONFIG --topologies ...`."""
+`p2pfl analyze TOPOLOGY`, `p2pfl study CONFIG --topologies ...`, `p2pfl bench [--quick]`."""
 
 from __future__ import annotations
 
@@ -44,6 +44,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="comparison", help="output file stem (.png and .pdf)")
     analysis_cli.add_commands(sub)
     _add_table_parsers(sub)
+    _add_bench_parser(sub)
     return parser
 
 
@@ -62,6 +63,31 @@ def _add_table_parsers(sub: argparse._SubParsersAction) -> None:
         q.add_argument("--last", type=int, default=10,
                        help="rounds averaged for the accuracy column (default 10)")
         q.add_argument("--target", help="accuracy for the rounds-to-target column (0.8 or 80)")
+
+
+def _add_bench_parser(sub: argparse._SubParsersAction) -> None:
+    b = sub.add_parser("bench", help="benchmark suite: vectorized population against the "
+                       "per-node loop (docs/performance.md)")
+    b.add_argument("--quick", action="store_true",
+                   help="1 timed round, smaller N for cnn and resnet18_gn, loop timed on a few "
+                        "nodes (about a minute on a 2-core CPU)")
+    b.add_argument("--device", choices=("cpu", "cuda", "auto"), default="auto")
+    b.add_argument("--only", metavar="WORKLOAD[,..]",
+                   help="mlp-10, mlp-100, mlp-1000, cnn, resnet18_gn, or a model name")
+    b.add_argument("--rounds", type=int, help="timed rounds after one warm-up (default 3, "
+                   "--quick 1)")
+    b.add_argument("--json-out", metavar="FILE", help="also write all results as JSON")
+
+
+def _bench(args: argparse.Namespace) -> int:
+    try:
+        from bench.suite import run_suite  # lazy: the suite is not needed by other commands
+    except ModuleNotFoundError as err:
+        if (err.name or "").split(".")[0] != "bench":
+            raise
+        raise ConfigError("bench", "the benchmark suite (bench/) is not importable here; run "
+                          "'python -m p2pfl.cli bench' from the repository root") from None
+    return run_suite(args)
 
 
 def _table(args: argparse.Namespace) -> int:
@@ -131,7 +157,7 @@ def _plot(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     commands = {"run": _run, "resume": _resume, "plot": _plot, "table": _table,
-                "compare": _table, **analysis_cli.COMMANDS}
+                "compare": _table, "bench": _bench, **analysis_cli.COMMANDS}
     try:
         return commands[args.command](args)
     except ConfigError as err:

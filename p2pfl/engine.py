@@ -36,7 +36,7 @@ from p2pfl.checkpoint import (
 from p2pfl.comm import LocalComm
 from p2pfl.config import Config, ConfigError, variant_overrides, with_overrides
 from p2pfl.context import RunContext
-from p2pfl.data import DatasetNotFoundError, find_dataset_dir, load_dataset, partition
+from p2pfl.data import Dataset, DatasetNotFoundError, find_dataset_dir, load_dataset, partition
 from p2pfl.federated import FederatedData
 from p2pfl.guard import Guard, cut_links, finite_rows
 from p2pfl.local import VectorizedTrainer
@@ -73,16 +73,18 @@ def resolve_device(name: str) -> torch.device:
     return torch.device(name)
 
 
-def _load_data(cfg: Config, device: torch.device, dtype: torch.dtype) -> FederatedData:
+def _load_data(cfg: Config, device: torch.device, dtype: torch.dtype,
+               dataset: Dataset | None = None) -> FederatedData:
     d = cfg.data
     root = d.root or None
-    if d.name != "synthetic":
+    if d.name != "synthetic" and dataset is None:
         try:
             find_dataset_dir(d.name, root)
         except DatasetNotFoundError as err:
             raise ConfigError("data.name", str(err)) from None
-    dataset = load_dataset(d.name, root, seed=stream_seed(cfg.seed, "partition"),
-                           synthetic_train=d.synthetic_train, synthetic_test=d.synthetic_test)
+    if dataset is None:
+        dataset = load_dataset(d.name, root, seed=stream_seed(cfg.seed, "partition"),
+                               synthetic_train=d.synthetic_train, synthetic_test=d.synthetic_test)
     try:
         indices = partition(dataset.y_train.numpy(), d.num_nodes, d.partition, alpha=d.alpha,
                             classes_per_node=d.classes_per_node,
@@ -129,14 +131,18 @@ def check_topology(algorithm: Algorithm, schedule: T.Schedule, rounds: int) -> N
                           "cannot reach the network average")
 
 
-def build(cfg: Config) -> tuple[RunContext, Algorithm]:
-    """Everything a run needs, validated before any training starts."""
+def build(cfg: Config, dataset: Dataset | None = None) -> tuple[RunContext, Algorithm]:
+    """Everything a run needs, validated before any training starts.
+
+    `dataset`, when given, is used instead of loading `cfg.data.name` (the benchmark loads a
+    dataset once for many builds, or supplies CIFAR-shaped synthetic data); it is partitioned
+    as configured."""
     device = resolve_device(cfg.device)
     dtype = getattr(torch, cfg.engine.dtype)
     algorithm = ALGORITHMS[cfg.algorithm.name](cfg.algorithm)
     schedule = _build_schedule(cfg, algorithm)
     check_topology(algorithm, schedule, cfg.rounds)
-    data = _load_data(cfg, device, dtype)
+    data = _load_data(cfg, device, dtype, dataset)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(stream_seed(cfg.seed, "init"))
         model = build_model(cfg.model.name, data.input_shape, data.num_classes)

@@ -266,18 +266,20 @@ def _from_uint8(
     )
 
 
-def make_synthetic(n_train: int, n_test: int, seed: int) -> Dataset:
-    """Learnable 10-class problem with images [1, 28, 28], deterministic in `seed`.
+def make_synthetic(n_train: int, n_test: int, seed: int,
+                   shape: tuple[int, ...] = _SYN_SHAPE) -> Dataset:
+    """Learnable 10-class problem with images `shape` ([1, 28, 28]), deterministic in `seed`.
 
     Each class has a prototype z_c ~ N(0, I_16) in a 16-dim latent space; a sample of class y is
-    (z_y + 1.2 * noise) @ A + 0.5 * pixel noise with one fixed random map A: [16, 784]. The latent
+    (z_y + 1.2 * noise) @ A + 0.5 * pixel noise with one fixed random map A: [16, prod(shape)]
+    (the benchmark uses shape (3, 32, 32) for CIFAR-shaped data). The latent
     noise makes classes overlap (Bayes accuracy below 100 %); the spread of the signal over all
     pixels makes it quick to learn. Labels are balanced (n % 10 classes get one extra sample).
     Uses only a torch.Generator seeded with `seed`.
     """
     if n_train < 1 or n_test < 1:
         raise ValueError(f"synthetic sizes must be >= 1, got train={n_train}, test={n_test}")
-    k, d, pixels = _NUM_CLASSES["synthetic"], _SYN_LATENT_DIM, int(np.prod(_SYN_SHAPE))
+    k, d, pixels = _NUM_CLASSES["synthetic"], _SYN_LATENT_DIM, int(np.prod(shape))
     gen = torch.Generator().manual_seed(seed)
     prototypes = torch.randn(k, d, generator=gen)
     mixing = torch.randn(d, pixels, generator=gen) / d**0.5
@@ -286,11 +288,11 @@ def make_synthetic(n_train: int, n_test: int, seed: int) -> Dataset:
         y = (torch.arange(n) % k)[torch.randperm(n, generator=gen)]
         z = prototypes[y] + _SYN_LATENT_NOISE * torch.randn(n, d, generator=gen)
         x = z @ mixing + _SYN_PIXEL_NOISE * torch.randn(n, pixels, generator=gen)
-        return x.view(n, *_SYN_SHAPE), y
+        return x.view(n, *shape), y
 
     x_train, y_train = draw(n_train)
     x_test, y_test = draw(n_test)
-    flat = x_train.double().transpose(0, 1).reshape(_SYN_SHAPE[0], -1)
+    flat = x_train.double().transpose(0, 1).reshape(shape[0], -1)
     mean, std = flat.mean(dim=1).numpy(), flat.std(dim=1, correction=0).numpy()
     return Dataset(
         name="synthetic",
@@ -299,7 +301,7 @@ def make_synthetic(n_train: int, n_test: int, seed: int) -> Dataset:
         x_test=_normalise(x_test, mean, std),
         y_test=y_test,
         num_classes=k,
-        input_shape=_SYN_SHAPE,
+        input_shape=tuple(shape),
     )
 
 

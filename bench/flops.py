@@ -1,0 +1,81 @@
+"""FLOP counting of one training step, and the machine's measured float32 matmul rate.
+
+Counting rule (FLOPs = 2 x multiply-adds; only Linear and Conv2d layers are counted, not
+activations, normalisation, pooling, the loss or the optimizer update):
+
+- forward of a layer: F_l = 2 x in_features x out_features (Linear), or
+  2 x (in_channels / groups) x kh x kw x (numel of its output) (Conv2d), per sample;
+- backward of a layer: F_l for the weight gradient plus F_l for the input gradient, except for
+  the first layer run on the data, whose input gradient is not computed (the data needs none);
+- one gradient of one sample: sum_l 3 F_l - F_first. A SAM step takes two gradients.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+import torch
+from torch import nn
+
+
+def layer_flops(model: nn.Module, input_shape: tuple[int, ...]) -> list[tuple[str, float]]:
+    """Forward FLOPs of one sample in each Linear/Conv2d layer, in the order the layers run."""
+    counted: list[tuple[str, float]] = []
+    names = {module: name for name, module in model.named_modules()}
+
+    def count(module: nn.Module, _inputs: tuple, output: torch.Tensor) -> None:
+        if isinstance(module, nn.Linear):
+            counted.append((names[module], 2.0 * module.in_features * module.out_features))
+        elif isinstance(module, nn.Conv2d):
+            kh, kw = module.kernel_size
+            k = module.in_channels // module.groups * kh * kw
+            counted.append((names[module], 2.0 * k * output[0].numel()))
+
+    hooks = [m.register_forward_hook(count) for m in model.modules()]
+    try:
+        param = next(model.parameters())
+        with torch.no_grad():
+            model(torch.zeros(1, *input_shape, device=param.device, dtype=param.dtype))
+    finally:
+        for h in hooks:
+            h.remove()
+    return counted
+
+
+def forward_flops_per_sample(model: nn.Module, input_shape: tuple[int, ...]) -> float:
+    """FLOPs of one forward pass of one sample (Linear and Conv2d layers)."""
+    return sum(f for _, f in layer_flops(model, input_shape))
+
+
+def gradient_flops_per_sample(model: nn.Module, input_shape: tuple[int, ...]) -> float:
+    """FLOPs of one forward + backward pass of one sample: sum 3 F_l - F_first."""
+    layers = layer_flops(model, input_shape)
+    if not layers:
+        return 0.0
+    return 3 * sum(f for _, f in layers) - layers[0][1]
+
+
+def synchronize(device: torch.device) -> None:
+    """Wait for the device's queued kernels (a no-op on CPU)."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def matmul_gflops(device: torch.device, size: int | None = None, repeats: int = 10) -> float:
+    """The device's float32 matmul rate now (GFLOP/s): median of `repeats` square products.
+
+    Default size: 2048 on CPU, 8192 on CUDA (large enough to saturate the GPU)."""
+    size = size or (8192 if device.type == "cuda" else 2048)
+    a = torch.randn(size, size, device=device)
+    b = torch.randn(size, size, device=device)
+    out = torch.empty(size, size, device=device)
+    torch.mm(a, b, out=out)
+    times = []
+    for _ in range(repeats):
+        synchronize(device)
+        start = time.perf_counter()
+        torch.mm(a, b, out=out)
+        synchronize(device)
+        times.append(time.perf_counter() - start)
+    return 2 * size**3 / statistics.median(times) / 1e9

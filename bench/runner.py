@@ -1,0 +1,117 @@
+"""Time one workload: the vectorized population against the per-node loop executor.
+
+A timed round is the algorithm's round as the engine runs it (local phase of every node, then
+Push-Sum mixing), without evaluation or logging; the device is synchronized around each round.
+One warm-up round is run first and not counted; s/round is the median of the timed rounds.
+
+Per solver the result holds (units in the names):
+- s_per_round, node_steps_per_s (N K / s), samples_per_s (N K B / s);
+- gflops: FLOPs of the local phase (`bench.flops` rule; a SAM step counts two gradients) over
+  the whole round's time (mixing included), and pct_of_matmul against the measured matmul rate;
+- peak_mem_mb: rise of memory while building and running the vectorized population, and
+  chunk_size: the nodes it trains in one batched step;
+- loop_s_per_round: the loop executor's s/round, timed on `loop_nodes` nodes and multiplied by
+  N / loop_nodes when fewer (loop_scaled); speedup = loop_s_per_round / s_per_round.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from typing import Any
+
+import torch
+
+from algorithms import Algorithm
+from bench.flops import gradient_flops_per_sample, synchronize
+from bench.memory import PeakMemory, release_memory
+from bench.workloads import SOLVERS, Workload, workload_config
+from p2pfl.context import RunContext
+from p2pfl.data import Dataset
+from p2pfl.engine import build
+from p2pfl.models import build_model
+
+MIB = 2**20
+
+
+def time_rounds(ctx: RunContext, algorithm: Algorithm, rounds: int) -> list[float]:
+    """Seconds of each of `rounds` timed rounds, after one untimed warm-up round."""
+    times = []
+    for t in range(rounds + 1):
+        synchronize(ctx.device)
+        start = time.perf_counter()
+        algorithm.round(ctx, t, ctx.schedule.at(t))
+        synchronize(ctx.device)
+        times.append(time.perf_counter() - start)
+    return times[1:]
+
+
+def _timed_population(workload: Workload, solver: str, executor: str, num_nodes: int,
+                      dataset: Dataset, device: str, rounds: int) -> dict[str, Any]:
+    """Median s/round of one population, its peak memory rise (bytes), parameter count and the
+    vectorized trainer's chunk size (nodes per batched step; None for the loop)."""
+    cfg = workload_config(workload, solver, executor, num_nodes, device, dataset.name)
+    release_memory(torch.device(device))
+    with PeakMemory(torch.device(device)) as memory:
+        ctx, algorithm = build(cfg, dataset)
+        seconds = statistics.median(time_rounds(ctx, algorithm, rounds))
+    return {"seconds": seconds, "peak_bytes": memory.peak_bytes,
+            "num_params": ctx.population.num_params,
+            "chunk_size": getattr(ctx.trainer, "chunk_size", None)}
+
+
+def run_solver(workload: Workload, solver: str, dataset: Dataset, device: str, rounds: int,
+               matmul_gflops: float) -> dict[str, Any]:
+    """Time `solver` ("sgd" or "sam") on `workload`, vectorized and with the loop executor."""
+    n, k, b = workload.num_nodes, workload.local_steps, workload.batch_size
+    vectorized = _timed_population(workload, solver, "vectorized", n, dataset, device, rounds)
+    seconds = vectorized["seconds"]
+    loop_nodes = min(max(workload.loop_nodes, 2), n)  # a Push-Sum graph needs 2 nodes
+    loop = _timed_population(workload, solver, "loop", loop_nodes, dataset, device, rounds)
+    loop_seconds = loop["seconds"] * n / loop_nodes
+    model = build_model(workload.model, dataset.input_shape, dataset.num_classes)
+    gradients = 2 if "rho" in SOLVERS[solver][1] else 1
+    flops = n * k * b * gradients * gradient_flops_per_sample(model, dataset.input_shape)
+    gflops = flops / seconds / 1e9
+    return {
+        "algorithm": SOLVERS[solver][0],
+        "s_per_round": seconds,
+        "node_steps_per_s": n * k / seconds,
+        "samples_per_s": n * k * b / seconds,
+        "flops_per_round": flops,
+        "gflops": gflops,
+        "pct_of_matmul": 100 * gflops / matmul_gflops if matmul_gflops > 0 else math.nan,
+        "peak_mem_mb": vectorized["peak_bytes"] / MIB,
+        "num_params": vectorized["num_params"],
+        "chunk_size": vectorized["chunk_size"],
+        "loop_s_per_round": loop_seconds,
+        "loop_nodes": loop_nodes,
+        "loop_scaled": loop_nodes < n,
+        "speedup": loop_seconds / seconds,
+    }
+
+
+def run_workload(workload: Workload, dataset: Dataset, data_label: str, device: str,
+                 rounds: int, matmul_gflops: float,
+                 solvers: tuple[str, ...] = tuple(SOLVERS)) -> dict[str, Any]:
+    """Every solver of one workload: {"workload", "model", "data", "num_nodes", ...,
+    "solvers": {solver: run_solver(...)}}."""
+    per_node = len(dataset.y_train) // workload.num_nodes
+    if per_node < workload.batch_size:
+        raise ValueError(f"{workload.name}: {per_node} samples per node, fewer than the batch "
+                         f"size {workload.batch_size}")
+    model = build_model(workload.model, dataset.input_shape, dataset.num_classes)
+    return {
+        "workload": workload.name,
+        "model": workload.model,
+        "data": data_label,
+        "num_nodes": workload.num_nodes,
+        "local_steps": workload.local_steps,
+        "batch_size": workload.batch_size,
+        "num_params": sum(p.numel() for p in model.parameters()),
+        "gradient_flops_per_sample": gradient_flops_per_sample(model, dataset.input_shape),
+        "rounds": rounds,
+        "solvers": {s: run_solver(workload, s, dataset, device, rounds, matmul_gflops)
+                    for s in solvers},
+    }

@@ -1,0 +1,189 @@
+"""Benchmark suite: `p2pfl bench [--quick] [--device cpu|cuda|auto] [--only W,..] [--rounds R]
+[--json-out FILE]` (also `python -m bench.suite`).
+
+Workloads (`bench.workloads`): mlp on Fashion-MNIST with N = 10, 100, 1000; cnn with N = 100
+and resnet18_gn with N = 10 on CIFAR-shaped data; each with SGD-momentum (dfedsgpm) and SAM
+(dfedsgpsm), 5 local steps of batch 32, Push-Sum mixing. Prints the device, threads, torch
+version and date, one table row per workload and solver (`bench.runner` defines the columns),
+the mixing rate of each workload's population when `bench.mixing` is present, then one JSON line
+per workload. Timings mean something only on an otherwise idle machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from bench.flops import matmul_gflops
+from bench.runner import run_workload
+from bench.workloads import (
+    BATCH_SIZE,
+    LOCAL_STEPS,
+    MOMENTUM,
+    OUT_DEGREE,
+    QUICK_WORKLOADS,
+    SAM_RHO,
+    WORKLOADS,
+    Workload,
+    load_workload_data,
+    select,
+)
+from p2pfl.config import ConfigError
+from p2pfl.data import Dataset
+from p2pfl.engine import resolve_device
+from p2pfl.results import write_json_atomic
+
+DEFAULT_ROUNDS = 3
+QUICK_ROUNDS = 1
+MIXING_REPEATS = 5
+COLUMNS = (("workload", 12, "s"), ("data", 18, "s"), ("N", 5, "d"), ("solver", 6, "s"),
+           ("s/round", 9, ".3f"), ("node-steps/s", 12, ".0f"), ("samples/s", 10, ".0f"),
+           ("GFLOP/s", 8, ".1f"), ("matmul", 7, ".0f"), ("% matmul", 8, ".0f"),
+           ("peak MiB", 9, ".0f"), ("loop s/round", 12, ".3f"), ("vs loop", 8, ".2f"))
+
+
+def _cpu_name() -> str:
+    """The CPU's model name (/proc/cpuinfo where present) and its logical core count."""
+    name = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            name = next((line.split(":", 1)[1].strip() for line in f
+                         if line.startswith("model name")), name)
+    except OSError:
+        pass
+    return f"{name}, {os.cpu_count()} logical cores"
+
+
+def environment(device: torch.device) -> dict[str, Any]:
+    """What the numbers were measured on."""
+    name = torch.cuda.get_device_name(device) if device.type == "cuda" else _cpu_name()
+    return {"device": str(device), "device_name": name, "threads": torch.get_num_threads(),
+            "torch": torch.__version__, "python": platform.python_version(),
+            "date": time.strftime("%Y-%m-%d %H:%M:%S %Z")}
+
+
+def mixing_rate(workload: Workload, num_params: int, device: torch.device) -> dict[str, Any] | str:
+    """`bench.mixing`'s throughput of mixing this workload's population, with the copy bandwidth
+    of the same bytes; a one-line reason string where it cannot be measured."""
+    try:
+        from bench.mixing import copy_bandwidth, mixing_throughput
+    except ImportError:
+        return "bench.mixing not present"
+    n = workload.num_nodes
+    try:
+        mixing = dict(mixing_throughput(n, num_params, min(OUT_DEGREE, n - 1), "auto", device,
+                                        MIXING_REPEATS))
+        copy = copy_bandwidth(n * num_params * 4, device)
+    except (TypeError, ValueError) as err:
+        return f"bench.mixing failed: {err}"
+    mixing["copy_gb_per_s"] = copy
+    return mixing
+
+
+def _row(values: tuple[Any, ...]) -> str:
+    cells = []
+    for (_, width, spec), value in zip(COLUMNS, values):
+        if isinstance(value, float) and not math.isfinite(value):
+            text = "n/a"
+        else:
+            text = format(value, spec)
+        cells.append(text.ljust(width) if spec == "s" else text.rjust(width))
+    return " ".join(cells)
+
+
+def table_header() -> str:
+    """Column names and a rule."""
+    header = " ".join(name.ljust(w) if s == "s" else name.rjust(w) for name, w, s in COLUMNS)
+    return header + "\n" + "-" * len(header)
+
+
+def table_rows(result: dict[str, Any]) -> list[str]:
+    """One table row per solver of a `run_workload` result (with "matmul_gflops" added)."""
+    rows = []
+    for solver, r in result["solvers"].items():
+        row = _row((result["workload"], result["data"], result["num_nodes"], solver,
+                    r["s_per_round"], r["node_steps_per_s"], r["samples_per_s"], r["gflops"],
+                    result["matmul_gflops"], r["pct_of_matmul"], r["peak_mem_mb"],
+                    r["loop_s_per_round"], r["speedup"]))
+        if r["loop_scaled"]:
+            row += f"  * loop on {r['loop_nodes']} nodes, scaled"
+        rows.append(row)
+    return rows
+
+
+def mixing_line(result: dict[str, Any]) -> str:
+    """The mixing measurement of one workload, or why there is none."""
+    mixing = result["mixing"]
+    prefix = f"mixing {result['workload']} (N={result['num_nodes']}, P={result['num_params']:,})"
+    if isinstance(mixing, str):
+        return f"{prefix}: n/a ({mixing})"
+    gbps, copy = mixing.get("GB/s", math.nan), mixing.get("copy_gb_per_s", math.nan)
+    share = f", {100 * gbps / copy:.0f}% of copy" if copy and math.isfinite(copy) else ""
+    layout = f" {mixing['layout']}" if "layout" in mixing else ""
+    return (f"{prefix}:{layout} {mixing.get('seconds', math.nan):.4f} s, {gbps:.1f} GB/s "
+            f"(copy {copy:.1f} GB/s{share})")
+
+
+def run_suite(args: argparse.Namespace) -> int:
+    """Run the selected workloads, print the tables and the JSON lines; 0 on success."""
+    device = resolve_device(args.device)
+    workloads = QUICK_WORKLOADS if args.quick else WORKLOADS
+    try:
+        chosen = select(workloads, args.only)
+    except ValueError as err:
+        raise ConfigError("--only", str(err)) from None
+    rounds = args.rounds if args.rounds is not None else (
+        QUICK_ROUNDS if args.quick else DEFAULT_ROUNDS)
+    if rounds < 1:
+        raise ConfigError("--rounds", f"must be at least 1, got {rounds}")
+    env = environment(device)
+    env["quick"] = bool(args.quick)
+    print(f"p2pfl bench{' --quick' if args.quick else ''}: {env['date']}")
+    print(f"device {env['device']} ({env['device_name']}), {env['threads']} threads, "
+          f"torch {env['torch']}")
+    print(f"round = local phase ({LOCAL_STEPS} steps of batch {BATCH_SIZE}, momentum {MOMENTUM}; "
+          f"SAM rho {SAM_RHO}) + Push-Sum mixing; median of {rounds} timed round(s) after 1 "
+          "warm-up; matmul = float32 matmul GFLOP/s measured just before the workload; "
+          "meaningful only on an otherwise idle machine")
+    print(table_header(), flush=True)
+    data: dict[str, tuple[Dataset, str]] = {}
+    results = []
+    for workload in chosen:
+        if workload.data not in data:
+            data[workload.data] = load_workload_data(workload.data, args.quick)
+        dataset, label = data[workload.data]
+        matmul = matmul_gflops(device)  # measured before each workload: the machine as it is now
+        result = run_workload(workload, dataset, label, str(device), rounds, matmul)
+        result["matmul_gflops"] = matmul
+        result["mixing"] = mixing_rate(workload, result["num_params"], device)
+        result.update(env)
+        results.append(result)
+        print("\n".join(table_rows(result)), flush=True)
+    print()
+    for result in results:
+        print(mixing_line(result))
+    if args.json_out:
+        write_json_atomic(Path(args.json_out), results)
+    for result in results:
+        print(json.dumps(result, sort_keys=True, default=str))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m bench.suite ARGS` = `p2pfl bench ARGS` (the options are the CLI's)."""
+    from p2pfl.cli import main as cli_main
+
+    return cli_main(["bench", *(sys.argv[1:] if argv is None else argv)])
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,133 @@
+"""The benchmark suite's pieces: the FLOP rule on hand-counted models, and one tiny workload run
+end to end (fields present and finite; no timing is asserted)."""
+
+from __future__ import annotations
+
+import math
+import sys
+
+import pytest
+import torch
+from torch import nn
+
+from bench.flops import forward_flops_per_sample, gradient_flops_per_sample, layer_flops
+from bench.memory import PeakMemory
+from bench.runner import run_workload, time_rounds
+from bench.suite import main as suite_main
+from bench.suite import mixing_line, table_rows
+from bench.workloads import QUICK_WORKLOADS, WORKLOADS, Workload, select, workload_config
+from p2pfl.cli import _parser
+from p2pfl.cli import main as cli_main
+from p2pfl.data.loaders import make_synthetic
+from p2pfl.engine import build
+from p2pfl.models import build_model
+
+
+def test_mlp_flops_by_hand():
+    # fc1 4->200, fc2 200->200, fc3 200->3; multiply-adds 800 + 40000 + 600.
+    model = build_model("mlp", (1, 2, 2), 3)
+    assert forward_flops_per_sample(model, (1, 2, 2)) == 2 * 41_400
+    # 3 x forward, minus fc1's input gradient (2 x 800).
+    assert gradient_flops_per_sample(model, (1, 2, 2)) == 3 * 82_800 - 1_600 == 246_800
+
+
+def test_cnn_flops_by_hand():
+    # 1x16x16: conv1 5x5 1->64 gives 64x12x12, pool 6x6; conv2 5x5 64->64 gives 64x2x2, pool 1x1;
+    # then 64 -> 384 -> 192 -> 10.
+    model = build_model("cnn", (1, 16, 16), 10)
+    macs = [25 * 1 * 64 * 144, 25 * 64 * 64 * 4, 64 * 384, 384 * 192, 192 * 10]
+    assert [name for name, _ in layer_flops(model, (1, 16, 16))] == [
+        "conv1", "conv2", "fc1", "fc2", "fc3"]
+    assert gradient_flops_per_sample(model, (1, 16, 16)) == 6 * sum(macs) - 2 * macs[0]
+    assert gradient_flops_per_sample(model, (1, 16, 16)) == 3_980_544
+
+
+def test_grouped_strided_conv_flops():
+    # Conv2d 4->6, 3x3, groups 2, stride 2, padding 1 on 8x8: output 6x4x4, 2 x 3 x 3 inputs each.
+    model = nn.Sequential(nn.Conv2d(4, 6, 3, stride=2, padding=1, groups=2), nn.Flatten(),
+                          nn.Linear(96, 5))
+    forward = 2 * (2 * 3 * 3 * 96) + 2 * 96 * 5
+    assert forward_flops_per_sample(model, (4, 8, 8)) == forward
+    assert gradient_flops_per_sample(model, (4, 8, 8)) == 3 * forward - 2 * (2 * 3 * 3 * 96)
+
+
+def test_tiny_workload_runs(one_thread):
+    dataset = make_synthetic(64, 16, seed=0)
+    tiny = Workload("tiny", "mlp", "synthetic", num_nodes=2, loop_nodes=2, local_steps=1,
+                    batch_size=8)
+    result = run_workload(tiny, dataset, "synthetic 1x28x28", "cpu", rounds=1,
+                          matmul_gflops=100.0)
+    per_sample = gradient_flops_per_sample(build_model("mlp", (1, 28, 28), 10), (1, 28, 28))
+    assert result["gradient_flops_per_sample"] == per_sample == 3 * 2 * (
+        784 * 200 + 200 * 200 + 200 * 10) - 2 * 784 * 200
+    assert result["num_params"] == 784 * 200 + 200 + 200 * 200 + 200 + 200 * 10 + 10
+    assert set(result["solvers"]) == {"sgd", "sam"}
+    for solver, r in result["solvers"].items():
+        assert r["algorithm"] == {"sgd": "dfedsgpm", "sam": "dfedsgpsm"}[solver]
+        for key in ("s_per_round", "node_steps_per_s", "samples_per_s", "gflops",
+                    "pct_of_matmul", "peak_mem_mb", "loop_s_per_round", "speedup"):
+            assert math.isfinite(r[key]) and r[key] >= 0, (solver, key, r[key])
+        assert r["s_per_round"] > 0 and r["loop_s_per_round"] > 0
+        gradients = 2 if solver == "sam" else 1
+        assert r["flops_per_round"] == 2 * 1 * 8 * gradients * per_sample
+        assert r["node_steps_per_s"] * r["s_per_round"] == pytest.approx(2)
+        assert r["loop_nodes"] == 2 and not r["loop_scaled"]
+        assert r["num_params"] == result["num_params"] and r["chunk_size"] >= 1
+    with pytest.raises(ValueError, match="tiny: 32 samples per node, fewer than the batch size 40"):
+        run_workload(Workload("tiny", "mlp", "synthetic", 2, 2, 1, 40), dataset, "", "cpu", 1, 1.0)
+    result["mixing"], result["matmul_gflops"] = "bench.mixing not present", 100.0
+    assert len(table_rows(result)) == 2
+    assert "n/a" in mixing_line(result)
+
+
+def test_workload_selection():
+    assert [w.name for w in select(WORKLOADS, "mlp")] == ["mlp-10", "mlp-100", "mlp-1000"]
+    assert [w.name for w in select(QUICK_WORKLOADS, "cnn,mlp-10")] == ["mlp-10", "cnn"]
+    with pytest.raises(ValueError, match="unknown workload vgg"):
+        select(WORKLOADS, "vgg")
+
+
+def test_bad_options_exit_2(capsys):
+    assert suite_main(["--only", "vgg", "--device", "cpu"]) == 2
+    assert "--only: unknown workload vgg" in capsys.readouterr().err  # one line, exit 2
+    assert suite_main(["--rounds", "0", "--device", "cpu"]) == 2
+
+
+def test_cli_bench_options():
+    args = _parser().parse_args(["bench", "--quick", "--only", "mlp-10", "--rounds", "2",
+                                 "--device", "cpu", "--json-out", "b.json"])
+    assert (args.command, args.quick, args.only, args.rounds, args.device, args.json_out) == (
+        "bench", True, "mlp-10", 2, "cpu", "b.json")
+    assert cli_main(["bench", "--only", "vgg", "--device", "cpu"]) == 2
+
+
+def test_cli_bench_without_the_suite(monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "bench.suite", None)  # as if bench/ were not importable
+    assert cli_main(["bench", "--quick"]) == 2
+    assert "python -m p2pfl.cli bench" in capsys.readouterr().err
+
+
+def test_peak_memory_sees_an_allocation():
+    device = torch.device("cpu")
+    with PeakMemory(device) as memory:
+        block = torch.ones(16 * 2**20)  # 64 MiB, every page touched
+    assert memory.peak_bytes >= 0.9 * block.numel() * 4
+
+
+def test_mixing_line_reads_the_mixing_dict():
+    result = {"workload": "mlp-100", "num_nodes": 100, "num_params": 199_210,
+              "mixing": {"seconds": 0.02, "GB/s": 8.0, "copy_gb_per_s": 16.0}}
+    assert mixing_line(result) == ("mixing mlp-100 (N=100, P=199,210): 0.0200 s, 8.0 GB/s "
+                                   "(copy 16.0 GB/s, 50% of copy)")
+
+
+def test_build_uses_a_supplied_cifar_shaped_dataset(one_thread):
+    dataset = make_synthetic(40, 10, seed=1, shape=(3, 32, 32))
+    assert dataset.x_train.shape == (40, 3, 32, 32) and dataset.input_shape == (3, 32, 32)
+    tiny = Workload("tiny-cnn", "cnn", "cifar", num_nodes=2, loop_nodes=2, local_steps=1,
+                    batch_size=4)
+    ctx, algorithm = build(workload_config(tiny, "sam", "vectorized", 2, "cpu", dataset.name),
+                           dataset)
+    assert ctx.data.input_shape == (3, 32, 32) and ctx.data.n_per_node == 20
+    assert ctx.population.num_params == 797_962  # cnn on 3x32x32, as docs/performance.md says
+    assert len(time_rounds(ctx, algorithm, 1)) == 1
