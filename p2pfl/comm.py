@@ -24,9 +24,6 @@ SPARSE_MIN_NODES = 64  # "auto": dense below this many nodes (any graph; the pro
 SPARSE_MAX_DENSITY = 0.2  # "auto": dense when more than this fraction of W's entries are nonzero
 TILE_BYTES = 4 << 20  # CPU: columns of a block mixed per product, so the tile stays in cache
 
-# torch flags CSR as beta on first use; the products used here (CSR x dense) are long stable
-warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta state")
-
 Operand = np.ndarray | sp.sparray | sp.spmatrix | torch.Tensor
 
 
@@ -90,10 +87,12 @@ class LocalComm:
         """W [N, N] (numpy, scipy.sparse or torch) on the run's device, in the layout that
         `sparse_for` picks for it: dense, or sparse CSR. dtype defaults to the run's."""
         sparse = self.sparse_for(W.shape[0], _nnz(W))
-        T = _to_torch(W)
-        if sparse and T.layout != torch.sparse_csr:
-            T = T.to_sparse_csr()
-        elif not sparse and T.layout == torch.sparse_csr:
+        with warnings.catch_warnings():  # torch calls CSR "beta"; CSR x dense is long stable
+            warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
+            T = _to_torch(W)
+            if sparse and T.layout != torch.sparse_csr:
+                T = T.to_sparse_csr()
+        if not sparse and T.layout == torch.sparse_csr:
             T = T.to_dense()
         return T.to(device=self.device, dtype=dtype or self.dtype)
 
