@@ -20,9 +20,9 @@ import torch
 from p2pfl.population import Params
 
 LAYOUTS = ("auto", "dense", "sparse")
-SPARSE_MIN_NODES = 64  # "auto": dense below this many nodes (any graph; the product is cheap)
+SPARSE_MIN_NODES = 32  # "auto": dense below this many nodes (any graph; the product is cheap)
 SPARSE_MAX_DENSITY = 0.2  # "auto": dense when more than this fraction of W's entries are nonzero
-TILE_BYTES = 4 << 20  # CPU: columns of a block mixed per product, so the tile stays in cache
+TILE_BYTES = 2 << 20  # CPU: bytes of one output tile (columns of a block per product), cache-sized
 
 Operand = np.ndarray | sp.sparray | sp.spmatrix | torch.Tensor
 
