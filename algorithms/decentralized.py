@@ -77,7 +77,7 @@ class Decentralized(Algorithm):
         return torch.where(known, self.losses, self.losses[known].mean()).numpy()
 
     @staticmethod
-    def sparse(ctx: RunContext, graph: nx.Graph) -> bool:
+    def sparse_mixing(ctx: RunContext, graph: nx.Graph) -> bool:
         """Whether the round's mixing matrix is built sparse: the comm's choice for a matrix with
         one entry per message and per node (no dense n x n is ever formed when it says yes)."""
         n = graph.number_of_nodes()
@@ -132,7 +132,7 @@ class Gossip(Decentralized):
         """The operator of x <- W^Q y over the round's surviving links (Q = gossip_steps) and how
         many times `comm.mix` applies it: (W^Q, 1) dense, or (W, Q) sparse (no dense power)."""
         steps = self.cfg.gossip_steps
-        if self.sparse(ctx, graph):
+        if self.sparse_mixing(ctx, graph):
             return ctx.comm.matrix(T.doubly_stochastic(graph, faults=faults, sparse=True)), steps
         W = torch.as_tensor(T.doubly_stochastic(graph, faults=faults))
         return ctx.comm.matrix(torch.linalg.matrix_power(W, steps)), 1
@@ -169,7 +169,8 @@ class PushSum(Decentralized):
     def round(self, ctx: RunContext, t: int, graph: nx.Graph) -> RoundReport:
         faults = self.faults(ctx, t, graph)
         nodes, losses = self.local_phase(ctx, t, faults)
-        self.mix(ctx, T.column_stochastic(graph, faults=faults, sparse=self.sparse(ctx, graph)))
+        sparse = self.sparse_mixing(ctx, graph)
+        self.mix(ctx, T.column_stochastic(graph, faults=faults, sparse=sparse))
         messages = self.delivered(graph, faults)
         return RoundReport(nodes, losses, messages, scalars_sent=messages)
 

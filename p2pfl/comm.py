@@ -27,13 +27,9 @@ TILE_BYTES = 2 << 20  # CPU: bytes of one output tile (columns of a block per pr
 Operand = np.ndarray | sp.sparray | sp.spmatrix | torch.Tensor
 
 
-def _nnz(W: Operand) -> int:
-    """Stored nonzeros of a dense or sparse [N, N] matrix."""
-    if sp.issparse(W):
-        return int(W.nnz)
-    if isinstance(W, torch.Tensor):
-        return int(W._nnz()) if W.layout == torch.sparse_csr else int(torch.count_nonzero(W))
-    return int(np.count_nonzero(W))
+def _nnz(W: np.ndarray | sp.sparray | sp.spmatrix) -> int:
+    """Stored nonzeros of a dense or scipy.sparse [N, N] matrix."""
+    return int(W.nnz) if sp.issparse(W) else int(np.count_nonzero(W))
 
 
 def _to_torch(W: Operand) -> torch.Tensor:
@@ -84,9 +80,15 @@ class LocalComm:
         return n >= SPARSE_MIN_NODES and nnz <= SPARSE_MAX_DENSITY * n * n
 
     def matrix(self, W: Operand, dtype: torch.dtype | None = None) -> torch.Tensor:
-        """W [N, N] (numpy, scipy.sparse or torch) on the run's device, in the layout that
-        `sparse_for` picks for it: dense, or sparse CSR. dtype defaults to the run's."""
-        sparse = self.sparse_for(W.shape[0], _nnz(W))
+        """W [N, N] (numpy, scipy.sparse or torch) on the run's device and in dtype (default: the
+        run's), dense or sparse CSR as `sparse_for` picks for it. Under "auto" a torch tensor keeps
+        its layout (it was chosen already; counting its nonzeros would sync the device)."""
+        if self.mixing != "auto":
+            sparse = self.mixing == "sparse"
+        elif isinstance(W, torch.Tensor):
+            sparse = W.layout == torch.sparse_csr
+        else:
+            sparse = self.sparse_for(W.shape[0], _nnz(W))
         with warnings.catch_warnings():  # torch calls CSR "beta"; CSR x dense is long stable
             warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
             T = _to_torch(W)
