@@ -28,9 +28,11 @@ import torch
 
 import topologies as T
 from algorithms.base import Algorithm, RoundReport
+from p2pfl.comm import diag_scale
 from p2pfl.context import RunContext
 from p2pfl.population import Params
 from p2pfl.seeding import stream_seed
+from topologies.mixing import Matrix
 
 OPTIONAL = ("momentum", "rho", "gossip_steps", "dpsgd_order", "momentum_form")
 
@@ -75,6 +77,14 @@ class Decentralized(Algorithm):
         return torch.where(known, self.losses, self.losses[known].mean()).numpy()
 
     @staticmethod
+    def sparse_mixing(ctx: RunContext, graph: nx.Graph) -> bool:
+        """Whether the round's mixing matrix is built sparse: the comm's choice for a matrix with
+        one entry per message and per node (no dense n x n is ever formed when it says yes)."""
+        n = graph.number_of_nodes()
+        messages = graph.number_of_edges() * (1 if graph.is_directed() else 2)
+        return ctx.comm.sparse_for(n, n + messages)
+
+    @staticmethod
     def delivered(graph: nx.Graph, faults: T.Faults) -> int:
         """Messages of the round's graph that arrive (an undirected edge is two)."""
         edges = np.array([(i, j) for i, j in graph.edges if i != j], dtype=np.int64).reshape(-1, 2)
@@ -117,15 +127,21 @@ class Gossip(Decentralized):
 
     mixing = "doubly_stochastic"
 
-    def gossip_matrix(self, ctx: RunContext, graph: nx.Graph, faults: T.Faults) -> torch.Tensor:
-        """W^Q of the round's surviving links (Q = gossip_steps exchanges over the same W_t)."""
+    def gossip_matrix(self, ctx: RunContext, graph: nx.Graph,
+                      faults: T.Faults) -> tuple[torch.Tensor, int]:
+        """The operator of x <- W^Q y over the round's surviving links (Q = gossip_steps) and how
+        many times `comm.mix` applies it: (W^Q, 1) dense, or (W, Q) sparse (no dense power)."""
+        steps = self.cfg.gossip_steps
+        if self.sparse_mixing(ctx, graph):
+            return ctx.comm.matrix(T.doubly_stochastic(graph, faults=faults, sparse=True)), steps
         W = torch.as_tensor(T.doubly_stochastic(graph, faults=faults))
-        return ctx.comm.matrix(torch.linalg.matrix_power(W, self.cfg.gossip_steps))
+        return ctx.comm.matrix(torch.linalg.matrix_power(W, steps)), 1
 
     def round(self, ctx: RunContext, t: int, graph: nx.Graph) -> RoundReport:
         faults = self.faults(ctx, t, graph)
         nodes, losses = self.local_phase(ctx, t, faults)
-        ctx.comm.mix(self.gossip_matrix(ctx, graph, faults), ctx.population.params)
+        W, steps = self.gossip_matrix(ctx, graph, faults)
+        ctx.comm.mix(W, ctx.population.params, steps)
         return RoundReport(nodes, losses, self.cfg.gossip_steps * self.delivered(graph, faults))
 
 
@@ -153,15 +169,19 @@ class PushSum(Decentralized):
     def round(self, ctx: RunContext, t: int, graph: nx.Graph) -> RoundReport:
         faults = self.faults(ctx, t, graph)
         nodes, losses = self.local_phase(ctx, t, faults)
-        self.mix(ctx, T.column_stochastic(graph, faults=faults))
+        sparse = self.sparse_mixing(ctx, graph)
+        self.mix(ctx, T.column_stochastic(graph, faults=faults, sparse=sparse))
         messages = self.delivered(graph, faults)
         return RoundReport(nodes, losses, messages, scalars_sent=messages)
 
-    def mix(self, ctx: RunContext, P: np.ndarray) -> None:
-        """(x, w) <- (P x, P w), applied to z = x / w as diag(1/w') P diag(w)."""
-        P = torch.as_tensor(P, device=ctx.device, dtype=torch.float64)
+    def mix(self, ctx: RunContext, P: Matrix) -> None:
+        """(x, w) <- (P x, P w), applied to z = x / w as diag(1/w') P diag(w).
+
+        P [N, N] column-stochastic, dense or scipy.sparse; the scaling is done in float64 in the
+        layout the comm picks for P (CSR values scaled in place of a dense product)."""
+        P = ctx.comm.matrix(P, dtype=torch.float64)
         new_weights = P @ self.weights
-        scaled = P * self.weights.unsqueeze(0) / new_weights.unsqueeze(1)
+        scaled = diag_scale(P, self.weights, new_weights)
         ctx.comm.mix(ctx.comm.matrix(scaled), ctx.population.params)
         self.weights = new_weights
 

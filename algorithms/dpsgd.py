@@ -29,7 +29,8 @@ class DPSGD(Gossip):
         nodes, losses = self.local_phase(ctx, t, faults)
         for k, v in params.items():
             v.sub_(old[k])  # the local offset y_i^K - x_i (0 for offline nodes)
-        ctx.comm.mix(self.gossip_matrix(ctx, graph, faults), old)
+        W, steps = self.gossip_matrix(ctx, graph, faults)
+        ctx.comm.mix(W, old, steps)
         for k, v in params.items():
             v.add_(old[k])
         return RoundReport(nodes, losses, self.delivered(graph, faults))

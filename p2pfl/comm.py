@@ -3,38 +3,126 @@
 Algorithms never touch other nodes' rows directly: they call `mix` (gossip with a mixing matrix)
 and `weighted_sum` (server aggregation). A distributed implementation (each rank holding a slice
 of the nodes) can replace `LocalComm` without changing any algorithm.
+
+A mixing operator is an [N, N] torch tensor, either dense (strided) or sparse CSR; `LocalComm`
+picks the layout (`mixing = "auto" | "dense" | "sparse"`, see `sparse_for`) and `mix` runs one
+matrix product per parameter block for either, with no loop over nodes or edges.
 """
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
+import scipy.sparse as sp
 import torch
 
 from p2pfl.population import Params
 
+LAYOUTS = ("auto", "dense", "sparse")
+SPARSE_MIN_NODES = 32  # "auto": dense below this many nodes (any graph; the product is cheap)
+SPARSE_MAX_DENSITY = 0.2  # "auto": dense when more than this fraction of W's entries are nonzero
+TILE_BYTES = 2 << 20  # CPU: bytes of one output tile (columns of a block per product), cache-sized
+
+Operand = np.ndarray | sp.sparray | sp.spmatrix | torch.Tensor
+
+
+def _nnz(W: np.ndarray | sp.sparray | sp.spmatrix) -> int:
+    """Stored nonzeros of a dense or scipy.sparse [N, N] matrix."""
+    return int(W.nnz) if sp.issparse(W) else int(np.count_nonzero(W))
+
+
+def _to_torch(W: Operand) -> torch.Tensor:
+    """W as a torch tensor on the host: sparse CSR for a scipy matrix, else as given."""
+    if not sp.issparse(W):
+        return torch.as_tensor(W)
+    csr = sp.csr_array(W)
+    return torch.sparse_csr_tensor(torch.from_numpy(csr.indptr.astype(np.int64)),
+                                   torch.from_numpy(csr.indices.astype(np.int64)),
+                                   torch.from_numpy(csr.data), size=csr.shape,
+                                   check_invariants=False)
+
+
+def diag_scale(W: torch.Tensor, right: torch.Tensor, row_divisor: torch.Tensor) -> torch.Tensor:
+    """diag(1 / row_divisor) @ W @ diag(right), entry by entry W[j, i] * right[i] / row_divisor[j],
+    in W's layout (W [N, N] dense or CSR; right, row_divisor [N])."""
+    if W.layout != torch.sparse_csr:
+        return W * right.unsqueeze(0) / row_divisor.unsqueeze(1)
+    crow, col = W.crow_indices(), W.col_indices()
+    rows = torch.repeat_interleave(torch.arange(W.shape[0], device=W.device), crow.diff())
+    values = W.values() * right[col] / row_divisor[rows]
+    return torch.sparse_csr_tensor(crow, col, values, size=W.shape, check_invariants=False)
+
 
 class LocalComm:
-    """All nodes live in this process; mixing is one matrix product per parameter block."""
+    """All nodes live in this process; mixing is one matrix product per parameter block.
 
-    def __init__(self, device: torch.device, dtype: torch.dtype) -> None:
+    `mixing` chooses the layout of mixing operators: "dense" (a dense [N, N] matmul), "sparse"
+    (CSR times dense, column tiles on CPU), or "auto" (`sparse_for`).
+    """
+
+    def __init__(self, device: torch.device, dtype: torch.dtype, mixing: str = "auto") -> None:
+        if mixing not in LAYOUTS:
+            raise ValueError(f"mixing must be one of {LAYOUTS}, got {mixing!r}")
         self.device = device
         self.dtype = dtype
+        self.mixing = mixing
         self._scratch = torch.empty(0, device=device, dtype=dtype)
 
-    def matrix(self, W: np.ndarray | torch.Tensor) -> torch.Tensor:
-        """A mixing matrix on the run's device and dtype."""
-        return torch.as_tensor(W).to(device=self.device, dtype=self.dtype)
+    def sparse_for(self, n: int, nnz: int) -> bool:
+        """Whether an [n, n] mixing operator with `nnz` nonzeros is kept sparse (CSR).
 
-    def mix(self, W: torch.Tensor, params: Params) -> None:
-        """X <- W @ X for every block, in place (W [N, N]; W[j, i] = share of i's row sent to j)."""
-        largest = max(block.numel() for block in params.values())
-        if self._scratch.numel() < largest:  # reused: fresh large buffers page-fault every round
-            self._scratch = torch.empty(largest, device=self.device, dtype=self.dtype)
-        for block in params.values():
-            flat = block.view(block.shape[0], -1)
-            out = self._scratch[:flat.numel()].view_as(flat)
-            torch.matmul(W, flat, out=out)
-            flat.copy_(out)
+        "auto": sparse when n >= SPARSE_MIN_NODES and nnz <= SPARSE_MAX_DENSITY * n^2 (measured
+        on a 2-core CPU: see docs/performance.md, "Mixing").
+        """
+        if self.mixing != "auto":
+            return self.mixing == "sparse"
+        return n >= SPARSE_MIN_NODES and nnz <= SPARSE_MAX_DENSITY * n * n
+
+    def matrix(self, W: Operand, dtype: torch.dtype | None = None) -> torch.Tensor:
+        """W [N, N] (numpy, scipy.sparse or torch) on the run's device and in dtype (default: the
+        run's), dense or sparse CSR as `sparse_for` picks for it. Under "auto" a torch tensor keeps
+        its layout (it was chosen already; counting its nonzeros would sync the device)."""
+        if self.mixing != "auto":
+            sparse = self.mixing == "sparse"
+        elif isinstance(W, torch.Tensor):
+            sparse = W.layout == torch.sparse_csr
+        else:
+            sparse = self.sparse_for(W.shape[0], _nnz(W))
+        with warnings.catch_warnings():  # torch calls CSR "beta"; CSR x dense is long stable
+            warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
+            T = _to_torch(W)
+            if sparse and T.layout != torch.sparse_csr:
+                T = T.to_sparse_csr()
+        if not sparse and T.layout == torch.sparse_csr:
+            T = T.to_dense()
+        return T.to(device=self.device, dtype=dtype or self.dtype)
+
+    def mix(self, W: torch.Tensor, params: Params, steps: int = 1) -> None:
+        """X <- W^steps @ X for every block [N, *shape], in place, as `steps` successive products.
+
+        W [N, N], dense or CSR (from `matrix`); W[j, i] = share of i's row sent to j. Each product
+        runs over column tiles of the block into a reused scratch tile, then copies it back, so
+        X is read and written once per product and no buffer larger than a tile is allocated.
+        """
+        n = W.shape[0]
+        width = max(block[0].numel() for block in params.values())
+        if self.device.type == "cpu":
+            width = min(width, max(64, TILE_BYTES // (n * self._scratch.element_size())))
+        if self._scratch.numel() < n * width:  # reused: fresh large buffers page-fault
+            self._scratch = torch.empty(n * width, device=self.device, dtype=self.dtype)
+        sparse = W.layout == torch.sparse_csr
+        for _ in range(steps):
+            for block in params.values():
+                flat = block.view(n, -1)
+                for start in range(0, flat.shape[1], width):
+                    cols = flat[:, start:start + width]
+                    out = self._scratch[:cols.numel()].view_as(cols)
+                    if sparse:  # CSR x dense; beta=0 ignores the scratch's old contents
+                        torch.addmm(out, W, cols, beta=0, out=out)
+                    else:
+                        torch.mm(W, cols, out=out)
+                    cols.copy_(out)
 
     def weighted_sum(self, params: Params, weights: torch.Tensor) -> Params:
         """sum_r weights[r] * params[r] for every block: name -> [*shape]."""

@@ -122,6 +122,7 @@ class EngineConfig:
     checkpoint_every: int = 0  # rounds between checkpoints; 0 = auto (saving <= ~5% of run time)
     on_divergence: str = "stop"  # stop | skip_node (docs/reliability.md)
     compile: bool = False  # torch.compile the stacked forward/backward (docs/performance.md)
+    mixing: str = "auto"  # auto | dense | sparse: layout of mixing matrices (p2pfl/comm.py)
 
 
 @dataclass
@@ -212,6 +213,7 @@ _RANGES: dict[tuple[str, str], tuple[float | None, float | None, bool, bool]] = 
 def _choices() -> dict[tuple[str, str], tuple[str, ...]]:
     """Allowed names per field (imported lazily: registries live in other packages)."""
     from algorithms import ALGORITHMS
+    from p2pfl.comm import LAYOUTS
     from p2pfl.data import DATASETS, PARTITIONS
     from p2pfl.models import MODELS
     from topologies import SELECTIONS, TOPOLOGIES
@@ -231,6 +233,7 @@ def _choices() -> dict[tuple[str, str], tuple[str, ...]]:
         ("engine", "executor"): EXECUTORS,
         ("engine", "dtype"): DTYPES,
         ("engine", "on_divergence"): ON_DIVERGENCE,
+        ("engine", "mixing"): LAYOUTS,
     }
 
 

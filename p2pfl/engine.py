@@ -118,9 +118,9 @@ def check_topology(algorithm: Algorithm, schedule: T.Schedule, rounds: int) -> N
     graph = schedule.at(0)
     try:
         if algorithm.mixing == "doubly_stochastic":
-            T.check_doubly_stochastic(T.doubly_stochastic(graph))
+            T.check_doubly_stochastic(T.doubly_stochastic(graph, sparse=True))
         else:
-            T.check_column_stochastic(T.column_stochastic(graph))
+            T.check_column_stochastic(T.column_stochastic(graph, sparse=True))
     except ValueError as err:
         raise ConfigError("topology", f"{algorithm.name} needs {algorithm.mixing.replace('_', '-')}"
                           f" mixing: {err}") from None
@@ -160,7 +160,7 @@ def build(cfg: Config, dataset: Dataset | None = None) -> tuple[RunContext, Algo
         trainer = VectorizedTrainer(forward, data, cfg.engine.chunk_size or chunks.train,
                                     cfg.engine.chunk_size or chunks.eval)
     ctx = RunContext(cfg, device, dtype, data, population, forward, trainer,
-                     LocalComm(device, dtype), schedule)
+                     LocalComm(device, dtype, cfg.engine.mixing), schedule)
     algorithm.setup(ctx)
     return ctx, algorithm
 
