@@ -126,7 +126,7 @@ def mixing_line(result: dict[str, Any]) -> str:
     prefix = f"mixing {result['workload']} (N={result['num_nodes']}, P={result['num_params']:,})"
     if isinstance(mixing, str):
         return f"{prefix}: n/a ({mixing})"
-    gbps, copy = mixing.get("GB/s", math.nan), mixing.get("copy_gb_per_s", math.nan)
+    gbps, copy = mixing.get("gb_per_s", math.nan), mixing.get("copy_gb_per_s", math.nan)
     share = f", {100 * gbps / copy:.0f}% of copy" if copy and math.isfinite(copy) else ""
     layout = f" {mixing['layout']}" if "layout" in mixing else ""
     return (f"{prefix}:{layout} {mixing.get('seconds', math.nan):.4f} s, {gbps:.1f} GB/s "

@@ -116,9 +116,18 @@ def test_peak_memory_sees_an_allocation():
 
 def test_mixing_line_reads_the_mixing_dict():
     result = {"workload": "mlp-100", "num_nodes": 100, "num_params": 199_210,
-              "mixing": {"seconds": 0.02, "GB/s": 8.0, "copy_gb_per_s": 16.0}}
+              "mixing": {"seconds": 0.02, "gb_per_s": 8.0, "copy_gb_per_s": 16.0}}
     assert mixing_line(result) == ("mixing mlp-100 (N=100, P=199,210): 0.0200 s, 8.0 GB/s "
                                    "(copy 16.0 GB/s, 50% of copy)")
+
+
+def test_mixing_line_of_a_real_measurement(one_thread):
+    from bench.mixing import mixing_throughput
+
+    measured = mixing_throughput(40, 1000, 4, "sparse", torch.device("cpu"), repeats=1)
+    line = mixing_line({"workload": "w", "num_nodes": 40, "num_params": 1000,
+                        "mixing": {**measured, "copy_gb_per_s": 1.0}})
+    assert "sparse" in line and "nan" not in line
 
 
 def test_build_uses_a_supplied_cifar_shaped_dataset(one_thread):
