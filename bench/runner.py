@@ -2,13 +2,15 @@
 
 A timed round is the algorithm's round as the engine runs it (local phase of every node, then
 Push-Sum mixing), without evaluation or logging; the device is synchronized around each round.
-One warm-up round is run first and not counted; s/round is the median of the timed rounds.
+One warm-up round is run first and not counted; s/round is the median of the timed rounds, which
+alternate between the vectorized population and the loop executor.
 
 Per solver the result holds (units in the names):
 - s_per_round, node_steps_per_s (N K / s), samples_per_s (N K B / s);
 - gflops: FLOPs of the local phase (`bench.flops` rule; a SAM step counts two gradients) over
   the whole round's time (mixing included), and pct_of_matmul against the measured matmul rate;
-- peak_mem_mb: rise of memory while building and running the vectorized population, and
+- peak_mem_mb: rise of memory while building the vectorized population and running its warm-up
+  round, and
   chunk_size: the nodes it trains in one batched step;
 - loop_s_per_round: the loop executor's s/round, timed on `loop_nodes` nodes and multiplied by
   N / loop_nodes when fewer (loop_scaled); speedup = loop_s_per_round / s_per_round.
@@ -35,41 +37,49 @@ from p2pfl.models import build_model
 MIB = 2**20
 
 
+def timed_round(ctx: RunContext, algorithm: Algorithm, t: int) -> float:
+    """Seconds of round t of the algorithm, the device synchronized before and after."""
+    synchronize(ctx.device)
+    start = time.perf_counter()
+    algorithm.round(ctx, t, ctx.schedule.at(t))
+    synchronize(ctx.device)
+    return time.perf_counter() - start
+
+
 def time_rounds(ctx: RunContext, algorithm: Algorithm, rounds: int) -> list[float]:
     """Seconds of each of `rounds` timed rounds, after one untimed warm-up round."""
-    times = []
-    for t in range(rounds + 1):
-        synchronize(ctx.device)
-        start = time.perf_counter()
-        algorithm.round(ctx, t, ctx.schedule.at(t))
-        synchronize(ctx.device)
-        times.append(time.perf_counter() - start)
-    return times[1:]
+    return [timed_round(ctx, algorithm, t) for t in range(rounds + 1)][1:]
 
 
-def _timed_population(workload: Workload, solver: str, executor: str, num_nodes: int,
-                      dataset: Dataset, device: str, rounds: int) -> dict[str, Any]:
-    """Median s/round of one population, its peak memory rise (bytes), parameter count and the
-    vectorized trainer's chunk size (nodes per batched step; None for the loop)."""
+def _built(workload: Workload, solver: str, executor: str, num_nodes: int, dataset: Dataset,
+           device: str) -> tuple[RunContext, Algorithm, int]:
+    """A built population after its untimed warm-up round, and how far memory rose (bytes)
+    while building it and running that round."""
     cfg = workload_config(workload, solver, executor, num_nodes, device, dataset.name)
     release_memory(torch.device(device))
     with PeakMemory(torch.device(device)) as memory:
         ctx, algorithm = build(cfg, dataset)
-        seconds = statistics.median(time_rounds(ctx, algorithm, rounds))
-    return {"seconds": seconds, "peak_bytes": memory.peak_bytes,
-            "num_params": ctx.population.num_params,
-            "chunk_size": getattr(ctx.trainer, "chunk_size", None)}
+        timed_round(ctx, algorithm, 0)
+    return ctx, algorithm, memory.peak_bytes
 
 
 def run_solver(workload: Workload, solver: str, dataset: Dataset, device: str, rounds: int,
                matmul_gflops: float) -> dict[str, Any]:
-    """Time `solver` ("sgd" or "sam") on `workload`, vectorized and with the loop executor."""
+    """Time `solver` ("sgd" or "sam") on `workload`, vectorized and with the loop executor.
+
+    The timed rounds alternate between the two executors (vectorized round t, loop round t,
+    ...), so that a slow spell of a shared machine weighs on both alike; each side's s/round is
+    the median of its rounds."""
     n, k, b = workload.num_nodes, workload.local_steps, workload.batch_size
-    vectorized = _timed_population(workload, solver, "vectorized", n, dataset, device, rounds)
-    seconds = vectorized["seconds"]
     loop_nodes = min(max(workload.loop_nodes, 2), n)  # a Push-Sum graph needs 2 nodes
-    loop = _timed_population(workload, solver, "loop", loop_nodes, dataset, device, rounds)
-    loop_seconds = loop["seconds"] * n / loop_nodes
+    vec_ctx, vec_alg, peak_bytes = _built(workload, solver, "vectorized", n, dataset, device)
+    loop_ctx, loop_alg, _ = _built(workload, solver, "loop", loop_nodes, dataset, device)
+    vec_times, loop_times = [], []
+    for t in range(1, rounds + 1):
+        vec_times.append(timed_round(vec_ctx, vec_alg, t))
+        loop_times.append(timed_round(loop_ctx, loop_alg, t))
+    seconds = statistics.median(vec_times)
+    loop_seconds = statistics.median(loop_times) * n / loop_nodes
     model = build_model(workload.model, dataset.input_shape, dataset.num_classes)
     gradients = 2 if "rho" in SOLVERS[solver][1] else 1
     flops = n * k * b * gradients * gradient_flops_per_sample(model, dataset.input_shape)
@@ -82,9 +92,9 @@ def run_solver(workload: Workload, solver: str, dataset: Dataset, device: str, r
         "flops_per_round": flops,
         "gflops": gflops,
         "pct_of_matmul": 100 * gflops / matmul_gflops if matmul_gflops > 0 else math.nan,
-        "peak_mem_mb": vectorized["peak_bytes"] / MIB,
-        "num_params": vectorized["num_params"],
-        "chunk_size": vectorized["chunk_size"],
+        "peak_mem_mb": peak_bytes / MIB,
+        "num_params": vec_ctx.population.num_params,
+        "chunk_size": vec_ctx.trainer.chunk_size,
         "loop_s_per_round": loop_seconds,
         "loop_nodes": loop_nodes,
         "loop_scaled": loop_nodes < n,
