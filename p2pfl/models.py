@@ -9,8 +9,9 @@ losses yields every node's gradient at once.
   convolutions on CPU, one grouped convolution elsewhere). Forward+backward, c=10, B=32, 2-core
   CPU: mlp ~1.25x, cnn ~2.7-3x faster than `torch.func.vmap`.
 - Any other `nn.Module` (including `resnet18_gn`) goes through `torch.func`: `vmap` over
-  `functional_call`. BatchNorm with running statistics is rejected: its buffers would be shared
-  and mutated by all nodes.
+  `functional_call`, except convolutional models on CPU, which call the module node by node
+  (grouped convolutions are slow on CPU). BatchNorm with running statistics is rejected: its
+  buffers would be shared and mutated by all nodes.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.func import functional_call, vmap
 from torch.nn.modules.batchnorm import _NormBase
+from torch.nn.modules.conv import _ConvNd
 
 MODELS = ("mlp", "cnn", "resnet18_gn")
 
@@ -228,12 +230,13 @@ def build_model(name: str, input_shape: tuple[int, ...], num_classes: int) -> nn
     raise ValueError(f"unknown model {name!r}; allowed: {', '.join(MODELS)}")
 
 
-def stacked_forward(model: nn.Module) -> StackedForward:
+def stacked_forward(model: nn.Module, conv_per_node_on_cpu: bool = True) -> StackedForward:
     """Return f(params, x) -> logits [c, B, classes], params {name: [c, *shape]} named as in
     model.named_parameters(), x [c, B, *input_shape] (dim 0 may have stride 0).
 
     Uses model.batched_forward when present, else vmap over functional_call with the module's
-    buffers shared (not batched). BatchNorm with running statistics -> ValueError."""
+    buffers shared (not batched); a model with convolutions runs node by node on CPU unless
+    `conv_per_node_on_cpu` is False. BatchNorm with running statistics -> ValueError."""
     batched = getattr(model, "batched_forward", None)
     if batched is not None:
         return batched
@@ -249,8 +252,23 @@ def stacked_forward(model: nn.Module) -> StackedForward:
         return functional_call(model, (params, buffers), (x,))
 
     batched = vmap(one, in_dims=(0, None, 0))
+    per_node_on_cpu = conv_per_node_on_cpu and any(isinstance(m, _ConvNd)
+                                                   for m in model.modules())
 
     def forward(params: Params, x: torch.Tensor) -> torch.Tensor:
-        return batched(params, dict(model.named_buffers()), x)
+        buffers = dict(model.named_buffers())
+        if per_node_on_cpu and x.device.type == "cpu":
+            return _per_node(one, params, buffers, x)
+        return batched(params, buffers, x)
 
     return forward
+
+
+def _per_node(one: Callable[[Params, Params, torch.Tensor], torch.Tensor], params: Params,
+              buffers: Params, x: torch.Tensor) -> torch.Tensor:
+    """`one` applied node by node: on CPU, vmap turns per-node convolutions into one grouped
+    convolution, which is slower there than a convolution per node (resnet18_gn, 10 nodes:
+    measured in docs/performance.md). unbind, not params[k][i]: its backward is one stack."""
+    rows = {k: v.unbind(0) for k, v in params.items()}
+    return torch.stack([one({k: r[i] for k, r in rows.items()}, buffers, x[i])
+                        for i in range(x.shape[0])])

@@ -98,7 +98,7 @@ def test_stacked_forward_matches_loop(name, input_shape, num_classes, c, batch):
 
 
 def test_builtin_paths():
-    """mlp and cnn use their hand-written forward; resnet18_gn the generic vmap path."""
+    """mlp and cnn use their hand-written forward; resnet18_gn the generic torch.func path."""
     for name in ("mlp", "cnn"):
         model = build_model(name, (3, 32, 32), 10)
         assert stacked_forward(model) == model.batched_forward
@@ -185,10 +185,11 @@ class _UserNet(nn.Module):
         return self.head(h.flatten(1))
 
 
-def test_user_module_uses_vmap_and_matches_loop():
+@pytest.mark.parametrize("per_node", [True, False])
+def test_user_module_matches_loop_by_vmap_and_node_by_node(per_node):
     torch.manual_seed(0)
     model = _UserNet().double()
-    forward = stacked_forward(model)
+    forward = stacked_forward(model, conv_per_node_on_cpu=per_node)
     assert not hasattr(model, "batched_forward")
     _check_matches_loop(model, forward, c=3, batch=4, input_shape=(2, 6, 6), num_classes=5)
 
