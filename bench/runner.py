@@ -52,10 +52,10 @@ def time_rounds(ctx: RunContext, algorithm: Algorithm, rounds: int) -> list[floa
 
 
 def _built(workload: Workload, solver: str, executor: str, num_nodes: int, dataset: Dataset,
-           device: str) -> tuple[RunContext, Algorithm, int]:
-    """A built population after its untimed warm-up round, and how far memory rose (bytes)
-    while building it and running that round."""
-    cfg = workload_config(workload, solver, executor, num_nodes, device, dataset.name)
+           device: str, compile: bool) -> tuple[RunContext, Algorithm, int]:
+    """A built population after its untimed warm-up round (which absorbs any compilation), and
+    how far memory rose (bytes) while building it and running that round."""
+    cfg = workload_config(workload, solver, executor, num_nodes, device, dataset.name, compile)
     release_memory(torch.device(device))
     with PeakMemory(torch.device(device)) as memory:
         ctx, algorithm = build(cfg, dataset)
@@ -64,16 +64,18 @@ def _built(workload: Workload, solver: str, executor: str, num_nodes: int, datas
 
 
 def run_solver(workload: Workload, solver: str, dataset: Dataset, device: str, rounds: int,
-               matmul_gflops: float) -> dict[str, Any]:
-    """Time `solver` ("sgd" or "sam") on `workload`, vectorized and with the loop executor.
+               matmul_gflops: float, compile: bool = False) -> dict[str, Any]:
+    """Time `solver` ("sgd" or "sam") on `workload`, vectorized (compiled when `compile`) and
+    with the loop executor.
 
     The timed rounds alternate between the two executors (vectorized round t, loop round t,
     ...), so that a slow spell of a shared machine weighs on both alike; each side's s/round is
     the median of its rounds."""
     n, k, b = workload.num_nodes, workload.local_steps, workload.batch_size
     loop_nodes = min(max(workload.loop_nodes, 2), n)  # a Push-Sum graph needs 2 nodes
-    vec_ctx, vec_alg, peak_bytes = _built(workload, solver, "vectorized", n, dataset, device)
-    loop_ctx, loop_alg, _ = _built(workload, solver, "loop", loop_nodes, dataset, device)
+    vec_ctx, vec_alg, peak_bytes = _built(workload, solver, "vectorized", n, dataset, device,
+                                          compile)
+    loop_ctx, loop_alg, _ = _built(workload, solver, "loop", loop_nodes, dataset, device, False)
     vec_times, loop_times = [], []
     for t in range(1, rounds + 1):
         vec_times.append(timed_round(vec_ctx, vec_alg, t))
@@ -103,8 +105,8 @@ def run_solver(workload: Workload, solver: str, dataset: Dataset, device: str, r
 
 
 def run_workload(workload: Workload, dataset: Dataset, data_label: str, device: str,
-                 rounds: int, matmul_gflops: float,
-                 solvers: tuple[str, ...] = tuple(SOLVERS)) -> dict[str, Any]:
+                 rounds: int, matmul_gflops: float, solvers: tuple[str, ...] = tuple(SOLVERS),
+                 compile: bool = False) -> dict[str, Any]:
     """Every solver of one workload: {"workload", "model", "data", "num_nodes", ...,
     "solvers": {solver: run_solver(...)}}."""
     per_node = len(dataset.y_train) // workload.num_nodes
@@ -122,6 +124,7 @@ def run_workload(workload: Workload, dataset: Dataset, data_label: str, device: 
         "num_params": sum(p.numel() for p in model.parameters()),
         "gradient_flops_per_sample": gradient_flops_per_sample(model, dataset.input_shape),
         "rounds": rounds,
-        "solvers": {s: run_solver(workload, s, dataset, device, rounds, matmul_gflops)
+        "compile": compile,
+        "solvers": {s: run_solver(workload, s, dataset, device, rounds, matmul_gflops, compile)
                     for s in solvers},
     }

@@ -151,7 +151,8 @@ def run_suite(args: argparse.Namespace) -> int:
     print(f"device {env['device']} ({env['device_name']}), {env['threads']} threads, "
           f"torch {env['torch']}")
     print(f"round = local phase ({LOCAL_STEPS} steps of batch {BATCH_SIZE}, momentum {MOMENTUM}; "
-          f"SAM rho {SAM_RHO}) + Push-Sum mixing; median of {rounds} timed round(s) after 1 "
+          f"SAM rho {SAM_RHO}) + Push-Sum mixing{'; vectorized compiled' if args.compile else ''}"
+          f"; median of {rounds} timed round(s) after 1 "
           "warm-up; matmul = float32 matmul GFLOP/s measured just before the workload; "
           "meaningful only on an otherwise idle machine")
     print(table_header(), flush=True)
@@ -162,7 +163,8 @@ def run_suite(args: argparse.Namespace) -> int:
             data[workload.data] = load_workload_data(workload.data, args.quick)
         dataset, label = data[workload.data]
         matmul = matmul_gflops(device)  # measured before each workload: the machine as it is now
-        result = run_workload(workload, dataset, label, str(device), rounds, matmul)
+        result = run_workload(workload, dataset, label, str(device), rounds, matmul,
+                              compile=args.compile)
         result["matmul_gflops"] = matmul
         result["mixing"] = mixing_rate(workload, result["num_params"], device)
         result.update(env)

@@ -77,6 +77,8 @@ def _add_bench_parser(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--rounds", type=int, help="timed rounds after one warm-up (default 3, "
                    "--quick 1)")
     b.add_argument("--json-out", metavar="FILE", help="also write all results as JSON")
+    b.add_argument("--compile", action="store_true",
+                   help="torch.compile the vectorized population (engine.compile)")
 
 
 def _bench(args: argparse.Namespace) -> int:

@@ -140,3 +140,10 @@ def test_build_uses_a_supplied_cifar_shaped_dataset(one_thread):
     assert ctx.data.input_shape == (3, 32, 32) and ctx.data.n_per_node == 20
     assert ctx.population.num_params == 797_962  # cnn on 3x32x32, as docs/performance.md says
     assert len(time_rounds(ctx, algorithm, 1)) == 1
+
+
+def test_compile_reaches_the_vectorized_population_only():
+    tiny = Workload("tiny", "mlp", "synthetic", 2, 2, 1, 4)
+    assert workload_config(tiny, "sgd", "vectorized", 2, "cpu", "synthetic", True).engine.compile
+    assert not workload_config(tiny, "sgd", "loop", 2, "cpu", "synthetic", True).engine.compile
+    assert not workload_config(tiny, "sgd", "vectorized", 2, "cpu", "synthetic").engine.compile
