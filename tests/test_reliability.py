@@ -427,6 +427,27 @@ def test_parameters_going_non_finite_are_caught(tmp_path, monkeypatch):
         run(tiny(), tmp_path / "run")
 
 
+def test_nan_from_mixing_is_found_through_the_average_and_named(tmp_path, monkeypatch):
+    """Training stays finite; the mix puts a NaN into node 1's row. The guard's check of trained
+    rows cannot see it: the average model does, and the full scan names the row."""
+    real = engine.build
+
+    def build(cfg):
+        ctx, algorithm = real(cfg)
+        mix = ctx.comm.mix
+
+        def leaking(W, params, steps=1):
+            mix(W, params, steps)
+            next(iter(params.values()))[1] = float("nan")
+
+        ctx.comm.mix = leaking
+        return ctx, algorithm
+
+    monkeypatch.setattr(engine, "build", build)
+    with pytest.raises(DivergenceError, match=r"round 1: non-finite parameters at nodes \[1\]"):
+        run(tiny(), tmp_path / "run")
+
+
 def test_sigint_handler_is_restored(tmp_path):
     before = signal.getsignal(signal.SIGINT)
     run(tiny(rounds=1), tmp_path / "run")
