@@ -89,16 +89,11 @@ def apply_step(params: Params, direction: Params, buffers: Params | None, lr: to
     """
     for k, d in direction.items():
         x = params[k]
+        if solver.weight_decay > 0:
+            d = d.add(x, alpha=solver.weight_decay)
         if buffers is not None:
             b = buffers[k]
-            if solver.weight_decay > 0:
-                d = torch.add(d, x, alpha=solver.weight_decay, out=b if first else None)
-            if first:
-                d = b.copy_(d) if d is not b else b
-            else:
-                d = torch.add(d, b, alpha=solver.momentum, out=b)
-        elif solver.weight_decay > 0:
-            d = d.add(x, alpha=solver.weight_decay)
+            d = b.copy_(d) if first else torch.add(d, b, alpha=solver.momentum, out=b)
         x.addcmul_(d, row_scale(lr, d), value=-1.0)
 
 
