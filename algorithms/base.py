@@ -55,8 +55,12 @@ class Algorithm(ABC):
     options: ClassVar[tuple[str, ...]] = ()  # the AlgorithmConfig fields it reads beyond COMMON
     # variant -> fields read only in that form (`algorithm.variant`); also allowed there
     form_options: ClassVar[dict[str, tuple[str, ...]]] = {}
+    # the form an unset `algorithm.variant` means (the one under which the paper's setting trains)
+    default_variant: ClassVar[str] = "paper"
 
     def __init__(self, cfg: AlgorithmConfig) -> None:
+        if cfg.variant == "":
+            cfg = dataclasses.replace(cfg, variant=self.default_variant)
         self.check_options(cfg)
         self.cfg = cfg
         self.solver = LocalSolver(momentum=cfg.momentum, rho=cfg.rho,
@@ -66,7 +70,7 @@ class Algorithm(ABC):
         """Refuse a field this algorithm would ignore: every AlgorithmConfig field outside COMMON
         must be in `options` (or `form_options` of the configured variant) or at its default."""
         in_form = self.form_options.get(cfg.variant, ())
-        for key, default in _DEFAULTS.items():
+        for key, default in (_DEFAULTS | {"variant": self.default_variant}).items():
             value = getattr(cfg, key)
             if key in COMMON or key in self.options or key in in_form or value == default:
                 continue

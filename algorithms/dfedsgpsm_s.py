@@ -1,6 +1,10 @@
 """DFedSGPSM-S (Li et al. 2023, Appendix A.1; spec 2.9): DFedSGPSM whose nodes choose their
-out-neighbours by loss, Pr(i picks j) = |f_i - f_j| / sum_l |f_i - f_l| (`topology.selection =
-"loss_based"`; "loss_softmax" is the [U] alternative), f = each node's latest training loss.
+out-neighbours by loss, preferring nodes whose loss differs from their own; f = each node's
+latest training loss. The paper's Eq. 2 is lost from its text. Default (`topology.selection`
+unset): "loss_softmax", Pr(i picks j) proportional to exp(|f_i - f_j| / temperature), under which
+the paper's setting trains. "loss_based", Pr proportional to |f_i - f_j|, starves the nodes whose
+loss is near the others' (few senders pick them, their Push-Sum weight shrinks up to 11-fold a
+round) and collapsed there (docs/algorithms.md, "Settings that decide stability").
 
 The selection itself is the topology's (`topologies.selection`); the engine passes this
 algorithm's `selection_losses()` to the schedule every round.
@@ -21,8 +25,8 @@ class DFedSGPSMS(DFedSGPSM):
     @classmethod
     def implied(cls, cfg: Config) -> dict[str, Any]:
         """The algorithm is DFedSGPSM with loss-based selection: on 'random_out' an unset
-        `topology.selection` is "loss_based"."""
-        return {"topology.selection": "loss_based"} if cfg.topology.name == "random_out" else {}
+        `topology.selection` is "loss_softmax"."""
+        return {"topology.selection": "loss_softmax"} if cfg.topology.name == "random_out" else {}
 
     def setup(self, ctx: RunContext) -> None:
         topo = ctx.cfg.topology
@@ -31,6 +35,6 @@ class DFedSGPSMS(DFedSGPSM):
                               f"on 'random_out' (topology.out_degree of them), got {topo.name!r}")
         if topo.selection == "random":
             raise ConfigError("topology.selection", f"{self.name} selects its out-neighbours by "
-                              "loss: leave topology.selection unset (loss_based) or use "
-                              "'loss_softmax'; random selection is plain 'dfedsgpsm'")
+                              "loss: leave topology.selection unset (loss_softmax) or use "
+                              "'loss_based'; random selection is plain 'dfedsgpsm'")
         super().setup(ctx)

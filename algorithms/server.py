@@ -77,8 +77,8 @@ class Server(Algorithm):
 
     def __init__(self, cfg: AlgorithmConfig) -> None:
         super().__init__(cfg)
-        if cfg.variant not in self.variants:
-            raise ConfigError("algorithm.variant", f"{self.name} has no {cfg.variant!r} form "
+        if self.cfg.variant not in self.variants:
+            raise ConfigError("algorithm.variant", f"{self.name} has no {self.cfg.variant!r} form "
                               f"(allowed: {', '.join(self.variants)})")
 
     def setup(self, ctx: RunContext) -> None:

@@ -61,7 +61,7 @@ class TopologyConfig:
     ba_m: int = 2  # barabasi_albert edges per new node
     window: int = 1  # B > 1: each round uses the union of B consecutive graphs
     selection: str = ""  # random_out: random | loss_based | loss_softmax; "" = the algorithm's
-    # (loss_based for dfedsgpsm_s, random otherwise), resolved when the config is loaded
+    # (loss_softmax for dfedsgpsm_s, random otherwise), resolved when the config is loaded
     temperature: float = 1.0  # loss_softmax
     path: str = ""  # from_adjacency / from_edges file
     link_drop: float = 0.0  # probability that a message is lost, per message and round
@@ -83,7 +83,9 @@ class AlgorithmConfig:
     clip_norm: float = 0.0
     server_lr: float = 1.0
     # Centralized family (docs/algorithms-centralized.md says which algorithm reads which field).
-    variant: str = "paper"  # paper | reference_code (where the authors' code differs)
+    # paper | reference_code (where the authors' code differs); "" = the algorithm's default form
+    # (reference_code for fedgmt and fedgloss, paper otherwise), resolved when the config is loaded
+    variant: str = ""
     sampling: str = "fixed"  # fixed: m = round(participation N) clients; bernoulli: each w.p. r
     prox_mu: float = 0.01  # FedProx proximal coefficient
     server_beta1: float = 0.9  # FedAdam first-moment decay
@@ -227,7 +229,7 @@ def _choices() -> dict[tuple[str, str], tuple[str, ...]]:
         ("topology", "name"): tuple(TOPOLOGIES),
         ("topology", "selection"): ("", *SELECTIONS),
         ("algorithm", "name"): tuple(ALGORITHMS),
-        ("algorithm", "variant"): VARIANTS,
+        ("algorithm", "variant"): ("", *VARIANTS),
         ("algorithm", "sampling"): SAMPLINGS,
         ("algorithm", "dpsgd_order"): DPSGD_ORDERS,
         ("algorithm", "momentum_form"): MOMENTUM_FORMS,
@@ -313,7 +315,9 @@ def _with_implied(cfg: Config) -> Config:
 
     if cfg.compare or cfg.algorithm.name not in ALGORITHMS:
         return cfg  # a [[compare]] root is never run; an unknown name fails in validation
-    implied = {"topology.selection": "random", **ALGORITHMS[cfg.algorithm.name].implied(cfg)}
+    algorithm = ALGORITHMS[cfg.algorithm.name]
+    implied = {"topology.selection": "random", "algorithm.variant": algorithm.default_variant,
+               **algorithm.implied(cfg)}
     for dotted, value in implied.items():
         section, key = dotted.split(".")
         part = getattr(cfg, section)

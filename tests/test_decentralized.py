@@ -412,7 +412,7 @@ def test_dfedsgpsm_s_picks_out_neighbours_by_loss():
     graph = ctx.schedule.at(1, algorithm.selection_losses())
     # |f_i - f_j| is zero except towards node 7: every other node must pick it
     assert all(list(graph.successors(i)) == [7] for i in range(7))
-    assert _config("dfedsgpsm_s").topology.selection == "loss_based"  # implied by the name
+    assert _config("dfedsgpsm_s").topology.selection == "loss_softmax"  # implied by the name
     assert _config("dfedsgpsm").topology.selection == "random"
     soft = _config("dfedsgpsm_s", topology__selection="loss_softmax")
     assert soft.topology.selection == "loss_softmax"
