@@ -149,6 +149,7 @@ DEVICES = ("auto", "cpu", "cuda")
 DTYPES = ("float32", "float64")
 EXECUTORS = ("vectorized", "loop")
 VARIANTS = ("paper", "reference_code")
+OBJECT = "object"  # topology.name of a run whose topology was a Python object (p2pfl.objects)
 SAMPLINGS = ("fixed", "bernoulli")
 ON_DIVERGENCE = ("stop", "skip_node")
 DPSGD_ORDERS = ("cta", "atc")  # combine-then-adapt (Lian et al.) | adapt-then-combine
@@ -226,7 +227,7 @@ def _choices() -> dict[tuple[str, str], tuple[str, ...]]:
         ("data", "name"): DATASETS,
         ("data", "partition"): PARTITIONS,
         ("model", "name"): MODELS,
-        ("topology", "name"): tuple(TOPOLOGIES),
+        ("topology", "name"): (*TOPOLOGIES, OBJECT),
         ("topology", "selection"): ("", *SELECTIONS),
         ("algorithm", "name"): tuple(ALGORITHMS),
         ("algorithm", "variant"): ("", *VARIANTS),

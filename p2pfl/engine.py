@@ -43,6 +43,8 @@ from p2pfl.local import VectorizedTrainer
 from p2pfl.memory import plan_chunks
 from p2pfl.metrics import consensus_distance, evaluate
 from p2pfl.models import build_model, stacked_forward
+from p2pfl.objects import RECORD as TOPOLOGY_RECORD
+from p2pfl.objects import resolve_topology
 from p2pfl.plots import plot_histories
 from p2pfl.population import Params, Population
 from p2pfl.reference import LoopTrainer
@@ -133,16 +135,22 @@ def check_topology(algorithm: Algorithm, schedule: T.Schedule, rounds: int) -> N
                           "cannot reach the network average")
 
 
-def build(cfg: Config, dataset: Dataset | None = None) -> tuple[RunContext, Algorithm]:
+def build(cfg: Config, dataset: Dataset | None = None,
+          schedule: T.Schedule | None = None) -> tuple[RunContext, Algorithm]:
     """Everything a run needs, validated before any training starts.
 
     `dataset`, when given, is used instead of loading `cfg.data.name` (the benchmark loads a
     dataset once for many builds, or supplies CIFAR-shaped synthetic data); it is partitioned
-    as configured."""
+    as configured. `schedule`, when given, is the topology instead of `cfg.topology`'s (a
+    decentralized algorithm only; see p2pfl.objects)."""
     device = resolve_device(cfg.device)
     dtype = getattr(torch, cfg.engine.dtype)
     algorithm = ALGORITHMS[cfg.algorithm.name](cfg.algorithm)
-    schedule = schedule_for(cfg, algorithm)
+    if schedule is None:
+        schedule = schedule_for(cfg, algorithm)
+    elif algorithm.mixing == "server":
+        raise ConfigError("topology", f"{algorithm.name} is centralized and runs on the star "
+                          "(hub = server); a topology object is for decentralized algorithms")
     check_topology(algorithm, schedule, cfg.rounds)
     data = _load_data(cfg, device, dtype, dataset)
     with torch.random.fork_rng(devices=[]):
@@ -408,17 +416,21 @@ def _resume_point(out: Path, cfg: Config) -> dict[str, Any] | None:
 
 
 def run(cfg: Config, out_dir: str | Path | None = None, progress: bool = False,
-        label: str = "", resume: bool = False) -> History:
+        label: str = "", resume: bool = False, topology: object | None = None) -> History:
     """Run one experiment; per-round metrics are returned and written to `out_dir`.
 
     With `resume`, continue the run in `out_dir` from its last checkpoint (a directory without
     one starts over); `cfg` may differ from the run's config only in `checkpoint.RESUMABLE`.
+    `topology`: a networkx graph, a sequence of graphs, a mixing matrix (or a sequence of them),
+    a callable t -> graph or a `topologies.Schedule`, run instead of `cfg.topology`'s and
+    recorded in `out_dir`/topology.json (p2pfl.objects).
     """
     if cfg.compare:
         raise ConfigError("compare", "this config lists [[compare]] variants: use run_compare")
     out = Path(out_dir) if out_dir is not None else default_out_dir(cfg)
+    cfg, schedule, record = resolve_topology(cfg, out, resume, topology)
     checkpoint = _resume_point(out, cfg) if resume else None
-    ctx, algorithm = build(cfg)
+    ctx, algorithm = build(cfg, schedule=schedule)
     history: History = []
     if resume:
         out.mkdir(parents=True, exist_ok=True)
@@ -437,6 +449,8 @@ def run(cfg: Config, out_dir: str | Path | None = None, progress: bool = False,
     else:
         _prepare_out_dir(out)
     write_json_atomic(out / "config.json", cfg.to_dict())
+    if record is not None:
+        write_json_atomic(out / TOPOLOGY_RECORD, record)
     return Runner(cfg, out, ctx, algorithm, history, progress, label).run()
 
 

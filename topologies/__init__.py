@@ -13,7 +13,8 @@ Static graphs (nodes 0..n-1; nx.Graph if undirected, nx.DiGraph if directed; no 
 Schedules (``at(t)``, ``n``, ``period``, ``directed``, ``needs_losses``):
     static(G), cycle([G0, G1, ...]), one_peer_exponential(n),
     random_out(n, k, seed=None, selection="random", temperature=1.0),
-    random_regular_schedule(n, d, seed=None), union_window(schedule, B), as_schedule(obj)
+    random_regular_schedule(n, d, seed=None), union_window(schedule, B), from_function(fn),
+    as_schedule(graph | graphs | matrix | matrices | callable | Schedule)
 Mixing (W[j, i] = share of i's mass sent to j; dense, or scipy CSR with sparse=True):
     column_stochastic(G, faults=None, *, fault_rule="keep", sparse=False),
     row_stochastic(G, faults=None, *, fault_rule="keep", sparse=False),
@@ -63,6 +64,7 @@ from topologies.random_graphs import (
 from topologies.registry import TOPOLOGIES, build_schedule
 from topologies.schedules import (
     Cycle,
+    FunctionSchedule,
     OnePeerExponential,
     RandomOut,
     RandomRegularSchedule,
@@ -71,6 +73,7 @@ from topologies.schedules import (
     UnionWindow,
     as_schedule,
     cycle,
+    from_function,
     one_peer_exponential,
     random_out,
     random_regular_schedule,
@@ -92,7 +95,8 @@ __all__ = [
     "exponential", "erdos_renyi", "random_regular", "watts_strogatz", "barabasi_albert",
     "random_out_graph", "from_adjacency", "from_edges", "from_networkx",
     # schedules
-    "Schedule", "as_schedule", "static", "cycle", "one_peer_exponential", "random_out",
+    "Schedule", "FunctionSchedule", "from_function", "as_schedule", "static", "cycle",
+    "one_peer_exponential", "random_out",
     "random_regular_schedule", "union_window", "StaticSchedule", "Cycle", "OnePeerExponential",
     "RandomOut", "RandomRegularSchedule", "UnionWindow",
     # mixing matrices and their checks

@@ -165,14 +165,37 @@ def _undirected_edges(G: nx.Graph) -> tuple[np.ndarray, np.ndarray]:
     return src[keep], dst[keep]
 
 
+def _symmetric_weights(G: nx.Graph, u: np.ndarray, v: np.ndarray) -> np.ndarray | None:
+    """The 'weight' attributes of the undirected edges (u, v), or None if no edge has one."""
+    weights = [G.edges[a, b].get("weight") for a, b in zip(u.tolist(), v.tolist())]
+    if all(w is None for w in weights):
+        return None
+    if any(w is None for w in weights):
+        raise ValueError("some edges have a 'weight' attribute and others do not")
+    values = np.asarray(weights, dtype=float)
+    if G.is_directed():
+        back = np.asarray([G.edges[b, a].get("weight") for a, b in zip(u.tolist(), v.tolist())],
+                          dtype=float)
+        if (back != values).any():
+            e = int(np.argmax(back != values))
+            raise ValueError(f"edge ({u[e]}, {v[e]}) has weight {values[e]:.6g} and its reverse "
+                             f"{back[e]:.6g}: symmetric mixing needs equal weights")
+    if not np.isfinite(values).all() or (values < 0).any():
+        e = int(np.argmax(~np.isfinite(values) | (values < 0)))
+        raise ValueError(f"weight {values[e]:.6g} on edge ({u[e]}, {v[e]}) is not a share")
+    return values
+
+
 def doubly_stochastic(G: nx.Graph, method: str = "metropolis_hastings",
                       faults: Faults | None = None, *, sparse: bool = False) -> Matrix:
     """Symmetric doubly-stochastic mixing matrix of an undirected graph (float64, [n, n]).
 
     ``"metropolis_hastings"``: ``W[i, j] = 1 / (1 + max(d_i, d_j))`` on edges;
     ``"max_degree"``: ``W = I - L / (d_max + 1)``. In both, ``W[i, i] = 1 - sum_{j != i} W[i, j]``.
-    Edge weights are ignored. With faults, a link survives only if both of its messages arrive
-    and both ends are online, and the weights are computed on the surviving graph.
+    If the edges carry a 'weight' attribute (all of them must; both directions equal in a
+    DiGraph), ``W[i, j] = W[j, i] = weight`` instead, the researcher's own weights. With faults,
+    a link survives only if both of its messages arrive and both ends are online, and the weights
+    are computed on the surviving graph (given weights of lost links go back to the diagonal).
 
     Parameters
     ----------
@@ -199,11 +222,17 @@ def doubly_stochastic(G: nx.Graph, method: str = "metropolis_hastings",
         alive = ~(faults.lost(u, v) | faults.lost(v, u))
         u, v = u[alive], v[alive]
     degree = np.bincount(np.concatenate([u, v]), minlength=n)
-    if method == "metropolis_hastings":
+    given = _symmetric_weights(G, u, v)
+    if given is not None:
+        values = given
+    elif method == "metropolis_hastings":
         values = 1.0 / (1 + np.maximum(degree[u], degree[v]))
     else:
         values = np.full(u.size, 1.0 / (1 + degree.max(initial=0)))
     diag = 1.0 - np.bincount(np.concatenate([u, v]), weights=np.tile(values, 2), minlength=n)
+    if (diag < -1e-12).any():
+        i = int(np.argmin(diag))
+        raise ValueError(f"node {i}'s edge weights sum to {1 - diag[i]:.12g} > 1")
     return _assemble(n, np.concatenate([u, v]), np.concatenate([v, u]), np.tile(values, 2),
                      diag, sparse)
 
