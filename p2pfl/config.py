@@ -226,7 +226,7 @@ def _choices() -> dict[tuple[str, str], tuple[str, ...]]:
         ("", "device"): DEVICES,
         ("data", "name"): DATASETS,
         ("data", "partition"): PARTITIONS,
-        ("model", "name"): MODELS,
+        ("model", "name"): (*MODELS, OBJECT),
         ("topology", "name"): (*TOPOLOGIES, OBJECT),
         ("topology", "selection"): ("", *SELECTIONS),
         ("algorithm", "name"): tuple(ALGORITHMS),

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from torch import nn
 from tqdm import tqdm
 
 import topologies as T
@@ -34,7 +35,7 @@ from p2pfl.checkpoint import (
     save_checkpoint,
 )
 from p2pfl.comm import LocalComm
-from p2pfl.config import Config, ConfigError, variant_overrides, with_overrides
+from p2pfl.config import OBJECT, Config, ConfigError, variant_overrides, with_overrides
 from p2pfl.context import RunContext
 from p2pfl.data import Dataset, DatasetNotFoundError, find_dataset_dir, load_dataset, partition
 from p2pfl.federated import FederatedData
@@ -43,8 +44,7 @@ from p2pfl.local import VectorizedTrainer
 from p2pfl.memory import plan_chunks
 from p2pfl.metrics import consensus_distance, evaluate
 from p2pfl.models import build_model, stacked_forward
-from p2pfl.objects import RECORD as TOPOLOGY_RECORD
-from p2pfl.objects import resolve_topology
+from p2pfl.objects import Parts, resolve
 from p2pfl.plots import plot_histories
 from p2pfl.population import Params, Population
 from p2pfl.reference import LoopTrainer
@@ -136,13 +136,15 @@ def check_topology(algorithm: Algorithm, schedule: T.Schedule, rounds: int) -> N
 
 
 def build(cfg: Config, dataset: Dataset | None = None,
-          schedule: T.Schedule | None = None) -> tuple[RunContext, Algorithm]:
+          parts: Parts | None = None) -> tuple[RunContext, Algorithm]:
     """Everything a run needs, validated before any training starts.
 
     `dataset`, when given, is used instead of loading `cfg.data.name` (the benchmark loads a
     dataset once for many builds, or supplies CIFAR-shaped synthetic data); it is partitioned
-    as configured. `schedule`, when given, is the topology instead of `cfg.topology`'s (a
-    decentralized algorithm only; see p2pfl.objects)."""
+    as configured. `parts` holds a topology schedule (decentralized algorithms only) and a
+    model given as objects, run instead of `cfg.topology`'s and `cfg.model`'s (p2pfl.objects)."""
+    parts = parts or Parts()
+    schedule = parts.schedule
     device = resolve_device(cfg.device)
     dtype = getattr(torch, cfg.engine.dtype)
     algorithm = ALGORITHMS[cfg.algorithm.name](cfg.algorithm)
@@ -153,12 +155,18 @@ def build(cfg: Config, dataset: Dataset | None = None,
                           "(hub = server); a topology object is for decentralized algorithms")
     check_topology(algorithm, schedule, cfg.rounds)
     data = _load_data(cfg, device, dtype, dataset)
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(stream_seed(cfg.seed, "init"))
-        model = build_model(cfg.model.name, data.input_shape, data.num_classes)
-    model = model.to(device=device, dtype=dtype)
+    if parts.model is None:
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(stream_seed(cfg.seed, "init"))
+            model = build_model(cfg.model.name, data.input_shape, data.num_classes)
+        model = model.to(device=device, dtype=dtype)
+    else:
+        model = _own_model(parts.model, data, device, dtype)
     population = Population(model, cfg.data.num_nodes, device, dtype)
-    forward = stacked_forward(model)
+    try:
+        forward = stacked_forward(model)
+    except ValueError as err:
+        raise ConfigError("model", str(err)) from None
     if cfg.engine.executor == "loop":
         trainer: VectorizedTrainer | LoopTrainer = LoopTrainer(model, data, cfg.data.num_nodes)
     else:
@@ -173,6 +181,29 @@ def build(cfg: Config, dataset: Dataset | None = None,
                      LocalComm(device, dtype, cfg.engine.mixing), schedule)
     algorithm.setup(ctx)
     return ctx, algorithm
+
+
+def _own_model(model: nn.Module, data: FederatedData, device: torch.device,
+               dtype: torch.dtype) -> nn.Module:
+    """A copy of a researcher's model on the run's device, checked to map one input to logits
+    over the data's classes."""
+    model = copy.deepcopy(model).to(device=device, dtype=dtype)
+    try:
+        stacked_forward(model)  # refuses BatchNorm running statistics first
+    except ValueError as err:
+        raise ConfigError("model", str(err)) from None
+    x = torch.zeros(1, *data.input_shape, device=device, dtype=dtype)
+    try:
+        with torch.no_grad():
+            shape = tuple(model(x).shape)
+    except Exception as err:  # any failure of the user's forward is a one-line config error
+        raise ConfigError("model", f"{type(model).__name__} failed on one input of shape "
+                          f"{list(x.shape)}: {type(err).__name__}: {err}") from None
+    if shape != (1, data.num_classes):
+        raise ConfigError("model", f"{type(model).__name__} maps an input of shape "
+                          f"{list(x.shape)} to {list(shape)}; expected [1, {data.num_classes}] "
+                          "logits")
+    return model
 
 
 def _eval_subset(ctx: RunContext) -> tuple[torch.Tensor, torch.Tensor]:
@@ -416,21 +447,23 @@ def _resume_point(out: Path, cfg: Config) -> dict[str, Any] | None:
 
 
 def run(cfg: Config, out_dir: str | Path | None = None, progress: bool = False,
-        label: str = "", resume: bool = False, topology: object | None = None) -> History:
+        label: str = "", resume: bool = False, topology: object | None = None,
+        model: object | None = None) -> History:
     """Run one experiment; per-round metrics are returned and written to `out_dir`.
 
     With `resume`, continue the run in `out_dir` from its last checkpoint (a directory without
     one starts over); `cfg` may differ from the run's config only in `checkpoint.RESUMABLE`.
     `topology`: a networkx graph, a sequence of graphs, a mixing matrix (or a sequence of them),
     a callable t -> graph or a `topologies.Schedule`, run instead of `cfg.topology`'s and
-    recorded in `out_dir`/topology.json (p2pfl.objects).
+    recorded in `out_dir`/topology.json. `model`: a torch.nn.Module run instead of
+    `cfg.model`'s, recorded in `out_dir`/model.json (p2pfl.objects).
     """
     if cfg.compare:
         raise ConfigError("compare", "this config lists [[compare]] variants: use run_compare")
     out = Path(out_dir) if out_dir is not None else default_out_dir(cfg)
-    cfg, schedule, record = resolve_topology(cfg, out, resume, topology)
+    cfg, parts = resolve(cfg, out, resume, topology, model)
     checkpoint = _resume_point(out, cfg) if resume else None
-    ctx, algorithm = build(cfg, schedule=schedule)
+    ctx, algorithm = build(cfg, parts=parts)
     history: History = []
     if resume:
         out.mkdir(parents=True, exist_ok=True)
@@ -449,8 +482,8 @@ def run(cfg: Config, out_dir: str | Path | None = None, progress: bool = False,
     else:
         _prepare_out_dir(out)
     write_json_atomic(out / "config.json", cfg.to_dict())
-    if record is not None:
-        write_json_atomic(out / TOPOLOGY_RECORD, record)
+    for name, record in parts.records.items():
+        write_json_atomic(out / name, record)
     return Runner(cfg, out, ctx, algorithm, history, progress, label).run()
 
 
@@ -475,7 +508,12 @@ def _finish(out: Path, cfg: Config, ctx: RunContext, algorithm: Algorithm,
     with atomic_file(out / "final.pt", "wb") as f:
         torch.save(state, f)
     plot_histories({cfg.algorithm.name: history}, out / "curves",
-                   title=f"{cfg.algorithm.name} on {cfg.topology.name}")
+                   title=f"{cfg.algorithm.name} on {_topology_title(cfg)}")
+
+
+def _topology_title(cfg: Config) -> str:
+    name = cfg.topology.name
+    return "a topology given as a Python object" if name == OBJECT else name
 
 
 def run_compare(cfg: Config, out_dir: str | Path | None = None, progress: bool = False,

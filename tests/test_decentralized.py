@@ -428,8 +428,8 @@ def test_engine_passes_the_latest_losses_to_a_loss_based_schedule(tmp_path, monk
     seen = []
     real_build = engine.build
 
-    def spying_build(cfg):
-        ctx, algorithm = real_build(cfg)
+    def spying_build(cfg, *args, **kwargs):
+        ctx, algorithm = real_build(cfg, *args, **kwargs)
         schedule = ctx.schedule
 
         class Spy:

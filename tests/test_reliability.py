@@ -309,8 +309,8 @@ def poison(monkeypatch, nodes: list[int] | slice) -> None:
     """Make the training data of `nodes` NaN in every run built from now on."""
     real = engine.build
 
-    def build(cfg):
-        ctx, algorithm = real(cfg)
+    def build(cfg, *args, **kwargs):
+        ctx, algorithm = real(cfg, *args, **kwargs)
         rows = ctx.data.node_indices[nodes].flatten()
         ctx.data.x_train[rows] = float("nan")
         return ctx, algorithm
@@ -440,8 +440,8 @@ def test_parameters_going_non_finite_are_caught(tmp_path, monkeypatch):
     """A node whose parameters become inf while its losses stay finite is named too."""
     real = engine.build
 
-    def build(cfg):
-        ctx, algorithm = real(cfg)
+    def build(cfg, *args, **kwargs):
+        ctx, algorithm = real(cfg, *args, **kwargs)
         train = ctx.trainer.train
 
         def overflowing(params, nodes, plan, solver, lr):
@@ -463,8 +463,8 @@ def test_nan_from_mixing_is_found_through_the_average_and_named(tmp_path, monkey
     rows cannot see it: the average model does, and the full scan names the row."""
     real = engine.build
 
-    def build(cfg):
-        ctx, algorithm = real(cfg)
+    def build(cfg, *args, **kwargs):
+        ctx, algorithm = real(cfg, *args, **kwargs)
         mix = ctx.comm.mix
 
         def leaking(W, params, steps=1):

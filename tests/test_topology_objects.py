@@ -16,6 +16,7 @@ import topologies as T
 from p2pfl import engine
 from p2pfl.config import ConfigError
 from p2pfl.engine import build
+from p2pfl.objects import resolve
 from p2pfl.results import METRICS, read_metrics
 from tests.conftest import small_config
 
@@ -104,10 +105,8 @@ def test_a_mixing_matrix_is_the_mixing(tmp_path):
 
 
 def engine_args(cfg, topology):
-    from p2pfl.objects import resolve_topology
-
-    cfg, schedule, _ = resolve_topology(cfg, None, False, topology)
-    return cfg, None, schedule
+    cfg, parts = resolve(cfg, None, False, topology)
+    return cfg, None, parts
 
 
 def test_symmetric_weights_given_to_a_gossip_algorithm_are_used():
