@@ -224,8 +224,8 @@ def _choices() -> dict[tuple[str, str], tuple[str, ...]]:
 
     return {
         ("", "device"): DEVICES,
-        ("data", "name"): DATASETS,
-        ("data", "partition"): PARTITIONS,
+        ("data", "name"): (*DATASETS, OBJECT),
+        ("data", "partition"): (*PARTITIONS, OBJECT),
         ("model", "name"): (*MODELS, OBJECT),
         ("topology", "name"): (*TOPOLOGIES, OBJECT),
         ("topology", "selection"): ("", *SELECTIONS),

@@ -44,7 +44,7 @@ from p2pfl.local import VectorizedTrainer
 from p2pfl.memory import plan_chunks
 from p2pfl.metrics import consensus_distance, evaluate
 from p2pfl.models import build_model, stacked_forward
-from p2pfl.objects import Parts, resolve
+from p2pfl.objects import Parts, as_partition, resolve
 from p2pfl.plots import plot_histories
 from p2pfl.population import Params, Population
 from p2pfl.reference import LoopTrainer
@@ -76,7 +76,8 @@ def resolve_device(name: str) -> torch.device:
 
 
 def _load_data(cfg: Config, device: torch.device, dtype: torch.dtype,
-               dataset: Dataset | None = None) -> FederatedData:
+               dataset: Dataset | None = None,
+               node_indices: torch.Tensor | None = None) -> FederatedData:
     d = cfg.data
     root = d.root or None
     if d.name != "synthetic" and dataset is None:
@@ -87,6 +88,9 @@ def _load_data(cfg: Config, device: torch.device, dtype: torch.dtype,
     if dataset is None:
         dataset = load_dataset(d.name, root, seed=stream_seed(cfg.seed, "partition"),
                                synthetic_train=d.synthetic_train, synthetic_test=d.synthetic_test)
+    if node_indices is not None:
+        node_indices = as_partition(node_indices, d.num_nodes, len(dataset.y_train))
+        return FederatedData(dataset, node_indices, device, dtype)
     try:
         indices = partition(dataset.y_train.numpy(), d.num_nodes, d.partition, alpha=d.alpha,
                             classes_per_node=d.classes_per_node,
@@ -154,7 +158,8 @@ def build(cfg: Config, dataset: Dataset | None = None,
         raise ConfigError("topology", f"{algorithm.name} is centralized and runs on the star "
                           "(hub = server); a topology object is for decentralized algorithms")
     check_topology(algorithm, schedule, cfg.rounds)
-    data = _load_data(cfg, device, dtype, dataset)
+    data = _load_data(cfg, device, dtype,
+                      parts.dataset if parts.dataset is not None else dataset, parts.partition)
     if parts.model is None:
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(stream_seed(cfg.seed, "init"))
@@ -448,7 +453,8 @@ def _resume_point(out: Path, cfg: Config) -> dict[str, Any] | None:
 
 def run(cfg: Config, out_dir: str | Path | None = None, progress: bool = False,
         label: str = "", resume: bool = False, topology: object | None = None,
-        model: object | None = None) -> History:
+        model: object | None = None, data: object | None = None,
+        partition: object | None = None) -> History:
     """Run one experiment; per-round metrics are returned and written to `out_dir`.
 
     With `resume`, continue the run in `out_dir` from its last checkpoint (a directory without
@@ -456,12 +462,14 @@ def run(cfg: Config, out_dir: str | Path | None = None, progress: bool = False,
     `topology`: a networkx graph, a sequence of graphs, a mixing matrix (or a sequence of them),
     a callable t -> graph or a `topologies.Schedule`, run instead of `cfg.topology`'s and
     recorded in `out_dir`/topology.json. `model`: a torch.nn.Module run instead of
-    `cfg.model`'s, recorded in `out_dir`/model.json (p2pfl.objects).
+    `cfg.model`'s, recorded in `out_dir`/model.json. `data`: a p2pfl.data.Dataset or
+    (x_train, y_train, x_test, y_test); `partition`: one index list per node (all of one length)
+    into the training set; both recorded in `out_dir`/data.json (p2pfl.objects).
     """
     if cfg.compare:
         raise ConfigError("compare", "this config lists [[compare]] variants: use run_compare")
     out = Path(out_dir) if out_dir is not None else default_out_dir(cfg)
-    cfg, parts = resolve(cfg, out, resume, topology, model)
+    cfg, parts = resolve(cfg, out, resume, topology, model, data, partition)
     checkpoint = _resume_point(out, cfg) if resume else None
     ctx, algorithm = build(cfg, parts=parts)
     history: History = []

@@ -217,8 +217,8 @@ def as_partition(partition: object, num_nodes: int, num_train: int | None) -> to
     """int64 [num_nodes, m]: one index list per node, all of one length, no index twice, every
     index below `num_train` (unchecked while None: the named dataset is not loaded yet)."""
     try:
-        rows = torch.as_tensor(partition if not isinstance(partition, list | tuple)
-                               else [list(r) for r in partition])
+        rows = (torch.stack([torch.as_tensor(r) for r in partition])
+                if isinstance(partition, list | tuple) else torch.as_tensor(partition))
     except (TypeError, ValueError, RuntimeError):
         raise ConfigError("partition", "expected one index list per node, all of one length "
                           "(unequal local datasets are not supported)") from None
@@ -269,7 +269,7 @@ def resolve_data(cfg: Config, out: Path, resume: bool, data: object | None,
                    "input_shape": list(dataset.input_shape), "num_classes": dataset.num_classes}
     rows = None
     if partition is not None:
-        for key in ("alpha", "classes_per_node"):
+        for key in ("partition", "alpha", "classes_per_node"):
             if getattr(d, key) != getattr(default, key):
                 raise ConfigError(f"data.{key}", f"is set ({getattr(d, key)!r}) but the "
                                   "partition is a Python object; leave it out")
@@ -298,11 +298,13 @@ class Parts:
 
 
 def resolve(cfg: Config, out: Path, resume: bool, topology: object | None = None,
-            model: object | None = None) -> tuple[Config, Parts]:
+            model: object | None = None, data: object | None = None,
+            partition: object | None = None) -> tuple[Config, Parts]:
     """The config to record and run, and the parts given as objects (checked against `out`'s
     records on resume)."""
     cfg, schedule, topology_record = resolve_topology(cfg, out, resume, topology)
     cfg, module, model_record = resolve_model(cfg, out, resume, model)
-    records = {name: r for name, r in ((RECORD, topology_record), (MODEL_RECORD, model_record))
-               if r is not None}
-    return cfg, Parts(schedule, module, records)
+    cfg, dataset, rows, data_record = resolve_data(cfg, out, resume, data, partition)
+    records = {name: r for name, r in ((RECORD, topology_record), (MODEL_RECORD, model_record),
+                                       (DATA_RECORD, data_record)) if r is not None}
+    return cfg, Parts(schedule, module, dataset, rows, records)
