@@ -9,6 +9,13 @@ import torch
 
 from p2pfl.config import Config, config_from_dict
 
+TIME_KEYS = ("wall_s", "eval_s")  # metrics that measure the machine, not the run
+
+
+def strip_times(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Metric records without their wall-clock keys (what equal runs agree on)."""
+    return [{k: v for k, v in r.items() if k not in TIME_KEYS} for r in records]
+
 
 def small_config(**overrides: Any) -> Config:
     """A synthetic-data config; keyword names use '__' for '.', e.g. algorithm__lr=0.1."""

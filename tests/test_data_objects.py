@@ -13,7 +13,7 @@ from p2pfl.config import ConfigError
 from p2pfl.data import load_dataset
 from p2pfl.results import METRICS, read_metrics
 from p2pfl.seeding import stream_seed
-from tests.conftest import small_config
+from tests.conftest import small_config, strip_times
 
 
 @pytest.fixture(autouse=True)
@@ -38,10 +38,6 @@ def _cfg(**overrides):
                            **overrides})
 
 
-def _strip(rows):
-    return [{k: v for k, v in r.items() if k not in ("wall_s", "eval_s")} for r in rows]
-
-
 def test_tensors_equal_the_same_dataset_loaded_by_name(tmp_path):
     cfg = _cfg(data__synthetic_train=2000, data__synthetic_test=500)  # the defaults
     d = cfg.data
@@ -54,8 +50,8 @@ def test_tensors_equal_the_same_dataset_loaded_by_name(tmp_path):
         == "object"
     record = json.loads((tmp_path / "object" / "data.json").read_text())
     assert record["num_train"] == d.synthetic_train and record["num_classes"] == 10
-    assert _strip(read_metrics(tmp_path / "object" / METRICS)) == \
-        _strip(read_metrics(tmp_path / "named" / METRICS))
+    assert strip_times(read_metrics(tmp_path / "object" / METRICS)) == \
+        strip_times(read_metrics(tmp_path / "named" / METRICS))
 
 
 def test_an_own_partition_is_what_each_node_trains_on(tmp_path):
@@ -83,7 +79,7 @@ def test_resume_needs_the_same_data(tmp_path):
         engine.run(cfg, out, resume=True, data=_tensors(seed=1))
     engine.run(cfg, out, resume=True, data=_tensors())
     engine.run(_cfg(), whole, data=_tensors())
-    assert _strip(read_metrics(out / METRICS)) == _strip(read_metrics(whole / METRICS))
+    assert strip_times(read_metrics(out / METRICS)) == strip_times(read_metrics(whole / METRICS))
 
 
 @pytest.mark.parametrize("data, partition, match", [

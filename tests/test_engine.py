@@ -18,7 +18,7 @@ from p2pfl.config import ConfigError, config_from_dict, load_config
 from p2pfl.data import DEBIAN_FASHION_MNIST
 from p2pfl.engine import check_topology, run
 from p2pfl.results import read_metrics
-from tests.conftest import small_config
+from tests.conftest import small_config, strip_times
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ["--set", "data.name='synthetic'", "--set", "data.num_nodes=4", "--set",
@@ -149,18 +149,14 @@ def test_torn_last_metrics_line_is_dropped(tmp_path):
     assert read_metrics(path) == [{"round": 1}, {"round": 2}]
 
 
-def _strip_times(records):
-    return [{k: v for k, v in r.items() if k not in ("wall_s", "eval_s")} for r in records]
-
-
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_same_config_and_seed_give_identical_metrics(tmp_path, dtype):
     cfg = small_config(rounds=3, algorithm__name="sgp", topology__name="random_out",
                        topology__out_degree=2, engine__dtype=dtype)
-    a = _strip_times(run(cfg, tmp_path / "a"))
-    b = _strip_times(run(cfg, tmp_path / "b"))
+    a = strip_times(run(cfg, tmp_path / "a"))
+    b = strip_times(run(cfg, tmp_path / "b"))
     assert a == b
-    other = _strip_times(run(p2pfl.with_overrides(cfg, {"seed": 4}), tmp_path / "c"))
+    other = strip_times(run(p2pfl.with_overrides(cfg, {"seed": 4}), tmp_path / "c"))
     assert other != a
 
 

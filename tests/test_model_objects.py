@@ -14,7 +14,7 @@ from p2pfl.config import ConfigError
 from p2pfl.engine import build
 from p2pfl.objects import resolve
 from p2pfl.results import METRICS, read_metrics
-from tests.conftest import small_config
+from tests.conftest import small_config, strip_times
 
 
 @pytest.fixture(autouse=True)
@@ -74,10 +74,7 @@ def test_resume_needs_the_same_module(tmp_path):
         engine.run(cfg, out, resume=True, model=Tiny(seed=1))
     engine.run(cfg, out, resume=True, model=Tiny())
     engine.run(_cfg(), whole, model=Tiny())
-    strip = [{k: v for k, v in r.items() if k not in ("wall_s", "eval_s")}
-             for r in read_metrics(out / METRICS)]
-    assert strip == [{k: v for k, v in r.items() if k not in ("wall_s", "eval_s")}
-                     for r in read_metrics(whole / METRICS)]
+    assert strip_times(read_metrics(out / METRICS)) == strip_times(read_metrics(whole / METRICS))
 
 
 @pytest.mark.parametrize("model, match", [

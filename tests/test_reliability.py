@@ -25,10 +25,9 @@ from p2pfl.config import ConfigError, with_overrides
 from p2pfl.engine import DivergenceError, run, run_compare
 from p2pfl.guard import finite_rows
 from p2pfl.results import METRICS, read_metrics
-from tests.conftest import small_config
+from tests.conftest import small_config, strip_times
 
 ROOT = Path(__file__).resolve().parents[1]
-TIME_KEYS = ("wall_s", "eval_s")
 # A topology every algorithm of each kind accepts.
 TOPOLOGY_FOR = {"server": "star", "doubly_stochastic": "ring", "column_stochastic": "exponential"}
 
@@ -38,10 +37,6 @@ def tiny(**overrides: Any):
     base = {"data__num_nodes": 4, "data__synthetic_train": 160, "data__synthetic_test": 40,
             "algorithm__local_steps": 2, "algorithm__batch_size": 8, "eval__local_samples": 20}
     return small_config(**(base | overrides))
-
-
-def strip(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [{k: v for k, v in r.items() if k not in TIME_KEYS} for r in records]
 
 
 def assert_same_state(a: Any, b: Any, where: str = "state") -> None:
@@ -101,9 +96,9 @@ def test_every_algorithm_resumes_exactly(tmp_path, name):
     assert load(tmp_path / "part" / CHECKPOINT)["round"] == 1
     scramble_global_rngs()
     resumed = run(cfg, tmp_path / "part", resume=True)
-    assert strip(first) == strip(whole[:1])
-    assert strip(resumed) == strip(whole)
-    assert strip(read_metrics(tmp_path / "part" / METRICS)) == strip(whole)
+    assert strip_times(first) == strip_times(whole[:1])
+    assert strip_times(resumed) == strip_times(whole)
+    assert strip_times(read_metrics(tmp_path / "part" / METRICS)) == strip_times(whole)
     a, b = load(tmp_path / "whole" / "final.pt"), load(tmp_path / "part" / "final.pt")
     assert_same_state(a, b, "final.pt")
     a, b = load(tmp_path / "whole" / CHECKPOINT), load(tmp_path / "part" / CHECKPOINT)
@@ -143,7 +138,7 @@ def test_resume_drops_torn_line_and_rounds_after_the_checkpoint(tmp_path):
     (part / f".{CHECKPOINT}.x1y2.tmp").write_bytes(b"half a checkpoint")
     assert len(read_metrics(part / METRICS)) == 3
     assert main(["resume", str(part), "--set", "rounds=4", "--quiet"]) == 0
-    assert strip(read_metrics(part / METRICS)) == strip(whole)
+    assert strip_times(read_metrics(part / METRICS)) == strip_times(whole)
     assert not list(part.glob(".*.tmp"))
 
 
@@ -206,7 +201,7 @@ label = "SGP exp"
     for variant in ("dfedavg-ring", "sgp-exp"):
         a = read_metrics(tmp_path / "whole" / variant / METRICS)
         b = read_metrics(tmp_path / "part" / variant / METRICS)
-        assert len(a) == 2 and strip(a) == strip(b)
+        assert len(a) == 2 and strip_times(a) == strip_times(b)
 
 
 # --- real processes: SIGKILL and Ctrl-C ---------------------------------------------------------
@@ -243,7 +238,7 @@ def kill_setup(tmp_path_factory):
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(engine, "plot_histories", lambda *args, **kwargs: [])
         assert main(["run", str(path), "--out", str(root / "whole"), "--quiet"]) == 0
-    return path, strip(read_metrics(root / "whole" / METRICS))
+    return path, strip_times(read_metrics(root / "whole" / METRICS))
 
 
 def _start(config: Path, out: Path) -> subprocess.Popen:
@@ -280,10 +275,10 @@ def test_sigkill_mid_round_then_resume_matches_uninterrupted(tmp_path, kill_setu
     proc.communicate()
     assert proc.returncode == -signal.SIGKILL
     logged = read_metrics(out / METRICS)
-    assert 4 <= len(logged) < 8 and strip(logged) == whole[:len(logged)]
+    assert 4 <= len(logged) < 8 and strip_times(logged) == whole[:len(logged)]
     assert load(out / CHECKPOINT)["round"] in (3, 6)
     assert main(["resume", str(out), "--quiet"]) == 0
-    assert strip(read_metrics(out / METRICS)) == whole
+    assert strip_times(read_metrics(out / METRICS)) == whole
 
 
 def test_ctrl_c_stops_after_the_round_with_a_checkpoint(tmp_path, kill_setup):
@@ -299,7 +294,7 @@ def test_ctrl_c_stops_after_the_round_with_a_checkpoint(tmp_path, kill_setup):
     assert 3 <= len(logged) < 8  # 3: the signal came while round 3 was being checkpointed
     assert load(out / CHECKPOINT)["round"] == len(logged)  # written on Ctrl-C, not on the grid
     assert main(["run", str(config), "--resume", str(out), "--quiet"]) == 0
-    assert strip(read_metrics(out / METRICS)) == whole
+    assert strip_times(read_metrics(out / METRICS)) == whole
 
 
 # --- divergence guard ---------------------------------------------------------------------------
@@ -328,7 +323,7 @@ def test_divergence_stop_names_round_nodes_and_last_loss(tmp_path, capsys, monke
     assert "round 2: non-finite training loss at nodes [2]" in err
     assert f"last finite mean loss {first[0]['train_loss']:.4g}" in err
     assert "checkpoint at round 1" in err
-    assert strip(read_metrics(tmp_path / "run" / METRICS)) == strip(first)
+    assert strip_times(read_metrics(tmp_path / "run" / METRICS)) == strip_times(first)
     assert load(tmp_path / "run" / CHECKPOINT)["round"] == 1
 
 

@@ -18,16 +18,12 @@ from p2pfl.config import ConfigError
 from p2pfl.engine import build
 from p2pfl.objects import resolve
 from p2pfl.results import METRICS, read_metrics
-from tests.conftest import small_config
+from tests.conftest import small_config, strip_times
 
 
 @pytest.fixture(autouse=True)
 def _no_plots(monkeypatch):
     monkeypatch.setattr(engine, "plot_histories", lambda *args, **kwargs: [])
-
-
-def _strip(rows):
-    return [{k: v for k, v in r.items() if k not in ("wall_s", "eval_s")} for r in rows]
 
 
 def _hand_built() -> nx.DiGraph:
@@ -72,7 +68,7 @@ def test_a_periodic_object_resumes_from_its_record_without_the_object(tmp_path):
     engine.run(_sgp(rounds=2), part, topology=[_changing(0), _changing(1)])
     config = engine.read_run_config(part, {"rounds": 4})
     engine.run(config, part, resume=True)  # as `p2pfl resume part --set rounds=4` does
-    assert _strip(read_metrics(part / METRICS)) == _strip(read_metrics(whole / METRICS))
+    assert strip_times(read_metrics(part / METRICS)) == strip_times(read_metrics(whole / METRICS))
 
 
 def test_a_callable_must_be_passed_again_and_the_same(tmp_path):
@@ -86,7 +82,7 @@ def test_a_callable_must_be_passed_again_and_the_same(tmp_path):
     engine.run(config, out, resume=True, topology=_changing)
     whole = tmp_path / "whole"
     engine.run(_sgp(), whole, topology=_changing)
-    assert _strip(read_metrics(out / METRICS)) == _strip(read_metrics(whole / METRICS))
+    assert strip_times(read_metrics(out / METRICS)) == strip_times(read_metrics(whole / METRICS))
 
 
 def test_a_named_run_refuses_an_object_on_resume(tmp_path):
