@@ -78,3 +78,24 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(threads)
+
+
+def assert_resume_needs_the_same(tmp_path: Any, cfg: Config, key: str, same: Any, other: Any,
+                                 missing: str, differs: str) -> None:
+    """A run given `same` as the object `key` (2 of cfg's rounds) refuses a resume without it
+    (message matching `missing`) and with `other` (`differs`), and resumed with `same` equals
+    the uninterrupted run."""
+    from p2pfl import engine
+    from p2pfl.config import ConfigError, with_overrides
+    from p2pfl.results import METRICS, read_metrics
+
+    out, whole = tmp_path / "run", tmp_path / "whole"
+    engine.run(with_overrides(cfg, {"rounds": 2}), out, **{key: same})
+    resumed = engine.read_run_config(out, {"rounds": cfg.rounds})
+    with pytest.raises(ConfigError, match=missing):
+        engine.run(resumed, out, resume=True)
+    with pytest.raises(ConfigError, match=differs):
+        engine.run(resumed, out, resume=True, **{key: other})
+    engine.run(resumed, out, resume=True, **{key: same})
+    engine.run(cfg, whole, **{key: same})
+    assert strip_times(read_metrics(out / METRICS)) == strip_times(read_metrics(whole / METRICS))

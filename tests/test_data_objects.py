@@ -13,7 +13,7 @@ from p2pfl.config import ConfigError
 from p2pfl.data import load_dataset
 from p2pfl.results import METRICS, read_metrics
 from p2pfl.seeding import stream_seed
-from tests.conftest import small_config, strip_times
+from tests.conftest import assert_resume_needs_the_same, small_config, strip_times
 
 
 @pytest.fixture(autouse=True)
@@ -70,16 +70,8 @@ def test_an_own_partition_is_what_each_node_trains_on(tmp_path):
 
 
 def test_resume_needs_the_same_data(tmp_path):
-    out, whole = tmp_path / "run", tmp_path / "whole"
-    engine.run(_cfg(rounds=2), out, data=_tensors())
-    cfg = engine.read_run_config(out, {"rounds": 3})
-    with pytest.raises(ConfigError, match="pass them again"):
-        engine.run(cfg, out, resume=True)
-    with pytest.raises(ConfigError, match="differ from those"):
-        engine.run(cfg, out, resume=True, data=_tensors(seed=1))
-    engine.run(cfg, out, resume=True, data=_tensors())
-    engine.run(_cfg(), whole, data=_tensors())
-    assert strip_times(read_metrics(out / METRICS)) == strip_times(read_metrics(whole / METRICS))
+    assert_resume_needs_the_same(tmp_path, _cfg(), "data", _tensors(), _tensors(seed=1),
+                                 "pass them again", "differ from those")
 
 
 @pytest.mark.parametrize("data, partition, match", [

@@ -14,7 +14,7 @@ from p2pfl.config import ConfigError
 from p2pfl.engine import build
 from p2pfl.objects import resolve
 from p2pfl.results import METRICS, read_metrics
-from tests.conftest import small_config, strip_times
+from tests.conftest import assert_resume_needs_the_same, small_config
 
 
 @pytest.fixture(autouse=True)
@@ -65,16 +65,8 @@ def test_the_vectorized_population_equals_the_loop_on_a_module(tmp_path):
 
 
 def test_resume_needs_the_same_module(tmp_path):
-    out, whole = tmp_path / "run", tmp_path / "whole"
-    engine.run(_cfg(rounds=2), out, model=Tiny())
-    cfg = engine.read_run_config(out, {"rounds": 3})
-    with pytest.raises(ConfigError, match="never imports code: pass it again"):
-        engine.run(cfg, out, resume=True)
-    with pytest.raises(ConfigError, match="differs from the one"):
-        engine.run(cfg, out, resume=True, model=Tiny(seed=1))
-    engine.run(cfg, out, resume=True, model=Tiny())
-    engine.run(_cfg(), whole, model=Tiny())
-    assert strip_times(read_metrics(out / METRICS)) == strip_times(read_metrics(whole / METRICS))
+    assert_resume_needs_the_same(tmp_path, _cfg(), "model", Tiny(), Tiny(seed=1),
+                                 "never imports code: pass it again", "differs from the one")
 
 
 @pytest.mark.parametrize("model, match", [
