@@ -525,10 +525,13 @@ def _topology_title(cfg: Config) -> str:
 
 
 def run_compare(cfg: Config, out_dir: str | Path | None = None, progress: bool = False,
-                resume: bool = False) -> dict[str, History]:
+                resume: bool = False, topology: object | None = None,
+                model: object | None = None, data: object | None = None,
+                partition: object | None = None) -> dict[str, History]:
     """Run every [[compare]] variant (same seed and data) into its own subdirectory of `out_dir`
     and draw them on one comparison figure. With `resume`, each variant continues from its
-    checkpoint (a variant not yet started starts)."""
+    checkpoint (a variant not yet started starts). Objects given (as for `run`) are every
+    variant's; a variant that sets what an object replaces is refused."""
     if not cfg.compare:
         raise ConfigError("compare", "the config lists no [[compare]] variants")
     out = Path(out_dir) if out_dir is not None else default_out_dir(cfg)
@@ -544,7 +547,7 @@ def run_compare(cfg: Config, out_dir: str | Path | None = None, progress: bool =
         overrides = variant_overrides(variant)
         label = str(variant.get("label") or ", ".join(f"{k}={v}" for k, v in overrides.items()))
         histories[label] = run(with_overrides(cfg, overrides), out / _slug(label), progress,
-                               label, resume)
+                               label, resume, topology, model, data, partition)
     d = cfg.data
     split = f"Dirichlet({d.alpha})" if d.partition == "dirichlet" else d.partition
     plot_histories(histories, out / "comparison",

@@ -14,7 +14,7 @@ import torch
 
 import topologies as T
 from p2pfl import engine
-from p2pfl.config import ConfigError
+from p2pfl.config import ConfigError, config_from_dict
 from p2pfl.engine import build
 from p2pfl.objects import resolve
 from p2pfl.results import METRICS, read_metrics
@@ -152,3 +152,19 @@ def test_the_example_runs_and_its_static_graph_resumes_from_the_command_line(tmp
     assert cli(["resume", str(tmp_path / "static"), "--set", "rounds=3", "--quiet"]) == 0
     assert len(read_metrics(tmp_path / "static" / METRICS)) == 3
     assert cli(["resume", str(tmp_path / "schedule"), "--set", "rounds=3", "--quiet"]) == 2
+
+
+def test_compare_runs_every_variant_on_the_object(tmp_path):
+    cfg = config_from_dict({**_sgp().to_dict(), "compare": [
+        {"label": "sgp", "algorithm.name": "sgp"},
+        {"label": "momentum", "algorithm.name": "dfedsgpm", "algorithm.momentum": 0.9}]})
+    histories = engine.run_compare(cfg, tmp_path / "cmp", topology=_hand_built())
+    assert set(histories) == {"sgp", "momentum"}
+    for label in histories:
+        assert json.loads((tmp_path / "cmp" / label / "config.json").read_text())["topology"][
+            "name"] == "object"
+        assert all(r["messages"] == 8 for r in read_metrics(tmp_path / "cmp" / label / METRICS))
+    bad = config_from_dict({**_sgp().to_dict(), "compare": [
+        {"label": "ring", "topology.name": "ring", "topology.directed": False}]})
+    with pytest.raises(ConfigError, match="topology.directed: is set"):
+        engine.run_compare(bad, tmp_path / "bad", topology=_hand_built())
