@@ -145,8 +145,9 @@ def build(cfg: Config, dataset: Dataset | None = None,
 
     `dataset`, when given, is used instead of loading `cfg.data.name` (the benchmark loads a
     dataset once for many builds, or supplies CIFAR-shaped synthetic data); it is partitioned
-    as configured. `parts` holds a topology schedule (decentralized algorithms only) and a
-    model given as objects, run instead of `cfg.topology`'s and `cfg.model`'s (p2pfl.objects)."""
+    as configured. `parts` holds what was given as objects (p2pfl.objects): a topology schedule
+    (decentralized algorithms only), a model, a dataset and a partition, each run instead of the
+    config's named one."""
     parts = parts or Parts()
     schedule = parts.schedule
     device = resolve_device(cfg.device)

@@ -88,7 +88,12 @@ def rebuild(record: dict[str, Any]) -> T.Schedule:
 
 def _as_object_config(cfg: Config) -> Config:
     """`cfg` with topology.name = "object"; refuses topology settings an object would ignore."""
-    default, implied = TopologyConfig(), ("", "random")
+    from algorithms import ALGORITHMS
+
+    default = TopologyConfig()
+    algorithm = ALGORITHMS.get(cfg.algorithm.name)
+    implied = ("", "random", *([] if algorithm is None else
+                               [algorithm.implied(cfg).get("topology.selection", "random")]))
     for field in dataclasses.fields(TopologyConfig):
         value = getattr(cfg.topology, field.name)
         ignored = field.name not in ("name", *_PER_ROUND) and value != getattr(default, field.name)

@@ -168,3 +168,9 @@ def test_compare_runs_every_variant_on_the_object(tmp_path):
         {"label": "ring", "topology.name": "ring", "topology.directed": False}]})
     with pytest.raises(ConfigError, match="topology.directed: is set"):
         engine.run_compare(bad, tmp_path / "bad", topology=_hand_built())
+
+
+def test_dfedsgpsm_s_with_an_object_names_its_real_need(tmp_path):
+    with pytest.raises(ConfigError, match="dfedsgpsm_s selects its out-neighbours by loss on "
+                                          "'random_out'"):
+        engine.run(_sgp(algorithm__name="dfedsgpsm_s"), tmp_path / "run", topology=_hand_built())
