@@ -21,14 +21,11 @@ import networkx as nx
 import numpy as np
 import torch
 
-from p2pfl.config import AlgorithmConfig, Config, ConfigError
+from p2pfl.config import Config, ConfigError
 from p2pfl.context import RunContext
 from p2pfl.local import LocalSolver
+from p2pfl.options import AlgorithmOptions
 from p2pfl.population import Params
-
-COMMON = ("name", "lr", "lr_decay", "local_epochs", "local_steps", "batch_size", "weight_decay",
-          "clip_norm")  # the AlgorithmConfig fields every algorithm reads
-_DEFAULTS = {f.name: f.default for f in dataclasses.fields(AlgorithmConfig)}
 
 
 @dataclass
@@ -52,37 +49,43 @@ class Algorithm(ABC):
 
     name: ClassVar[str]
     mixing: ClassVar[str]  # "doubly_stochastic" | "column_stochastic" | "server"
-    options: ClassVar[tuple[str, ...]] = ()  # the AlgorithmConfig fields it reads beyond COMMON
-    # variant -> fields read only in that form (`algorithm.variant`); also allowed there
+    # The [algorithm] fields it reads, with defaults and limits: a subclass that reads more
+    # declares `@dataclass class Options(<groups>, Parent.Options)` (algorithms/options.py).
+    Options: ClassVar[type[AlgorithmOptions]] = AlgorithmOptions
+    # variant -> fields of Options read only in that form (`algorithm.variant`)
     form_options: ClassVar[dict[str, tuple[str, ...]]] = {}
+    variants: ClassVar[tuple[str, ...]] = ("paper",)  # the values `algorithm.variant` takes
     # the form an unset `algorithm.variant` means (the one under which the paper's setting trains)
     default_variant: ClassVar[str] = "paper"
 
-    def __init__(self, cfg: AlgorithmConfig) -> None:
+    def __init__(self, cfg: AlgorithmOptions) -> None:
+        if not isinstance(cfg, self.Options):
+            raise TypeError(f"{self.name} takes {self.Options.__qualname__}, got "
+                            f"{type(cfg).__qualname__}")
         if cfg.variant == "":
             cfg = dataclasses.replace(cfg, variant=self.default_variant)
         self.check_options(cfg)
         self.cfg = cfg
-        self.solver = LocalSolver(momentum=cfg.momentum, rho=cfg.rho,
-                                  weight_decay=cfg.weight_decay, clip_norm=cfg.clip_norm)
+        self.solver = LocalSolver(momentum=getattr(cfg, "momentum", 0.0),
+                                  rho=getattr(cfg, "rho", 0.0), weight_decay=cfg.weight_decay,
+                                  clip_norm=cfg.clip_norm)
 
-    def check_options(self, cfg: AlgorithmConfig) -> None:
-        """Refuse a field this algorithm would ignore: every AlgorithmConfig field outside COMMON
-        must be in `options` (or `form_options` of the configured variant) or at its default."""
+    def check_options(self, cfg: AlgorithmOptions) -> None:
+        """Refuse a form this algorithm does not have, and a field read only in another form
+        unless it is at its default."""
+        if cfg.variant not in self.variants:
+            raise ConfigError("algorithm.variant", f"{self.name} has no {cfg.variant!r} form "
+                              f"(allowed: {', '.join(self.variants)})")
+        defaults = {f.name: f.default for f in dataclasses.fields(self.Options)}
         in_form = self.form_options.get(cfg.variant, ())
-        for key, default in (_DEFAULTS | {"variant": self.default_variant}).items():
-            value = getattr(cfg, key)
-            if key in COMMON or key in self.options or key in in_form or value == default:
-                continue
-            forms = [v for v, keys in self.form_options.items() if key in keys]
-            if forms:
+        for key in {k for keys in self.form_options.values() for k in keys} - set(in_form):
+            value, default = getattr(cfg, key), defaults[key]
+            if value != default:
+                forms = [v for v, keys in self.form_options.items() if key in keys]
                 raise ConfigError(f"algorithm.{key}", f"{self.name} reads {key} only in its "
                                   f"{' / '.join(map(repr, forms))} form (got {value!r} with "
                                   f"variant {cfg.variant!r}); leave it at {default!r} or set "
                                   "algorithm.variant (docs/algorithms-centralized.md)")
-            raise ConfigError(f"algorithm.{key}", f"{self.name} does not use {key} (got "
-                              f"{value!r}); leave it at {default!r} or pick an algorithm that "
-                              "takes it (docs/algorithms.md)")
 
     @classmethod
     def implied(cls, cfg: Config) -> dict[str, Any]:

@@ -13,9 +13,10 @@ surviving links). Only delivered messages are counted. The nodes' latest trainin
 for loss-based neighbour selection (`selection_losses`, in the state dict).
 
 The local rule (SGD, heavy-ball momentum reset every round, SAM) is the shared `LocalSolver`; an
-algorithm declares in `options` which of the knobs in `OPTIONAL` it takes, and `Algorithm` refuses
-a config that sets any other one (so `dfedavg` with momentum 0.9 is an error, not a silent
-DFedAvgM; the centralized fields such as `participation` are refused the same way).
+algorithm's `Options` declares which of its knobs it takes (algorithms/options.py), and a config
+that sets any other one is refused (so `dfedavg` with momentum 0.9 is an error, not a silent
+DFedAvgM; the centralized fields such as `participation` are refused the same way). Without the
+option, momentum is 0, rho is 0 and there is one gossip exchange per round.
 """
 
 from __future__ import annotations
@@ -33,8 +34,6 @@ from p2pfl.context import RunContext
 from p2pfl.population import Params
 from p2pfl.seeding import stream_seed
 from topologies.mixing import Matrix
-
-OPTIONAL = ("momentum", "rho", "gossip_steps", "dpsgd_order", "momentum_form")
 
 
 class Decentralized(Algorithm):
@@ -104,17 +103,18 @@ class Decentralized(Algorithm):
         `momentum_form = "dampened"` (m = a m + (1 - a) g, m_{-1} = 0) is the heavy ball
         m' = a m' + g with m = (1 - a) m', i.e. the same solver with lr * (1 - a).
         """
-        if self.cfg.momentum_form == "dampened":
-            return self.lr(t) * (1 - self.cfg.momentum)
+        if getattr(self.cfg, "momentum_form", "heavy_ball") == "dampened":
+            return self.lr(t) * (1 - self.solver.momentum)
         return self.lr(t)
 
     def divergence_hint(self, t: int, nodes: list[int]) -> str:
         """Heavy-ball momentum without clipping multiplies a steady step by 1 / (1 - momentum)."""
-        a = self.cfg
-        if a.momentum == 0 or a.momentum_form != "heavy_ball" or a.clip_norm > 0:
+        momentum = self.solver.momentum
+        dampened = getattr(self.cfg, "momentum_form", "heavy_ball") == "dampened"
+        if momentum == 0 or dampened or self.cfg.clip_norm > 0:
             return ""
-        return (f"heavy-ball momentum {a.momentum:g} without clip_norm multiplies a steady "
-                f"step by 1 / (1 - momentum) = {1 / (1 - a.momentum):.3g} "
+        return (f"heavy-ball momentum {momentum:g} without clip_norm multiplies a steady "
+                f"step by 1 / (1 - momentum) = {1 / (1 - momentum):.3g} "
                 "(docs/algorithms.md, settings that decide stability)")
 
     def node_lr(self, ctx: RunContext, t: int) -> torch.Tensor:
@@ -136,11 +136,16 @@ class Gossip(Decentralized):
 
     mixing = "doubly_stochastic"
 
+    @property
+    def gossip_steps(self) -> int:
+        """Gossip exchanges Q per round: the `gossip_steps` option where declared, else 1."""
+        return getattr(self.cfg, "gossip_steps", 1)
+
     def gossip_matrix(self, ctx: RunContext, graph: nx.Graph,
                       faults: T.Faults) -> tuple[torch.Tensor, int]:
         """The operator of x <- W^Q y over the round's surviving links (Q = gossip_steps) and how
         many times `comm.mix` applies it: (W^Q, 1) dense, or (W, Q) sparse (no dense power)."""
-        steps = self.cfg.gossip_steps
+        steps = self.gossip_steps
         if self.sparse_mixing(ctx, graph):
             return ctx.comm.matrix(T.doubly_stochastic(graph, faults=faults, sparse=True)), steps
         W = torch.as_tensor(T.doubly_stochastic(graph, faults=faults))
@@ -149,9 +154,9 @@ class Gossip(Decentralized):
     def round(self, ctx: RunContext, t: int, graph: nx.Graph) -> RoundReport:
         faults = self.faults(ctx, t, graph)
         nodes, losses = self.local_phase(ctx, t, faults)
-        W, steps = self.gossip_matrix(ctx, graph, faults)
-        ctx.comm.mix(W, ctx.population.params, steps)
-        return RoundReport(nodes, losses, self.cfg.gossip_steps * self.delivered(graph, faults))
+        W, applications = self.gossip_matrix(ctx, graph, faults)
+        ctx.comm.mix(W, ctx.population.params, applications)
+        return RoundReport(nodes, losses, self.gossip_steps * self.delivered(graph, faults))
 
 
 class PushSum(Decentralized):

@@ -6,9 +6,16 @@ buffer b <- momentum * b + g, y <- y - lr * b, restarted at zero every round.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from algorithms.decentralized import Gossip
+from algorithms.options import MomentumForm
+from p2pfl.options import AlgorithmOptions
 
 
 class DFedAvgM(Gossip):
     name = "dfedavgm"
-    options = ("momentum", "momentum_form")
+
+    @dataclass
+    class Options(MomentumForm, AlgorithmOptions):
+        pass

@@ -7,14 +7,24 @@ x <- W_t^Q y, costing Q model copies per edge.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from algorithms.decentralized import Gossip
+from algorithms.options import Sam
+from p2pfl.options import AlgorithmOptions, option
 
 
 class DFedSAM(Gossip):
     name = "dfedsam"
-    options = ("rho",)
+
+    @dataclass
+    class Options(Sam, AlgorithmOptions):
+        pass
 
 
 class DFedSAMMGS(Gossip):
     name = "dfedsam_mgs"
-    options = ("rho", "gossip_steps")
+
+    @dataclass
+    class Options(DFedSAM.Options):
+        gossip_steps: int = option(1, low=1, doc="gossip exchanges Q per round (x <- W^Q y)")

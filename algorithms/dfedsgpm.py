@@ -6,9 +6,16 @@ then Push-Sum mixing of (x, w). DFedSGPSM with rho = 0.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from algorithms.decentralized import PushSum
+from algorithms.options import MomentumForm
+from p2pfl.options import AlgorithmOptions
 
 
 class DFedSGPM(PushSum):
     name = "dfedsgpm"
-    options = ("momentum", "momentum_form")
+
+    @dataclass
+    class Options(MomentumForm, AlgorithmOptions):
+        pass

@@ -11,9 +11,16 @@ with the same column-stochastic P and z = x / w is de-biased again.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from algorithms.decentralized import PushSum
+from algorithms.options import MomentumForm, Sam
+from p2pfl.options import AlgorithmOptions
 
 
 class DFedSGPSM(PushSum):
     name = "dfedsgpsm"
-    options = ("momentum", "rho", "momentum_form")
+
+    @dataclass
+    class Options(MomentumForm, Sam, AlgorithmOptions):
+        pass

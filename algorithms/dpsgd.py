@@ -9,16 +9,23 @@ SGP reference code (= DFedAvg with one step).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import networkx as nx
 
 from algorithms.base import RoundReport
 from algorithms.decentralized import Gossip
 from p2pfl.context import RunContext
+from p2pfl.options import AlgorithmOptions, option
 
 
 class DPSGD(Gossip):
     name = "dpsgd"
-    options = ("dpsgd_order",)
+
+    @dataclass
+    class Options(AlgorithmOptions):
+        dpsgd_order: str = option("cta", choices=("cta", "atc"), doc="cta: combine-then-adapt "
+                                  "(Lian et al.); atc: adapt-then-combine")
 
     def round(self, ctx: RunContext, t: int, graph: nx.Graph) -> RoundReport:
         if self.cfg.dpsgd_order == "atc":

@@ -3,15 +3,18 @@ its server optimizer: FedSAM (3.16), FedProx (3.11), FedAdam (3.12)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import torch
 
 from algorithms.client_state import expand
+from algorithms.options import ServerStep
 from algorithms.server import ClientRound, Server
 from algorithms.server_optim import ServerAdam, ServerSGD
 from p2pfl.context import RunContext
 from p2pfl.local import LocalTerms
+from p2pfl.options import option
 from p2pfl.population import Params
 
 
@@ -19,7 +22,10 @@ class FedAvg(Server):
     """x <- x + server_lr * mean_i (x_i^K - x)."""
 
     name = "fedavg"
-    options = Server.options + ("server_lr",)
+
+    @dataclass
+    class Options(ServerStep, Server.Options):
+        pass
     uses_terms = False
 
     def setup(self, ctx: RunContext) -> None:
@@ -47,7 +53,10 @@ class FedProx(FedAvg):
     """Local step direction g + prox_mu * (x - x^t)."""
 
     name = "fedprox"
-    options = FedAvg.options + ("prox_mu",)
+
+    @dataclass
+    class Options(FedAvg.Options):
+        prox_mu: float = option(0.01, low=0, doc="proximal coefficient mu")
     uses_terms = True
 
     def local_terms(self, ctx: RunContext, nodes: torch.Tensor, start: Params,
@@ -59,7 +68,14 @@ class FedAdam(FedAvg):
     """Adam on the server with the mean client update as the (negative) pseudo-gradient."""
 
     name = "fedadam"
-    options = FedAvg.options + ("server_beta1", "server_beta2", "server_tau")
+
+    @dataclass
+    class Options(FedAvg.Options):
+        server_beta1: float = option(0.9, low=0, high=1, high_open=True,
+                                     doc="first-moment decay of the server Adam")
+        server_beta2: float = option(0.99, low=0, high=1, high_open=True,
+                                     doc="second-moment decay of the server Adam")
+        server_tau: float = option(0.01, low=0, low_open=True, doc="server Adam epsilon tau")
 
     def setup(self, ctx: RunContext) -> None:
         super().setup(ctx)

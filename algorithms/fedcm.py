@@ -5,20 +5,27 @@ the weight of the LOCAL gradient; Delta = 0 in the first round)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import torch
 
 from algorithms.client_state import clone, expand
+from algorithms.options import ServerStep
 from algorithms.server import ClientRound, Server
 from p2pfl.context import RunContext
 from p2pfl.local import LocalTerms
+from p2pfl.options import option
 from p2pfl.population import Params
 
 
 class FedCM(Server):
     name = "fedcm"
-    options = Server.options + ("server_lr", "cm_alpha")
+
+    @dataclass
+    class Options(ServerStep, Server.Options):
+        cm_alpha: float = option(0.1, low=0, high=1, low_open=True,
+                                 doc="weight of the LOCAL gradient in the client step")
     down = 2  # model and Delta
 
     def setup(self, ctx: RunContext) -> None:

@@ -7,22 +7,27 @@ x^{t+1} = mean_{S_t} x_i^K + mean_{all N} h_i (alpha = dyn_alpha; the server lr 
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import torch
 
 from algorithms.client_state import ClientState, clone, expand, sq_norm
 from algorithms.dual import DriftDual
+from algorithms.options import Dual
 from algorithms.server import ClientRound, Server
 from p2pfl.context import RunContext
 from p2pfl.local import SAM_EPS, LocalTerms
+from p2pfl.options import option
 from p2pfl.population import Params
 
 
 class FedDyn(Server):
     name = "feddyn"
-    options = Server.options + ("dyn_alpha",)
+
+    @dataclass
+    class Options(Dual, Server.Options):
+        pass
 
     def setup(self, ctx: RunContext) -> None:
         super().setup(ctx)
@@ -62,6 +67,11 @@ class FedSpeed(FedDyn):
     name = "fedspeed"
     variants = ("paper", "reference_code")
     form_options = {"paper": ("quasi_alpha",)}
+
+    @dataclass
+    class Options(FedDyn.Options):
+        quasi_alpha: float = option(0.95, low=0, high=1,
+                                    doc="paper form: weight of the perturbed gradient")
 
     def local_terms(self, ctx: RunContext, nodes: torch.Tensor, start: Params,
                     t: int) -> LocalTerms:

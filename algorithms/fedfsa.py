@@ -20,7 +20,7 @@ same splits). The fine-tuned copies are discarded.
 from __future__ import annotations
 
 import copy
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import networkx as nx
@@ -33,6 +33,7 @@ from algorithms.server import ClientRound
 from p2pfl.config import ConfigError
 from p2pfl.context import RunContext
 from p2pfl.local import LocalSolver, LocalTerms, VectorizedTrainer
+from p2pfl.options import option
 from p2pfl.population import Params, broadcast
 from p2pfl.seeding import numpy_rng
 
@@ -79,7 +80,14 @@ def top_layers(scores: torch.Tensor, c: int) -> torch.Tensor:
 
 class FedFSA(FedCM):
     name = "fedfsa"
-    options = FedCM.options + ("rho_larger", "top_c", "personal_fraction")
+
+    @dataclass
+    class Options(FedCM.Options):
+        rho_larger: float = option(0.2, low=0, doc="radius of the top_c most sensitive layers")
+        top_c: int = option(2, low=0, doc="number of layers with the larger radius")
+        personal_fraction: float = option(0.3, low=0, high=1, low_open=True, high_open=True,
+                                          doc="share of each client's data held out as its "
+                                          "own test split")
     variants = ("paper", "reference_code")
 
     def setup(self, ctx: RunContext) -> None:

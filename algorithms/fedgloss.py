@@ -16,7 +16,7 @@ exchange updates the duals; both use the round's minibatch plan).
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 import networkx as nx
@@ -25,11 +25,13 @@ import torch
 from algorithms.base import RoundReport
 from algorithms.client_state import clone, sq_norm
 from algorithms.dual import DriftDual
+from algorithms.options import Dual, ServerStep
 from algorithms.server import ClientRound, Server
 from algorithms.server_optim import ServerSGD
-from p2pfl.config import AlgorithmConfig, ConfigError
+from p2pfl.config import ConfigError
 from p2pfl.context import RunContext
 from p2pfl.local import LocalSolver, LocalTerms
+from p2pfl.options import option
 from p2pfl.population import Params
 
 
@@ -51,19 +53,25 @@ def ascend(model: Params, direction: Params, rho: float) -> Params:
 
 class FedGloSS(Server):
     name = "fedgloss"
-    options = Server.options + ("server_lr", "dyn_alpha", "server_rho", "rho_warmup", "rho_start",
-                                "server_rho_warmup")
 
-    def check_options(self, cfg: AlgorithmConfig) -> None:
+    @dataclass
+    class Options(ServerStep, Dual, Server.Options):
+        server_rho: float = option(0.0, low=0, doc="server-side SAM radius rho_s")
+        rho_warmup: int = option(0, low=0, doc="rounds T_s of the linear rho warm-up (0: none)")
+        rho_start: float = option(0.001, low=0, doc="warm-up start rho_0")
+        server_rho_warmup: bool = option(False, doc="warm rho_s up too")
+
+    def check_options(self, cfg: Options) -> None:
         """Also refuse warm-up settings without a warm-up (rho_warmup = 0 ignores them)."""
         super().check_options(cfg)
         if cfg.rho_warmup == 0:
-            for key in ("rho_start", "server_rho_warmup"):
-                default = getattr(AlgorithmConfig, key)
-                if getattr(cfg, key) != default:
-                    raise ConfigError(f"algorithm.{key}", f"{self.name} reads {key} only "
+            for f in fields(cfg):
+                warmup_only = f.name in ("rho_start", "server_rho_warmup")
+                if warmup_only and getattr(cfg, f.name) != f.default:
+                    raise ConfigError(f"algorithm.{f.name}", f"{self.name} reads {f.name} only "
                                       "during a warm-up: set algorithm.rho_warmup > 0 or leave "
-                                      f"it at {default!r}")
+                                      f"it at {f.default!r}")
+
     variants = ("paper", "reference_code")
     # The paper's global dual integrates the server ascent and collapsed after 1,000 rounds at
     # the paper's CNN setting; the code's form trains (docs/reproduction.md).

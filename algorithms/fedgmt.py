@@ -13,21 +13,31 @@ The evaluated model is w, never e.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import torch
 
 from algorithms.client_state import clone, expand
 from algorithms.dual import DriftDual
+from algorithms.options import Dual
 from algorithms.server import ClientRound, Server
 from p2pfl.context import RunContext
 from p2pfl.local import LocalTerms
+from p2pfl.options import option
 from p2pfl.population import Params
 
 
 class FedGMT(Server):
     name = "fedgmt"
-    options = Server.options + ("dyn_alpha", "ema_alpha", "distill_gamma", "kl_temperature")
+
+    @dataclass
+    class Options(Dual, Server.Options):
+        ema_alpha: float = option(0.95, low=0, high=1, high_open=True,
+                                  doc="trajectory EMA coefficient")
+        distill_gamma: float = option(1.0, low=0, doc="weight of the KL term")
+        kl_temperature: float = option(1.0, low=0, low_open=True,
+                                       doc="KL temperature (reference code: 3)")
     down = 2  # w_t and e_t
     variants = ("paper", "reference_code")
     # The paper form trails FedAvg by 9 points at the reference code's own setting, the code's

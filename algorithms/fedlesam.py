@@ -11,7 +11,7 @@ x_i^old <- x^t. Nothing extra is sent. Bases: FedAvg (fedlesam), SCAFFOLD (fedle
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import torch
@@ -23,6 +23,7 @@ from algorithms.scaffold import Scaffold
 from algorithms.server import ClientRound, Server
 from p2pfl.context import RunContext
 from p2pfl.local import SAM_EPS, LocalTerms
+from p2pfl.options import option
 from p2pfl.population import Params, per_node_sq_norm, row_scale
 
 
@@ -89,6 +90,11 @@ class FedLESAMS(_LESAM, Scaffold):
     name = "fedlesam_s"
     variants = ("paper", "reference_code")
     form_options = {"reference_code": ("correction_scale",)}
+
+    @dataclass
+    class Options(Scaffold.Options):
+        correction_scale: float = option(0.1, low=0, doc="reference code's scale of the "
+                                         "SCAFFOLD correction")
 
     def correction_scale(self) -> float:
         return self.cfg.correction_scale if self.cfg.variant == "reference_code" else 1.0

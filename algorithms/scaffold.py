@@ -7,11 +7,13 @@ the server adds (1/N) sum_i (c_i+ - c_i) to c (N = ALL clients) and x += server_
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import torch
 
 from algorithms.client_state import ClientState, clone
+from algorithms.options import ServerStep
 from algorithms.server import ClientRound, Server
 from p2pfl.context import RunContext
 from p2pfl.local import LocalTerms
@@ -20,7 +22,10 @@ from p2pfl.population import Params
 
 class Scaffold(Server):
     name = "scaffold"
-    options = Server.options + ("server_lr",)
+
+    @dataclass
+    class Options(ServerStep, Server.Options):
+        pass
     down = 2  # x and c
     up = 2  # x_i^K and Delta c_i
 

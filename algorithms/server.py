@@ -12,9 +12,11 @@ import torch
 
 import topologies as T
 from algorithms.base import Algorithm, RoundReport
-from p2pfl.config import AlgorithmConfig, ConfigError
+from algorithms.options import SAMPLINGS, Momentum, Sam
+from p2pfl.config import ConfigError
 from p2pfl.context import RunContext
 from p2pfl.local import LocalSolver, LocalTerms, VectorizedTrainer
+from p2pfl.options import AlgorithmOptions, option
 from p2pfl.population import Params, broadcast
 from p2pfl.seeding import numpy_rng, stream_seed
 
@@ -66,20 +68,20 @@ class Server(Algorithm):
     """
 
     mixing = "server"
-    # Every server algorithm samples clients and runs the LocalSolver (local heavy-ball momentum;
-    # rho > 0 adds SAM where the algorithm has no perturbation rule of its own); `variants` says
-    # which values of `variant` it takes.
-    options = ("participation", "sampling", "momentum", "rho", "variant")
+
+    @dataclass
+    class Options(Momentum, Sam, AlgorithmOptions):
+        """Every server algorithm samples clients and runs the LocalSolver (local heavy-ball
+        momentum; rho > 0 adds SAM where the algorithm has no perturbation rule of its own)."""
+
+        participation: float = option(0.1, low=0, high=1, low_open=True,
+                                      doc="share r of the clients sampled per round")
+        sampling: str = option("fixed", choices=SAMPLINGS,
+                               doc="fixed: m = round(r N) clients; bernoulli: each w.p. r")
+
     down: ClassVar[int] = 1
     up: ClassVar[int] = 1
-    variants: ClassVar[tuple[str, ...]] = ("paper",)
     uses_terms: ClassVar[bool] = True  # needs the vectorized trainer's LocalTerms
-
-    def __init__(self, cfg: AlgorithmConfig) -> None:
-        super().__init__(cfg)
-        if self.cfg.variant not in self.variants:
-            raise ConfigError("algorithm.variant", f"{self.name} has no {self.cfg.variant!r} form "
-                              f"(allowed: {', '.join(self.variants)})")
 
     def setup(self, ctx: RunContext) -> None:
         if self.uses_terms and not isinstance(ctx.trainer, VectorizedTrainer):

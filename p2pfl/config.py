@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import math
 import sys
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, get_type_hints
+
+from p2pfl.options import AlgorithmOptions, OptionError, check_number, check_values, field_types
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -69,48 +70,6 @@ class TopologyConfig:
 
 
 @dataclass
-class AlgorithmConfig:
-    name: str = "sgp"
-    lr: float = 0.1
-    lr_decay: float = 0.998
-    local_epochs: int = 5
-    local_steps: int = 0
-    batch_size: int = 128
-    participation: float = 0.1
-    momentum: float = 0.0
-    rho: float = 0.0
-    weight_decay: float = 0.0
-    clip_norm: float = 0.0
-    server_lr: float = 1.0
-    # Centralized family (docs/algorithms-centralized.md says which algorithm reads which field).
-    # paper | reference_code (where the authors' code differs); "" = the algorithm's default form
-    # (reference_code for fedgmt and fedgloss, paper otherwise), resolved when the config is loaded
-    variant: str = ""
-    sampling: str = "fixed"  # fixed: m = round(participation N) clients; bernoulli: each w.p. r
-    prox_mu: float = 0.01  # FedProx proximal coefficient
-    server_beta1: float = 0.9  # FedAdam first-moment decay
-    server_beta2: float = 0.99  # FedAdam second-moment decay
-    server_tau: float = 0.01  # FedAdam epsilon
-    cm_alpha: float = 0.1  # FedCM / MoFedSAM / FedFSA weight of the LOCAL gradient
-    dyn_alpha: float = 0.1  # FedDyn alpha = lambda of FedSpeed/FedSMOO/FedLESAM-D = 1/beta (ADMM)
-    correction_scale: float = 0.1  # FedLESAM-S reference code's scale of the SCAFFOLD correction
-    quasi_alpha: float = 0.95  # FedSpeed paper form: weight of the perturbed gradient
-    ema_alpha: float = 0.95  # FedGMT trajectory EMA coefficient
-    distill_gamma: float = 1.0  # FedGMT weight of the KL term
-    kl_temperature: float = 1.0  # FedGMT KL temperature (reference code: 3)
-    server_rho: float = 0.0  # FedGloSS server-side SAM radius rho_s
-    rho_warmup: int = 0  # FedGloSS rounds T_s of the linear rho warm-up (0 = none)
-    rho_start: float = 0.001  # FedGloSS warm-up start rho_0
-    server_rho_warmup: bool = False  # FedGloSS: warm rho_s up too
-    rho_larger: float = 0.2  # FedFSA radius of the TopC most sensitive layers
-    top_c: int = 2  # FedFSA number of layers with the larger radius
-    personal_fraction: float = 0.3  # FedFSA share of each client's data held out as its test set
-    gossip_steps: int = 1
-    dpsgd_order: str = "cta"
-    momentum_form: str = "heavy_ball"
-
-
-@dataclass
 class EvalConfig:
     every: int = 1
     local_samples: int = 2000
@@ -136,7 +95,7 @@ class Config:
     data: DataConfig = field(default_factory=DataConfig)
     model: ModelConfig = field(default_factory=ModelConfig)
     topology: TopologyConfig = field(default_factory=TopologyConfig)
-    algorithm: AlgorithmConfig = field(default_factory=AlgorithmConfig)
+    algorithm: AlgorithmOptions = field(default_factory=lambda: algorithm_options("sgp")())
     eval: EvalConfig = field(default_factory=EvalConfig)
     engine: EngineConfig = field(default_factory=EngineConfig)
     compare: list[dict[str, Any]] = field(default_factory=list)
@@ -148,12 +107,8 @@ class Config:
 DEVICES = ("auto", "cpu", "cuda")
 DTYPES = ("float32", "float64")
 EXECUTORS = ("vectorized", "loop")
-VARIANTS = ("paper", "reference_code")
 OBJECT = "object"  # topology.name of a run whose topology was a Python object (p2pfl.objects)
-SAMPLINGS = ("fixed", "bernoulli")
 ON_DIVERGENCE = ("stop", "skip_node")
-DPSGD_ORDERS = ("cta", "atc")  # combine-then-adapt (Lian et al.) | adapt-then-combine
-MOMENTUM_FORMS = ("heavy_ball", "dampened")  # m = a m + g | m = a m + (1 - a) g
 
 # (section, field) -> (low, high, low_inclusive, high_inclusive); None means unbounded.
 _RANGES: dict[tuple[str, str], tuple[float | None, float | None, bool, bool]] = {
@@ -177,35 +132,6 @@ _RANGES: dict[tuple[str, str], tuple[float | None, float | None, bool, bool]] = 
     ("topology", "temperature"): (0, None, False, True),
     ("topology", "link_drop"): (0, 1, True, False),
     ("topology", "node_drop"): (0, 1, True, False),
-    ("algorithm", "lr"): (0, None, False, True),
-    ("algorithm", "lr_decay"): (0, 1, False, True),
-    ("algorithm", "local_epochs"): (0, None, True, True),
-    ("algorithm", "local_steps"): (0, None, True, True),
-    ("algorithm", "batch_size"): (1, None, True, True),
-    ("algorithm", "participation"): (0, 1, False, True),
-    ("algorithm", "momentum"): (0, 1, True, False),
-    ("algorithm", "rho"): (0, None, True, True),
-    ("algorithm", "weight_decay"): (0, None, True, True),
-    ("algorithm", "clip_norm"): (0, None, True, True),
-    ("algorithm", "server_lr"): (0, None, False, True),
-    ("algorithm", "prox_mu"): (0, None, True, True),
-    ("algorithm", "server_beta1"): (0, 1, True, False),
-    ("algorithm", "server_beta2"): (0, 1, True, False),
-    ("algorithm", "server_tau"): (0, None, False, True),
-    ("algorithm", "cm_alpha"): (0, 1, False, True),
-    ("algorithm", "dyn_alpha"): (0, None, False, True),
-    ("algorithm", "correction_scale"): (0, None, True, True),
-    ("algorithm", "quasi_alpha"): (0, 1, True, True),
-    ("algorithm", "ema_alpha"): (0, 1, True, False),
-    ("algorithm", "distill_gamma"): (0, None, True, True),
-    ("algorithm", "kl_temperature"): (0, None, False, True),
-    ("algorithm", "server_rho"): (0, None, True, True),
-    ("algorithm", "rho_warmup"): (0, None, True, True),
-    ("algorithm", "rho_start"): (0, None, True, True),
-    ("algorithm", "rho_larger"): (0, None, True, True),
-    ("algorithm", "top_c"): (0, None, True, True),
-    ("algorithm", "personal_fraction"): (0, 1, False, False),
-    ("algorithm", "gossip_steps"): (1, None, True, True),
     ("eval", "every"): (1, None, True, True),
     ("eval", "local_samples"): (0, None, True, True),
     ("eval", "batch_size"): (1, None, True, True),
@@ -230,10 +156,6 @@ def _choices() -> dict[tuple[str, str], tuple[str, ...]]:
         ("topology", "name"): (*TOPOLOGIES, OBJECT),
         ("topology", "selection"): ("", *SELECTIONS),
         ("algorithm", "name"): tuple(ALGORITHMS),
-        ("algorithm", "variant"): ("", *VARIANTS),
-        ("algorithm", "sampling"): SAMPLINGS,
-        ("algorithm", "dpsgd_order"): DPSGD_ORDERS,
-        ("algorithm", "momentum_form"): MOMENTUM_FORMS,
         ("engine", "executor"): EXECUTORS,
         ("engine", "dtype"): DTYPES,
         ("engine", "on_divergence"): ON_DIVERGENCE,
@@ -271,11 +193,67 @@ def _build_section(cls: type, values: Any, prefix: str) -> Any:
     return cls(**kwargs)
 
 
+def algorithm_options(name: str) -> type[AlgorithmOptions]:
+    """The options class of the registered algorithm `name`."""
+    from algorithms import ALGORITHMS
+
+    return ALGORITHMS[name].Options
+
+
+def declared_options() -> dict[str, tuple[dataclasses.Field, type]]:
+    """Every [algorithm] field some registered algorithm declares -> (its field, its type)."""
+    from algorithms import ALGORITHMS
+
+    out: dict[str, tuple[dataclasses.Field, type]] = {}
+    for cls in ALGORITHMS.values():
+        types = field_types(cls.Options)
+        for f in fields(cls.Options):
+            out.setdefault(f.name, (f, types[f.name]))
+    return out
+
+
+def _any_options() -> type[AlgorithmOptions]:
+    """An options class with every declared field: a [[compare]] root's [algorithm] table, which
+    may hold settings for the variants' algorithms (each variant is checked against its own)."""
+    base = {f.name for f in fields(AlgorithmOptions)}
+    extra = [(k, tp, dataclasses.field(default=f.default, metadata=f.metadata))
+             for k, (f, tp) in declared_options().items() if k not in base]
+    return dataclasses.make_dataclass("AnyAlgorithmOptions", extra, bases=(AlgorithmOptions,))
+
+
+def _build_algorithm(values: Any, prefix: str, compare_root: bool) -> AlgorithmOptions:
+    """The [algorithm] table read into its algorithm's options class. A field that only other
+    algorithms declare is refused unless it is at its default (then it changes nothing)."""
+    from algorithms import ALGORITHMS
+
+    if not isinstance(values, dict):
+        raise ConfigError(prefix, f"must be a table, got {values!r}")
+    name = _coerce(values.get("name", AlgorithmOptions.name), str, f"{prefix}.name")
+    if name not in ALGORITHMS:
+        raise ConfigError(f"{prefix}.name", f"unknown value {name!r} (allowed: "
+                          f"{', '.join(ALGORITHMS)})")
+    cls = _any_options() if compare_root else ALGORITHMS[name].Options
+    own, declared = field_types(cls), declared_options()
+    kwargs: dict[str, Any] = {}
+    for key, value in values.items():
+        if key in own:
+            kwargs[key] = _coerce(value, own[key], f"{prefix}.{key}")
+            continue
+        if key not in declared:
+            raise ConfigError(f"{prefix}.{key}", f"unknown field (allowed: "
+                              f"{', '.join(sorted(own))})")
+        other, tp = declared[key]
+        if _coerce(value, tp, f"{prefix}.{key}") != other.default:
+            raise ConfigError(f"{prefix}.{key}", f"{name} does not use {key} (got {value!r}); "
+                              f"leave it at {other.default!r} or pick an algorithm that takes "
+                              "it (docs/algorithms.md)")
+    return cls(**kwargs)
+
+
 _SECTIONS = {
     "data": DataConfig,
     "model": ModelConfig,
     "topology": TopologyConfig,
-    "algorithm": AlgorithmConfig,
     "eval": EvalConfig,
     "engine": EngineConfig,
 }
@@ -288,6 +266,8 @@ def config_from_dict(raw: dict[str, Any]) -> Config:
     for key, value in raw.items():
         if key in _SECTIONS:
             kwargs[key] = _build_section(_SECTIONS[key], value, key)
+        elif key == "algorithm":
+            kwargs[key] = _build_algorithm(value, key, compare_root=bool(raw.get("compare")))
         elif key == "compare":
             if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
                 raise ConfigError("compare", "must be an array of tables ([[compare]])")
@@ -328,16 +308,10 @@ def _with_implied(cfg: Config) -> Config:
 
 
 def _check_range(name: str, value: float, bounds: tuple) -> None:
-    if not math.isfinite(value):
-        raise ConfigError(name, f"must be finite, got {value!r}")
     low, high, low_incl, high_incl = bounds
-    too_low = low is not None and (value < low or (value == low and not low_incl))
-    too_high = high is not None and (value > high or (value == high and not high_incl))
-    if too_low or too_high:
-        lo = "-inf" if low is None else low
-        hi = "inf" if high is None else high
-        interval = f"{'[' if low_incl else '('}{lo}, {hi}{']' if high_incl else ')'}"
-        raise ConfigError(name, f"{value!r} is out of range {interval}")
+    why = check_number(value, low, high, not low_incl, not high_incl)
+    if why:
+        raise ConfigError(name, why)
 
 
 def validate(cfg: Config) -> None:
@@ -360,6 +334,10 @@ def check_fields(cfg: Config) -> None:
     for (section, key), bounds in _RANGES.items():
         obj = getattr(cfg, section) if section else cfg
         _check_range(f"{section}.{key}" if section else key, getattr(obj, key), bounds)
+    try:
+        check_values(cfg.algorithm)
+    except OptionError as err:
+        raise ConfigError(f"algorithm.{err.key}", str(err)) from None
     alg = cfg.algorithm
     if alg.local_epochs == 0 and alg.local_steps == 0:
         raise ConfigError("algorithm.local_steps", "local_epochs and local_steps are both 0")

@@ -178,7 +178,7 @@ def build(cfg: Config, dataset: Dataset | None = None,
     else:
         chunks = plan_chunks(forward, {k: v[:1] for k, v in population.params.items()},
                              data.input_shape, cfg.data.num_nodes, cfg.algorithm.batch_size,
-                             cfg.eval.batch_size, cfg.algorithm.rho > 0, device)
+                             cfg.eval.batch_size, algorithm.solver.rho > 0, device)
         if cfg.engine.compile:
             forward = torch.compile(forward)
         trainer = VectorizedTrainer(forward, data, cfg.engine.chunk_size or chunks.train,

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 import torch
 
-from p2pfl.config import Config, config_from_dict
+from p2pfl.config import Config, config_from_dict, declared_options
 
 TIME_KEYS = ("wall_s", "eval_s")  # metrics that measure the machine, not the run
 
@@ -99,3 +101,15 @@ def assert_resume_needs_the_same(tmp_path: Any, cfg: Config, key: str, same: Any
     engine.run(resumed, out, resume=True, **{key: same})
     engine.run(cfg, whole, **{key: same})
     assert strip_times(read_metrics(out / METRICS)) == strip_times(read_metrics(whole / METRICS))
+
+
+def option_names(cls: type) -> set[str]:
+    """The [algorithm] fields an algorithm class reads (its Options dataclass)."""
+    return {f.name for f in dataclasses.fields(cls.Options)}
+
+
+def every_option(options: Any) -> SimpleNamespace:
+    """Every [algorithm] field any algorithm declares, at the value in `options` (a run's
+    Options) or else its default: what a hand-written reference that reads them all needs."""
+    return SimpleNamespace(**{k: f.default for k, (f, _) in declared_options().items()}
+                           | dataclasses.asdict(options))

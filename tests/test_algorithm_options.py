@@ -1,4 +1,4 @@
-"""Every algorithm refuses an [algorithm] field it would ignore (algorithms.base.check_options)."""
+"""Every algorithm reads exactly the [algorithm] fields of its Options and refuses the others."""
 
 from __future__ import annotations
 
@@ -9,19 +9,15 @@ from pathlib import Path
 import pytest
 
 from algorithms import ALGORITHMS, CENTRALIZED, Server
-from algorithms.base import COMMON
-from p2pfl.config import (
-    AlgorithmConfig,
-    Config,
-    ConfigError,
-    check_fields,
-    load_config,
-)
+from p2pfl.config import ConfigError, config_from_dict, declared_options, load_config
+from p2pfl.options import AlgorithmOptions, OptionError, check_values
+from tests.conftest import option_names
 
-# A valid non-default value of every AlgorithmConfig field outside COMMON.
+COMMON = {f.name for f in dataclasses.fields(AlgorithmOptions)}
+# A valid non-default value of every declared field outside the common ones.
 NON_DEFAULT = {
     "participation": 0.5, "momentum": 0.5, "rho": 0.05, "server_lr": 0.5,
-    "variant": "reference_code", "sampling": "bernoulli", "prox_mu": 0.1, "server_beta1": 0.5,
+    "sampling": "bernoulli", "prox_mu": 0.1, "server_beta1": 0.5,
     "server_beta2": 0.5, "server_tau": 0.1, "cm_alpha": 0.5, "dyn_alpha": 0.5,
     "correction_scale": 0.5, "quasi_alpha": 0.5, "ema_alpha": 0.5, "distill_gamma": 0.5,
     "kl_temperature": 3.0, "server_rho": 0.1, "rho_warmup": 2, "rho_start": 0.01,
@@ -31,25 +27,44 @@ NON_DEFAULT = {
 
 
 def _build(name: str, **fields):
-    return ALGORITHMS[name](AlgorithmConfig(name=name, **fields))
+    cfg = config_from_dict({"algorithm": {"name": name, **fields}})
+    return ALGORITHMS[name](cfg.algorithm)
 
 
 def test_every_field_is_common_or_covered_here():
-    fields = {f.name for f in dataclasses.fields(AlgorithmConfig)}
-    assert fields == set(COMMON) | set(NON_DEFAULT)
-    defaults = AlgorithmConfig()
+    assert set(declared_options()) == COMMON | set(NON_DEFAULT)
     for key, value in NON_DEFAULT.items():
-        assert getattr(defaults, key) != value, key
+        assert declared_options()[key][0].default != value, key
+
+
+def test_a_field_has_one_default_and_one_set_of_limits_everywhere():
+    """A field at its default is dropped for an algorithm that does not declare it: that is
+    only sound if every declaration agrees."""
+    for cls in ALGORITHMS.values():
+        for f in dataclasses.fields(cls.Options):
+            first = declared_options()[f.name][0]
+            assert (f.default, dict(f.metadata)) == (first.default, dict(first.metadata)), \
+                (cls.name, f.name)
 
 
 def test_the_non_default_values_are_valid():
-    check_fields(Config(algorithm=AlgorithmConfig(name="fedavg", **NON_DEFAULT)))
+    for key, value in NON_DEFAULT.items():
+        cls = next(c for c in ALGORITHMS.values() if key in option_names(c))
+        check_values(dataclasses.replace(cls.Options(), **{key: value}))
+
+
+def test_limits_come_from_the_declaration():
+    with pytest.raises(OptionError, match="out of range"):
+        check_values(dataclasses.replace(ALGORITHMS["fedavg"].Options(), participation=1.5))
+    with pytest.raises(ConfigError, match=r"^algorithm.participation: 0.0 is out of range "
+                                          r"\(0, 1\]$"):
+        config_from_dict({"algorithm": {"name": "fedavg", "participation": 0.0}})
 
 
 def _cases():
     for name, cls in sorted(ALGORITHMS.items()):
-        for variant in getattr(cls, "variants", ("paper",)):
-            for key in NON_DEFAULT:
+        for variant in cls.variants:
+            for key in [*NON_DEFAULT, "variant"]:
                 if key != "variant" or variant == "paper":
                     yield name, variant, key
 
@@ -58,11 +73,15 @@ def _cases():
 def test_a_field_is_read_or_refused(name, variant, key):
     cls = ALGORITHMS[name]
     base = {"variant": variant}
-    if "rho_warmup" in cls.options and key != "rho_warmup":
+    if "rho_warmup" in option_names(cls) and key != "rho_warmup":
         base["rho_warmup"] = 2  # FedGloSS reads the warm-up fields only during a warm-up
-    reads = (key in cls.options or key in cls.form_options.get(variant, ())) and (
-        key != "variant" or "reference_code" in getattr(cls, "variants", ()))
-    fields = base | {key: NON_DEFAULT[key]}
+    other_forms = {k for v, keys in cls.form_options.items() if v != variant for k in keys}
+    in_form = key not in other_forms or key in cls.form_options.get(variant, ())
+    if key == "variant":
+        reads, value = "reference_code" in cls.variants, "reference_code"
+    else:
+        reads, value = key in option_names(cls) and in_form, NON_DEFAULT[key]
+    fields = base | {key: value}
     if reads:
         _build(name, **fields)
         return
@@ -105,11 +124,12 @@ SPOT = [
 
 @pytest.mark.parametrize(("name", "key", "accepted"), SPOT)
 def test_spot_checks(name, key, accepted):
+    value = NON_DEFAULT.get(key, "reference_code")
     if accepted:
-        _build(name, **{key: NON_DEFAULT[key]})
+        _build(name, **{key: value})
     else:
         with pytest.raises(ConfigError, match=f"^algorithm.{key}: {name} "):
-            _build(name, **{key: NON_DEFAULT[key]})
+            _build(name, **{key: value})
 
 
 def test_forms_and_warm_up():
@@ -148,8 +168,7 @@ def test_the_docs_table_lists_each_centralized_algorithms_own_fields():
     for cls in CENTRALIZED:
         text = rows[cls.name]
         listed = rows[text.split()[1]] if text.startswith("as ") else text
-        own = set(cls.options) - set(Server.options)
-        own |= {k for keys in cls.form_options.values() for k in keys}
+        own = option_names(cls) - option_names(Server)
         assert {f.strip() for f in listed.split(",") if f.strip()} == own, cls.name
 
 

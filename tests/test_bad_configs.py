@@ -23,8 +23,18 @@ from hypothesis import strategies as st
 import topologies as T
 from algorithms import ALGORITHMS
 from p2pfl.cli import main
-from p2pfl.config import _RANGES, Config, ConfigError, _choices, config_from_dict, load_config
+from p2pfl.config import (
+    _RANGES,
+    Config,
+    ConfigError,
+    _choices,
+    config_from_dict,
+    declared_options,
+    load_config,
+)
 from p2pfl.engine import check_topology, schedule_for
+from p2pfl.options import AlgorithmOptions
+from tests.conftest import option_names
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -80,19 +90,47 @@ def _literal(value: float, tp: type) -> str:
     return str(int(value)) if tp is int else repr(float(value))
 
 
+def algorithm_fields() -> list[tuple[str, type, list[str], dataclasses.Field]]:
+    """(dotted name, type, the --set that picks an algorithm declaring it, field) of every
+    [algorithm] field outside the common ones."""
+    common = {f.name for f in dataclasses.fields(AlgorithmOptions)}
+    out = []
+    for key, (f, tp) in declared_options().items():
+        if key not in common:
+            owner = next(c.name for c in ALGORITHMS.values() if key in option_names(c))
+            out.append((f"algorithm.{key}", tp, [f"algorithm.name='{owner}'"], f))
+    return out
+
+
+def _range_cases(name: str, tp: type, bounds: tuple, pick: list[str]) -> list:
+    low, high, low_incl, high_incl = bounds
+    step = 1 if tp is int else 0.5
+    cases = []
+    if low is not None:
+        cases.append((name, [*pick, f"{name}={_literal(low - step if low_incl else low, tp)}"]))
+    if high is not None:
+        cases.append((name, [*pick, f"{name}={_literal(high + step if high_incl else high, tp)}"]))
+    if tp is float:
+        cases += [(name, [*pick, f"{name}={bad}"]) for bad in ("nan", "inf", "-inf")]
+    return cases
+
+
 def out_of_range_cases() -> list[tuple[str, list[str]]]:
     types = dict(scalar_fields())
     cases = []
-    for (section, key), (low, high, low_incl, high_incl) in _RANGES.items():
+    for (section, key), bounds in _RANGES.items():
         name = f"{section}.{key}" if section else key
-        tp = types[name]
-        step = 1 if tp is int else 0.5
-        if low is not None:
-            cases.append((name, [f"{name}={_literal(low - step if low_incl else low, tp)}"]))
-        if high is not None:
-            cases.append((name, [f"{name}={_literal(high + step if high_incl else high, tp)}"]))
-        if tp is float:
-            cases += [(name, [f"{name}=nan"]), (name, [f"{name}=inf"]), (name, [f"{name}=-inf"])]
+        cases += _range_cases(name, types[name], bounds, [])
+    options = [(f"algorithm.{f.name}", tp, [], f)
+               for f, tp in zip(dataclasses.fields(AlgorithmOptions),
+                                get_type_hints(AlgorithmOptions).values())]
+    for name, tp, pick, f in options + algorithm_fields():
+        m = f.metadata
+        if m.get("low") is not None or m.get("high") is not None:
+            bounds = (m["low"], m["high"], not m["low_open"], not m["high_open"])
+            cases += _range_cases(name, tp, bounds, pick)
+        if m.get("choices"):
+            cases.append((name, [*pick, f"{name}='nope'"]))
     return cases
 
 
@@ -100,6 +138,8 @@ def generated_cases() -> list[tuple[str, list[str]]]:
     """Wrong type for every field, out of range for every bounded one, an unknown name for every
     named choice, an unknown field in every section and every section replaced by a scalar."""
     cases = [(name, [f"{name}={bad}"]) for name, tp in scalar_fields() for bad in WRONG_TYPE[tp]]
+    cases += [(name, [*pick, f"{name}={bad}"]) for name, tp, pick, _ in algorithm_fields()
+              for bad in WRONG_TYPE[tp]]
     cases += out_of_range_cases()
     for section, key in _choices():
         name = f"{section}.{key}" if section else key
@@ -169,6 +209,7 @@ def test_the_table_is_large_and_covers_every_field():
     named = {field for field, _ in CASES}
     assert len(CASES) >= 150
     assert {name for name, _ in scalar_fields()} <= named
+    assert {name for name, *_ in algorithm_fields()} <= named
 
 
 @pytest.mark.parametrize(("field", "sets"), CASES, ids=[f"{f}:{' '.join(s)}" for f, s in CASES])
@@ -244,7 +285,8 @@ def test_user_supplied_pushsum_topology_is_refused(graph, message):
 # --- fuzzing ------------------------------------------------------------------------------------
 
 BASE_RAW = tomllib.loads(BASE)
-FIELD_PATHS = [tuple(name.split(".")) for name, _ in scalar_fields()]
+FIELD_PATHS = [tuple(name.split(".")) for name in [n for n, _ in scalar_fields()]
+               + [n for n, *_ in algorithm_fields()]]
 NAMES = sorted({v for allowed in _choices().values() for v in allowed})
 VALUES = st.one_of(
     st.integers(min_value=-(2**64), max_value=2**64),

@@ -20,7 +20,7 @@ from p2pfl.config import ConfigError
 from p2pfl.engine import build
 from p2pfl.models import build_model
 from p2pfl.seeding import stream_seed
-from tests.conftest import small_config
+from tests.conftest import every_option, small_config
 
 SYMMETRIC = ("dpsgd", "dfedavg", "dfedavgm", "dfedsam", "dfedsam_mgs")
 PUSH_SUM = ("sgp", "osgp", "dfedsgpm", "dfedsgpsm")
@@ -84,7 +84,7 @@ class Reference:
     def __init__(self, name: str, **overrides) -> None:
         ctx, _ = build(_config(name, **overrides))
         self.ctx, self.cfg = ctx, ctx.cfg
-        self.a = ctx.cfg.algorithm
+        self.a = every_option(ctx.cfg.algorithm)
         self.model = build_model(ctx.cfg.model.name, ctx.data.input_shape,
                                  ctx.data.num_classes).to(dtype=torch.float64)
         self.n = ctx.num_nodes

@@ -12,7 +12,7 @@ from algorithms import ALGORITHMS
 from algorithms.server import Delivery
 from p2pfl.engine import build
 from p2pfl.seeding import stream_seed
-from tests.conftest import small_config
+from tests.conftest import option_names, small_config
 
 N = 8
 
@@ -26,7 +26,7 @@ def _config(name: str, link_drop: float = 0.0, node_drop: float = 0.0, **overrid
             "algorithm__batch_size": 8, "algorithm__lr": 0.05, "algorithm__server_lr": 0.7,
             "topology__link_drop": link_drop, "topology__node_drop": node_drop, "seed": 5}
     base.update(overrides)
-    if "server_lr" not in ALGORITHMS[name].options:  # FedDyn-type servers have no global lr
+    if "server_lr" not in option_names(ALGORITHMS[name]):  # FedDyn-type servers have no global lr
         del base["algorithm__server_lr"]
     return small_config(**base)
 
@@ -82,7 +82,7 @@ def test_lost_upload_leaves_the_server_and_client_state_alone():
                                   "fedfsa", "naive_fedgloss"])
 def test_everything_delivered_is_bit_identical_to_no_faults(name, monkeypatch):
     kw = {"algorithm__rho": 0.2, "algorithm__server_rho": 0.2, "algorithm__participation": 0.5}
-    kw = {k: v for k, v in kw.items() if k.split("__")[1] in ALGORITHMS[name].options}
+    kw = {k: v for k, v in kw.items() if k.split("__")[1] in option_names(ALGORITHMS[name])}
     ctx_a, a = build(_config(name, **kw))
     ctx_b, b = build(_config(name, **kw))
     assert a.delivery(ctx_a, 0, ctx_a.schedule.at(0), ctx_a.all_nodes()) is None
@@ -120,7 +120,7 @@ def test_nothing_arrives_server_unchanged(monkeypatch):
 
 @pytest.mark.parametrize("name", ["scaffold", "naive_fedgloss"])
 def test_resume_with_faults(name):
-    extra = {"algorithm__server_rho": 0.2} if "server_rho" in ALGORITHMS[name].options else {}
+    extra = {"algorithm__server_rho": 0.2} if "server_rho" in option_names(ALGORITHMS[name]) else {}
     cfg = _config(name, link_drop=0.3, node_drop=0.2, algorithm__participation=0.5, **extra)
     ctx, alg = build(cfg)
     alg.round(ctx, 0, ctx.schedule.at(0))

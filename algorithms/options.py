@@ -1,0 +1,42 @@
+"""Option groups that several algorithms share, each field declared once (p2pfl.options.option).
+
+An algorithm's `Options` combines the groups it reads with `AlgorithmOptions`, e.g.
+`class Options(Momentum, Sam, AlgorithmOptions)`; anything only it reads is declared there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from p2pfl.options import option
+
+MOMENTUM_FORMS = ("heavy_ball", "dampened")  # m = a m + g | m = a m + (1 - a) g
+SAMPLINGS = ("fixed", "bernoulli")
+
+
+@dataclass
+class Momentum:
+    momentum: float = option(0.0, low=0, high=1, high_open=True,
+                             doc="heavy-ball coefficient of the local solver (reset every round)")
+
+
+@dataclass
+class MomentumForm(Momentum):
+    momentum_form: str = option("heavy_ball", choices=MOMENTUM_FORMS,
+                                doc="heavy_ball: m = a m + g; dampened: m = a m + (1 - a) g")
+
+
+@dataclass
+class Sam:
+    rho: float = option(0.0, low=0, doc="SAM radius of the local ascent step (0: plain SGD)")
+
+
+@dataclass
+class ServerStep:
+    server_lr: float = option(1.0, low=0, low_open=True, doc="global (server) learning rate")
+
+
+@dataclass
+class Dual:
+    dyn_alpha: float = option(0.1, low=0, low_open=True,
+                              doc="FedDyn alpha = lambda of FedSpeed/FedSMOO/FedLESAM-D = 1/beta")

@@ -1,0 +1,86 @@
+"""Round callbacks: per-round hooks that add metrics to a round's record or stop the run.
+
+    class GradNorm(p2pfl.Callback):
+        def after_round(self, end):
+            if end.evaluating:
+                return {"avg_norm": sum(v.norm() ** 2 for v in end.average_model().values()).item()}
+
+    p2pfl.run(cfg, out, callbacks=[GradNorm()])
+
+After each round the engine calls every callback in order: the built-in evaluation first, then
+the algorithm's own (`Algorithm.callbacks`, e.g. FedFSA's personal accuracy), then the ones
+passed to `run`. Each sees the record built so far and returns new metric keys (a key the record
+already has is refused). Raising `StopRun` ends the run after this round with its record kept,
+a checkpoint and a summary. A callback with state across rounds keeps it in
+`state_dict`/`load_state_dict` (tensors and plain values), saved in the checkpoint.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from p2pfl.context import RunContext
+from p2pfl.population import Params
+
+
+class StopRun(Exception):  # noqa: N818 (a request, not an error)
+    """Raised by a callback to end the run after the current round; the message says why."""
+
+
+@dataclass(frozen=True)
+class RoundEnd:
+    """What a callback sees at the end of round t (0-based)."""
+
+    t: int
+    record: Mapping[str, Any]  # the round's metrics so far (read only)
+    history: list[dict[str, Any]]  # the records of the rounds before
+    ctx: RunContext
+    algorithm: Any  # the run's algorithms.Algorithm
+
+    @property
+    def evaluating(self) -> bool:
+        """Whether round t is an evaluation round (every `eval.every` rounds, and the last)."""
+        done, cfg = self.t + 1, self.ctx.cfg
+        return done % cfg.eval.every == 0 or done == cfg.rounds
+
+    def average_model(self) -> Params:
+        """The model whose accuracy is `test_acc`: name -> [*shape]."""
+        return self.algorithm.average_model(self.ctx)
+
+    def local_models(self) -> Params:
+        """The nodes' own models: name -> [m, *shape]."""
+        return self.algorithm.local_models(self.ctx)
+
+
+class Callback:
+    """A per-round hook (see the module docstring)."""
+
+    def after_round(self, end: RoundEnd) -> Mapping[str, float] | None:
+        """Metrics to add to round `end.t`'s record (None: none)."""
+        return None
+
+    def state_dict(self) -> dict[str, Any]:
+        return {}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore what `state_dict` returned."""
+
+
+def call_all(callbacks: list[Callback], end: RoundEnd, record: dict[str, Any]) -> str | None:
+    """Run `callbacks` after a round, adding their metrics to `record`; the reason of the first
+    StopRun (the callbacks after it still run), or None."""
+    reason = None
+    for callback in callbacks:
+        try:
+            added = callback.after_round(end) or {}
+        except StopRun as stop:
+            reason = reason or str(stop) or type(callback).__name__
+            continue
+        taken = sorted(set(added) & set(record))
+        if taken:
+            raise ValueError(f"{type(callback).__name__} returned {taken[0]!r}, which the "
+                             "round's record already has: give the metric its own name")
+        record.update(added)
+    return reason

@@ -1,0 +1,53 @@
+"""The built-in evaluation, a round callback: the average model on the whole test set and every
+node's own model on a seeded test subset, on evaluation rounds."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+
+import numpy as np
+import torch
+
+from p2pfl.callbacks import Callback, RoundEnd
+from p2pfl.context import RunContext
+from p2pfl.local import VectorizedTrainer
+from p2pfl.metrics import consensus_distance, evaluate
+from p2pfl.seeding import numpy_rng
+
+
+def eval_subset(ctx: RunContext) -> tuple[torch.Tensor, torch.Tensor]:
+    """The seeded test subset (`eval.local_samples`) on which every node's own model is
+    evaluated: inputs [s, *input_shape], labels [s]."""
+    n_test = len(ctx.data.y_test)
+    size = ctx.cfg.eval.local_samples or n_test
+    if size >= n_test:
+        return ctx.data.x_test, ctx.data.y_test
+    idx = numpy_rng(ctx.cfg.seed, "eval").choice(n_test, size=size, replace=False)
+    idx = torch.as_tensor(np.sort(idx), device=ctx.device)
+    return ctx.data.x_test[idx], ctx.data.y_test[idx]
+
+
+class Evaluation(Callback):
+    """test_acc / test_loss of the average model, test_acc_local_mean / _min of the nodes' own
+    models, their consensus distance to the average, and eval_s (seconds spent here)."""
+
+    def __init__(self, ctx: RunContext) -> None:
+        self.local_eval = eval_subset(ctx)
+
+    def after_round(self, end: RoundEnd) -> Mapping[str, float] | None:
+        if not end.evaluating:
+            return None
+        start = time.perf_counter()
+        ctx, ev = end.ctx, end.ctx.cfg.eval
+        chunk = ctx.trainer.eval_chunk_size if isinstance(ctx.trainer, VectorizedTrainer) else 1
+        average = end.average_model()
+        acc, loss = evaluate(ctx.forward, {k: v.unsqueeze(0) for k, v in average.items()},
+                             ctx.data.x_test, ctx.data.y_test, ev.batch_size, 1)
+        local = end.local_models()
+        local_acc, _ = evaluate(ctx.forward, local, *self.local_eval, ev.batch_size, chunk)
+        return {"test_acc": acc.item(), "test_loss": loss.item(),
+                "test_acc_local_mean": local_acc.mean().item(),
+                "test_acc_local_min": local_acc.min().item(),
+                "consensus_dist": consensus_distance(local, average),
+                "eval_s": time.perf_counter() - start}

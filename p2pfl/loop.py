@@ -1,0 +1,236 @@
+"""The round loop of a built run: the divergence guard, round callbacks, Ctrl-C and checkpoints.
+
+Each round: the graph of round t, the algorithm's round under the divergence guard, the round's
+record (the algorithm's metrics, then every round callback: the evaluation first), one line of
+`metrics.jsonl` (appended and flushed), then a checkpoint when one is due. docs/reliability.md
+says what is guaranteed.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import signal
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import torch
+from tqdm import tqdm
+
+from algorithms import Algorithm, RoundReport
+from p2pfl.callbacks import Callback, RoundEnd, call_all
+from p2pfl.checkpoint import save_checkpoint
+from p2pfl.config import Config
+from p2pfl.context import RunContext
+from p2pfl.evaluation import Evaluation
+from p2pfl.guard import cut_links, finite_rows
+from p2pfl.population import Params
+from p2pfl.results import METRICS, append_jsonl
+from p2pfl.rundir import History, finish
+
+AUTO_CHECKPOINT_RATIO = 20  # checkpoint_every = 0: save when 20x the last save's time has passed
+
+
+class DivergenceError(RuntimeError):
+    """Training produced a non-finite loss or parameters; the message (one line) names the round,
+    the nodes and the last finite loss."""
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C stopped the run at the end of a round, after writing a checkpoint."""
+
+
+def _clone(tree: Any) -> Any:
+    """A copy of a state tree (dicts, lists, tuples) whose tensors are cloned."""
+    if isinstance(tree, torch.Tensor):
+        return tree.clone()
+    if isinstance(tree, dict):
+        return {k: _clone(v) for k, v in tree.items()}
+    if isinstance(tree, (list, tuple)):
+        return type(tree)(_clone(v) for v in tree)
+    return copy.deepcopy(tree)
+
+
+def _all_finite(model: Params) -> bool:
+    """Whether every entry of one model (name -> [*shape]) is finite."""
+    return bool(finite_rows({k: v.unsqueeze(0) for k, v in model.items()}).all())
+
+
+class Runner:
+    """The rounds of one built experiment, from where `history` ends to `cfg.rounds`.
+
+    Between rounds the loop carries only `history`: everything else is in the population, the
+    algorithm's state and the callbacks' states, which is what a checkpoint holds. The first
+    Ctrl-C (SIGINT) stops after the current round with a checkpoint; a second one stops at once.
+    A callback's StopRun ends the run after its round, as if its rounds were done.
+    """
+
+    def __init__(self, cfg: Config, out: Path, ctx: RunContext, algorithm: Algorithm,
+                 history: History | None = None, progress: bool = False, label: str = "",
+                 callbacks: list[Callback] | None = None) -> None:
+        self.cfg, self.out, self.ctx, self.algorithm = cfg, Path(out), ctx, algorithm
+        self.history: History = list(history or [])
+        self.progress, self.label = progress, label
+        self.guard = ctx.guard
+        self.callbacks = Runner.round_callbacks(ctx, algorithm, callbacks or [])
+        self.bytes_per_value = torch.finfo(ctx.dtype).bits // 8
+        self.stop_requested = False
+        self.stopped: str | None = None  # a callback's StopRun reason
+        self.checkpoint_round = len(self.history) if self.history else -1
+        self._checkpoint_end = time.perf_counter()
+        self._checkpoint_cost = 0.0
+
+    @staticmethod
+    def round_callbacks(ctx: RunContext, algorithm: Algorithm,
+                        callbacks: list[Callback]) -> list[Callback]:
+        """The callbacks of a run in the order they run: evaluation, the algorithm's, the user's
+        (their states are checkpointed in this order)."""
+        return [Evaluation(ctx), *algorithm.callbacks(ctx), *callbacks]
+
+    def run(self) -> History:
+        cfg = self.cfg
+        bar = tqdm(total=cfg.rounds, initial=len(self.history), disable=not self.progress,
+                   desc=self.label or cfg.algorithm.name, leave=True, dynamic_ncols=True)
+        try:
+            with self._stop_on_sigint():
+                for t in range(len(self.history), cfg.rounds):
+                    record = self.round(t)
+                    append_jsonl(self.out / METRICS, record)
+                    self.history.append(record)
+                    bar.update(1)
+                    bar.set_postfix(loss=f"{record['train_loss']:.3f}",
+                                    acc=f"{record.get('test_acc', math.nan):.3f}")
+                    if self.stopped:
+                        break
+                    if self.stop_requested or self._checkpoint_due():
+                        self.checkpoint()
+                    if self.stop_requested and t + 1 < cfg.rounds:
+                        raise RunInterrupted(f"stopped after round {t + 1} with a checkpoint; "
+                                             f"continue with: p2pfl resume {self.out}")
+        finally:
+            bar.close()
+        if self.checkpoint_round != len(self.history):
+            self.checkpoint()
+        finish(self.out, cfg, self.ctx, self.algorithm, self.history, self.stopped)
+        return self.history
+
+    def round(self, t: int) -> dict[str, Any]:
+        """Run round t (0-based) and return its metrics record."""
+        ctx, algorithm = self.ctx, self.algorithm
+        start = time.perf_counter()
+        report, skipped = self._guarded_round(t)
+        if ctx.device.type == "cuda":
+            torch.cuda.synchronize()
+        trained = ~self.guard.frozen[report.nodes]
+        record: dict[str, Any] = {
+            "round": t + 1,
+            "lr": algorithm.lr(t),
+            "train_loss": report.losses[trained].mean().item(),
+            "nodes_trained": int(trained.sum()),
+            "messages": report.copies_sent,
+            "bytes_sent": (report.copies_sent * ctx.population.num_params
+                           + report.scalars_sent) * self.bytes_per_value,
+            "wall_s": time.perf_counter() - start,
+        }
+        if skipped:
+            record["nodes_skipped"] = len(skipped)
+        record.update(algorithm.metrics(ctx))
+        end = RoundEnd(t, record, self.history, ctx, algorithm)
+        self.stopped = call_all(self.callbacks, end, record)
+        return record
+
+    def _guarded_round(self, t: int) -> tuple[RoundReport, list[int]]:
+        """The algorithm's round t; with on_divergence = "skip_node", redone with the diverged
+        nodes frozen (no local phase, no links) until no node diverges. Returns the report and
+        the frozen nodes."""
+        ctx, algorithm = self.ctx, self.algorithm
+        graph = (ctx.schedule.at(t, algorithm.selection_losses()) if ctx.schedule.needs_losses
+                 else ctx.schedule.at(t))
+        offset = 1 if algorithm.mixing == "server" else 0  # graph node 0 is the server
+        saved = None
+        if self.cfg.engine.on_divergence == "skip_node":
+            saved = (ctx.population.state_dict(), _clone(algorithm.state_dict()))  # copies
+        frozen: list[int] = []
+        while True:
+            self.guard.begin_round(frozen)
+            report = algorithm.round(ctx, t, cut_links(graph, [i + offset for i in frozen]))
+            bad, what = self._diverged(report)
+            if not bad and not what:
+                return report, frozen
+            new = set(bad) - set(frozen)
+            # Stop when freezing cannot help: no node to blame, none new, or none left.
+            if saved is None or not new or len(frozen) + len(new) >= ctx.num_nodes:
+                raise DivergenceError(self._divergence_message(t, bad, what, frozen))
+            ctx.population.load_state_dict(saved[0])
+            algorithm.load_state_dict(_clone(saved[1]))
+            frozen = sorted(set(frozen) | new)
+
+    def _diverged(self, report: RoundReport) -> tuple[list[int], str]:
+        """The nodes that went non-finite this round and in what; ([], "") if none did."""
+        guard, ctx = self.guard, self.ctx
+        bad_loss = guard.bad_loss.clone()
+        bad_loss[report.nodes[~torch.isfinite(report.losses) & ~guard.frozen[report.nodes]]] = True
+        if bad_loss.any():
+            return bad_loss.nonzero().squeeze(1).tolist(), "training loss"
+        if guard.bad_params.any():  # caught before mixing: the culprits
+            return guard.bad_params.nonzero().squeeze(1).tolist(), "parameters"
+        # Trained rows are checked above; anything else non-finite (mixing overflow, a server
+        # update) reaches the average model. Only then scan every row, to name the ones it reached.
+        if _all_finite(self.algorithm.average_model(ctx)):
+            return [], ""
+        bad_params = ~finite_rows(ctx.population.params)
+        if bad_params.any():
+            return bad_params.nonzero().squeeze(1).tolist(), "parameters"
+        return [], "average model"
+
+    def _divergence_message(self, t: int, bad: list[int], what: str, frozen: list[int]) -> str:
+        where = f" at nodes {bad[:10]}{' ...' if len(bad) > 10 else ''}" if bad else ""
+        last = (f"last finite mean loss {self.history[-1]['train_loss']:.4g}" if self.history
+                else "no round completed")
+        if frozen:
+            last += f"; skipping nodes {frozen[:10]} did not stop it"
+        ckpt = (f"checkpoint at round {self.checkpoint_round}" if self.checkpoint_round >= 0
+                else "no checkpoint")
+        hint = self.algorithm.divergence_hint(t, bad)
+        return (f"round {t + 1}: non-finite {what}{where} ({last}); {hint + '; ' if hint else ''}"
+                f"results so far are in {self.out} ({ckpt})")
+
+    def _checkpoint_due(self) -> bool:
+        every = self.cfg.engine.checkpoint_every
+        if every > 0:
+            return len(self.history) % every == 0
+        elapsed = time.perf_counter() - self._checkpoint_end
+        return elapsed >= AUTO_CHECKPOINT_RATIO * self._checkpoint_cost
+
+    def checkpoint(self) -> None:
+        """Save the state after the rounds in `history` (atomically)."""
+        start = time.perf_counter()
+        save_checkpoint(self.out, self.cfg, self.ctx.population, self.algorithm, self.history,
+                        self.callbacks)
+        self._checkpoint_end = time.perf_counter()
+        self._checkpoint_cost = self._checkpoint_end - start
+        self.checkpoint_round = len(self.history)
+
+    @contextmanager
+    def _stop_on_sigint(self) -> Iterator[None]:
+        """While running: the first SIGINT asks to stop after the round, the second stops now."""
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+
+        def handler(signum: int, frame: Any) -> None:
+            if self.stop_requested:
+                raise KeyboardInterrupt
+            self.stop_requested = True
+            print("p2pfl: stopping after this round (Ctrl-C again to stop now)", file=sys.stderr)
+
+        previous = signal.signal(signal.SIGINT, handler)
+        try:
+            yield
+        finally:
+            signal.signal(signal.SIGINT, previous)

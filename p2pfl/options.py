@@ -1,0 +1,92 @@
+"""An algorithm's options: one dataclass per algorithm, each field with its default, limits and doc.
+
+The `[algorithm]` table of a config is read into the options class of the algorithm it names
+(`Algorithm.Options`, a subclass of `AlgorithmOptions`). A field is declared once, with `option`:
+
+    @dataclass
+    class Options(FedAvg.Options):
+        prox_mu: float = option(0.01, low=0, doc="proximal coefficient mu")
+
+and its limits are checked when a config is loaded (`check_values`), so a new hyperparameter is a
+change to the algorithm's own module only.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+from typing import Any, get_type_hints
+
+VARIANTS = ("paper", "reference_code")
+
+
+class OptionError(ValueError):
+    """A value outside an option's limits; `key` names the field, the message says what is
+    allowed (p2pfl.config turns it into a one-line ConfigError)."""
+
+    def __init__(self, key: str, message: str) -> None:
+        super().__init__(message)
+        self.key = key
+
+
+def option(default: Any, *, low: float | None = None, high: float | None = None,
+           low_open: bool = False, high_open: bool = False, choices: tuple[str, ...] = (),
+           doc: str = "") -> Any:
+    """A dataclass field with its limits: [low, high] (an end is excluded when `*_open`; None is
+    unbounded) for numbers, `choices` for strings."""
+    return field(default=default, metadata={"low": low, "high": high, "low_open": low_open,
+                                            "high_open": high_open, "choices": choices,
+                                            "doc": doc})
+
+
+def check_number(value: float, low: float | None, high: float | None, low_open: bool = False,
+                 high_open: bool = False) -> str:
+    """Why `value` is outside [low, high] (ends excluded when open); "" when it is inside."""
+    if not math.isfinite(value):
+        return f"must be finite, got {value!r}"
+    too_low = low is not None and (value < low or (value == low and low_open))
+    too_high = high is not None and (value > high or (value == high and high_open))
+    if not (too_low or too_high):
+        return ""
+    lo = "-inf" if low is None else low
+    hi = "inf" if high is None else high
+    interval = f"{'(' if low_open else '['}{lo}, {hi}{')' if high_open else ']'}"
+    return f"{value!r} is out of range {interval}"
+
+
+def check_values(options: Any) -> None:
+    """Raise OptionError for the first field of a dataclass outside its `option` limits."""
+    for f in dataclasses.fields(options):
+        meta, value = f.metadata, getattr(options, f.name)
+        if meta.get("choices") and value not in meta["choices"]:
+            raise OptionError(f.name, f"unknown value {value!r} (allowed: "
+                              f"{', '.join(map(str, meta['choices']))})")
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and "low" in meta:
+            why = check_number(value, meta["low"], meta["high"], meta["low_open"],
+                               meta["high_open"])
+            if why:
+                raise OptionError(f.name, why)
+
+
+def field_types(cls: type) -> dict[str, type]:
+    """Field name -> type of an options dataclass (annotations resolved)."""
+    return {k: v for k, v in get_type_hints(cls).items()
+            if k in {f.name for f in dataclasses.fields(cls)}}
+
+
+@dataclass
+class AlgorithmOptions:
+    """The fields every algorithm reads."""
+
+    name: str = option("sgp", doc="the algorithm")
+    lr: float = option(0.1, low=0, low_open=True, doc="local learning rate")
+    lr_decay: float = option(0.998, low=0, high=1, low_open=True,
+                             doc="factor on the learning rate per round")
+    local_epochs: int = option(5, low=0, doc="local epochs per round (0: use local_steps)")
+    local_steps: int = option(0, low=0, doc="local steps per round (0: use local_epochs)")
+    batch_size: int = option(128, low=1, doc="local minibatch size")
+    weight_decay: float = option(0.0, low=0, doc="L2 coefficient added to the gradient")
+    clip_norm: float = option(0.0, low=0, doc="clip each local gradient to this norm (0: off)")
+    variant: str = option("", choices=("", *VARIANTS),
+                          doc="paper | reference_code form; '' = the algorithm's default form")

@@ -1,0 +1,108 @@
+"""A run directory: where a run starts or continues, and what a finished run leaves there.
+
+    config.json     the resolved config (written before the first round)
+    metrics.jsonl   one record per round (p2pfl.results)
+    checkpoint.pt   the state to continue from (p2pfl.checkpoint)
+    summary.json    written when the run's rounds are done, with final.pt and the curves
+    *.json          records of what was given as Python objects (p2pfl.objects)
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from p2pfl.checkpoint import CHECKPOINT, check_resumable, load_checkpoint, read_run_config
+from p2pfl.config import OBJECT, Config, ConfigError
+from p2pfl.context import RunContext
+from p2pfl.plots import plot_histories
+from p2pfl.results import METRICS, atomic_file, rewrite_metrics, write_json_atomic
+
+History = list[dict[str, Any]]
+
+
+def slug(text: str) -> str:
+    """`text` as a directory name."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-").lower() or "run"
+
+
+def default_out_dir(cfg: Config) -> Path:
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    return Path("runs") / f"{cfg.algorithm.name}-{cfg.topology.name}-{stamp}"
+
+
+def resume_point(out: Path, cfg: Config, device: torch.device) -> dict[str, Any] | None:
+    """The checkpoint of `out` to continue from, checked against `cfg` (None: start over)."""
+    checkpoint = load_checkpoint(out, device)
+    if checkpoint is not None:
+        check_resumable(checkpoint["config"], cfg, checkpoint["round"], out)
+    elif (out / "config.json").exists():
+        check_resumable(read_run_config(out).to_dict(), cfg, 0, out)
+    return checkpoint
+
+
+def start(out: Path, cfg: Config, records: dict[str, dict[str, Any]],
+          checkpoint: dict[str, Any] | None, resume: bool) -> History:
+    """Make `out` ready for the first round to run: a new run's directory (refusing one that
+    holds a run), or a resumed one cut back to its checkpoint. Writes config.json and the
+    object records; returns the history the run continues."""
+    history: History = []
+    if resume:
+        out.mkdir(parents=True, exist_ok=True)
+        for partial in out.glob(".*.tmp"):  # left by a kill during an atomic write
+            partial.unlink()
+        if checkpoint is None and (out / "summary.json").exists():
+            raise ConfigError("out", f"{out} holds a finished run without {CHECKPOINT}: it "
+                              "cannot be continued")
+        # Finished again only when its rounds are done (an extension may be killed or diverge).
+        (out / "summary.json").unlink(missing_ok=True)
+        if checkpoint is not None:
+            history = checkpoint["metrics"]
+        # Drops a torn last line and the rounds after the checkpoint: they are recomputed.
+        rewrite_metrics(out / METRICS, history)
+    else:
+        if (out / METRICS).exists():
+            raise ConfigError("out", f"{out} already holds a run (metrics.jsonl); "
+                              "choose another directory")
+        out.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(out / "config.json", cfg.to_dict())
+    for name, record in records.items():
+        write_json_atomic(out / name, record)
+    return history
+
+
+def finish(out: Path, cfg: Config, ctx: RunContext, algorithm: Any, history: History,
+           stopped: str | None = None) -> None:
+    """summary.json, final.pt (population, algorithm state, average model) and the curves."""
+    accs = [r["test_acc"] for r in history if "test_acc" in r]
+    summary = {
+        "algorithm": cfg.algorithm.name,
+        "topology": cfg.topology.name,
+        "rounds": len(history),
+        "device": str(ctx.device),
+        "num_params": ctx.population.num_params,
+        "final": history[-1],
+        "best_test_acc": max(accs, default=None),
+        "mean_test_acc_last10": float(np.mean(accs[-10:])) if accs else None,
+        "total_wall_s": sum(r["wall_s"] for r in history),
+        "total_bytes_sent": sum(r["bytes_sent"] for r in history),
+    }
+    if stopped:
+        summary["stopped"] = stopped
+    write_json_atomic(out / "summary.json", summary)
+    state = {"round": len(history), "population": ctx.population.state_dict(),
+             "algorithm": algorithm.state_dict(), "average_model": algorithm.average_model(ctx)}
+    with atomic_file(out / "final.pt", "wb") as f:
+        torch.save(state, f)
+    plot_histories({cfg.algorithm.name: history}, out / "curves",
+                   title=f"{cfg.algorithm.name} on {topology_title(cfg)}")
+
+
+def topology_title(cfg: Config) -> str:
+    name = cfg.topology.name
+    return "a topology given as a Python object" if name == OBJECT else name
