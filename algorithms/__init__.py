@@ -1,4 +1,11 @@
-"""FL algorithms: one module per algorithm, registered here by config name."""
+"""FL algorithms: one module per algorithm, registered here by config name.
+
+An algorithm of one's own is a subclass of a round kind (`Gossip`, `PushSum`, `Server`) with a
+`name`; `@register` makes that name usable in configs (docs/extending.md).
+"""
+
+import dataclasses
+import inspect
 
 from algorithms.base import Algorithm, RoundReport
 from algorithms.decentralized import Gossip, PushSum
@@ -20,6 +27,7 @@ from algorithms.osgp import OSGP
 from algorithms.scaffold import FedGamma, Scaffold
 from algorithms.server import Server
 from algorithms.sgp import SGP
+from p2pfl.options import AlgorithmOptions
 
 DECENTRALIZED: tuple[type[Algorithm], ...] = (
     DPSGD, DFedAvg, DFedAvgM, DFedSAM, DFedSAMMGS, SGP, OSGP, DFedSGPM, DFedSGPSM, DFedSGPSMS,
@@ -29,6 +37,44 @@ CENTRALIZED: tuple[type[Server], ...] = (
     FedSpeed, FedLESAM, FedLESAMS, FedLESAMD, FedGMT, FedGloSS, NaiveFedGloSS, FedFSA,
 )
 ALGORITHMS: dict[str, type[Algorithm]] = {cls.name: cls for cls in DECENTRALIZED + CENTRALIZED}
+MIXINGS = ("doubly_stochastic", "column_stochastic", "server")
+
+
+def register(cls: type[Algorithm]) -> type[Algorithm]:
+    """Make `cls` runnable as `[algorithm] name = cls.name` (a class decorator). Refuses a class
+    that is not a complete Algorithm, a name another class holds, and an option field declared
+    with another default or limits than elsewhere (a field at its default is dropped for the
+    algorithms that do not declare it, so every declaration must agree)."""
+    if not (isinstance(cls, type) and issubclass(cls, Algorithm)):
+        raise TypeError(f"expected a subclass of algorithms.Gossip, PushSum or Server, got {cls!r}")
+    path = f"{cls.__module__}.{cls.__qualname__}"
+    name, mixing = getattr(cls, "name", None), getattr(cls, "mixing", None)
+    if not isinstance(name, str) or not name.isidentifier():
+        raise TypeError(f"{path} needs a class attribute `name` (an identifier), got {name!r}")
+    if mixing not in MIXINGS:
+        raise TypeError(f"{path}.mixing must be one of {', '.join(MIXINGS)} (subclass Gossip, "
+                        f"PushSum or Server), got {mixing!r}")
+    if inspect.isabstract(cls):
+        raise TypeError(f"{path} leaves {', '.join(sorted(cls.__abstractmethods__))} abstract")
+    if not (dataclasses.is_dataclass(cls.Options) and issubclass(cls.Options, AlgorithmOptions)):
+        raise TypeError(f"{path}.Options must be a @dataclass subclass of its parent's Options")
+    held = ALGORITHMS.get(name)
+    if held is not None and held is not cls and (
+            f"{held.__module__}.{held.__qualname__}" != path
+            or held.__module__.split(".")[0] == "algorithms"):
+        raise ValueError(f"the algorithm name {name!r} is taken by {held.__module__}."
+                         f"{held.__qualname__}: give {path} its own name")
+    for f in dataclasses.fields(cls.Options):
+        for other in ALGORITHMS.values():
+            same = {g.name: g for g in dataclasses.fields(other.Options)}.get(f.name)
+            if same is not None and (same.default, dict(same.metadata)) != (
+                    f.default, dict(f.metadata)):
+                raise ValueError(f"{path}.Options declares {f.name} unlike {other.name} "
+                                 f"(default {f.default!r} vs {same.default!r}, or other limits): "
+                                 "inherit it, or give the new field its own name")
+    ALGORITHMS[name] = cls
+    return cls
+
 
 __all__ = ["ALGORITHMS", "CENTRALIZED", "DECENTRALIZED", "Algorithm", "Gossip", "PushSum",
-           "RoundReport", "Server"]
+           "RoundReport", "Server", "register"]

@@ -21,6 +21,7 @@ import networkx as nx
 import numpy as np
 import torch
 
+from p2pfl.callbacks import Callback
 from p2pfl.config import Config, ConfigError
 from p2pfl.context import RunContext
 from p2pfl.local import LocalSolver
@@ -125,8 +126,13 @@ class Algorithm(ABC):
         return None
 
     def metrics(self, ctx: RunContext) -> dict[str, float]:
-        """Algorithm-specific per-round metrics."""
+        """Algorithm-specific per-round metrics (cheap ones: every round)."""
         return {}
+
+    def callbacks(self, ctx: RunContext) -> list[Callback]:
+        """Round callbacks the algorithm adds after the built-in evaluation (e.g. a metric that
+        needs its own evaluation, such as FedFSA's personal accuracy)."""
+        return []
 
     def divergence_hint(self, t: int, nodes: list[int]) -> str:
         """What in this algorithm's state of round t may explain `nodes` going non-finite: a

@@ -23,13 +23,12 @@ import copy
 from dataclasses import dataclass, replace
 from typing import Any
 
-import networkx as nx
 import numpy as np
 import torch
 
-from algorithms.base import RoundReport
 from algorithms.fedcm import FedCM
 from algorithms.server import ClientRound
+from p2pfl.callbacks import Callback, RoundEnd
 from p2pfl.config import ConfigError
 from p2pfl.context import RunContext
 from p2pfl.local import LocalSolver, LocalTerms, VectorizedTrainer
@@ -103,12 +102,13 @@ class FedFSA(FedCM):
         self.data = copy.copy(ctx.data)
         self.data.node_indices = shuffled[:, :n - n_test].contiguous()
         self.personal_test = shuffled[:, n - n_test:].contiguous()  # [N, n_test] sample indices
-        self.trainer = VectorizedTrainer(ctx.forward, self.data, ctx.trainer.chunk_size)
+        self.trainer = ctx.guard.install(VectorizedTrainer(ctx.forward, self.data,
+                                                           ctx.trainer.chunk_size))
+        self.tuner = VectorizedTrainer(ctx.forward, self.data, ctx.trainer.chunk_size)
         self.selected = torch.zeros(ctx.num_nodes, len(self.server), dtype=torch.bool,
                                     device=ctx.device)
         last = list(self.server)[-1].rsplit(".", 1)[0]
         self.head = tuple(k for k in self.server if k.rsplit(".", 1)[0] == last)
-        self.t = -1
 
     def local_terms(self, ctx: RunContext, nodes: torch.Tensor, start: Params,
                     t: int) -> LocalTerms:
@@ -124,20 +124,17 @@ class FedFSA(FedCM):
         self.selected[r.nodes] = top_layers(scores, self.cfg.top_c)
         super().aggregate(ctx, r)
 
-    def round(self, ctx: RunContext, t: int, graph: nx.Graph) -> RoundReport:
-        self.t = t
-        return super().round(ctx, t, graph)
-
-    def personal_accuracy(self, ctx: RunContext) -> tuple[float, float]:
+    def personal_accuracy(self, ctx: RunContext, t: int) -> tuple[float, float]:
         """Mean over all clients of the accuracy of (fine-tuned head, server model) on their
-        own test splits."""
+        own test splits after round t. The fine-tuning runs outside the divergence guard: it
+        changes nothing the run keeps."""
         a, nodes = self.cfg, ctx.all_nodes()
         tuned = broadcast(self.server, ctx.num_nodes)
-        plan = self.data.plan(ctx.cfg.seed, self.t, a.batch_size, a.local_epochs, a.local_steps)
-        lrs = torch.full((ctx.num_nodes,), self.lr(self.t), device=ctx.device, dtype=ctx.dtype)
+        plan = self.data.plan(ctx.cfg.seed, t, a.batch_size, a.local_epochs, a.local_steps)
+        lrs = torch.full((ctx.num_nodes,), self.lr(t), device=ctx.device, dtype=ctx.dtype)
         solver = LocalSolver(weight_decay=a.weight_decay, clip_norm=a.clip_norm)
-        self.trainer.train(tuned, nodes, plan, solver, lrs, LocalTerms(trainable=self.head))
-        chunk = self.trainer.chunk_size
+        self.tuner.train(tuned, nodes, plan, solver, lrs, LocalTerms(trainable=self.head))
+        chunk = self.tuner.chunk_size
         correct = torch.zeros(2, ctx.num_nodes, device=ctx.device)
         with torch.no_grad():
             for start in range(0, ctx.num_nodes, chunk):
@@ -153,17 +150,23 @@ class FedFSA(FedCM):
         acc = correct / self.personal_test.shape[1]
         return acc[0].mean().item(), acc[1].mean().item()
 
-    def metrics(self, ctx: RunContext) -> dict[str, float]:
-        done = self.t + 1
-        if done <= 0 or (done % ctx.cfg.eval.every and done != ctx.cfg.rounds):
-            return {}
-        personal, global_ = self.personal_accuracy(ctx)
-        return {"test_acc_personal": personal, "test_acc_personal_global": global_}
+    def callbacks(self, ctx: RunContext) -> list[Callback]:
+        return [PersonalAccuracy()]
 
     def state_dict(self) -> dict[str, Any]:
-        return super().state_dict() | {"selected": self.selected.clone(), "t": self.t}
+        return super().state_dict() | {"selected": self.selected.clone()}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         super().load_state_dict(state)
         self.selected.copy_(state["selected"])
-        self.t = state["t"]
+
+
+class PersonalAccuracy(Callback):
+    """FedFSA's evaluation: test_acc_personal (each client's fine-tuned head on its own split)
+    and test_acc_personal_global (the server model on the same splits), on evaluation rounds."""
+
+    def after_round(self, end: RoundEnd) -> dict[str, float] | None:
+        if not end.evaluating:
+            return None
+        personal, global_ = end.algorithm.personal_accuracy(end.ctx, end.t)
+        return {"test_acc_personal": personal, "test_acc_personal_global": global_}

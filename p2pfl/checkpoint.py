@@ -7,6 +7,7 @@
     config      the resolved config the state was produced with (`Config.to_dict()`)
     population  `Population.state_dict()`: the flat parameter buffer of all N nodes
     algorithm   `Algorithm.state_dict()`: every piece of state the algorithm keeps across rounds
+    callbacks   each round callback's `state_dict()`, in the order the run calls them
     streams     `seeding.STREAMS`: every random draw is derived from (seed, stream, round), so there
                 is no generator state to save; a resume checks that these streams are derived
                 as they were
@@ -18,6 +19,7 @@ The run loop carries nothing else from one round to the next.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,10 +39,11 @@ RESUMABLE = ("rounds", "device", "engine.chunk_size", "engine.checkpoint_every",
 
 
 def save_checkpoint(run_dir: Path, cfg: Config, population: Any, algorithm: Any,
-                    metrics: list[dict[str, Any]]) -> None:
+                    metrics: list[dict[str, Any]], callbacks: Sequence[Any] = ()) -> None:
     """Write `run_dir/checkpoint.pt` for the state after the rounds of `metrics` (temp + rename)."""
     state = {"version": VERSION, "round": len(metrics), "config": cfg.to_dict(),
              "population": population.state_dict(), "algorithm": algorithm.state_dict(),
+             "callbacks": [c.state_dict() for c in callbacks],
              "streams": dict(STREAMS), "metrics": list(metrics)}
     with atomic_file(Path(run_dir) / CHECKPOINT, "wb") as f:
         torch.save(state, f)
@@ -64,10 +67,18 @@ def load_checkpoint(run_dir: Path, device: torch.device) -> dict[str, Any] | Non
     return state
 
 
-def restore(state: dict[str, Any], population: Any, algorithm: Any) -> None:
-    """Put the checkpointed population and algorithm state back into a freshly built run."""
+def restore(state: dict[str, Any], population: Any, algorithm: Any,
+            callbacks: Sequence[Any] = ()) -> None:
+    """Put the checkpointed population, algorithm and callback states back into a freshly built
+    run (the callbacks in the order they were saved)."""
     population.load_state_dict(state["population"])
     algorithm.load_state_dict(state["algorithm"])
+    saved = state.get("callbacks", [{}] * len(callbacks))  # written before callbacks had state
+    if len(saved) != len(callbacks):
+        raise ConfigError("callbacks", f"the checkpoint holds the state of {len(saved)} round "
+                          f"callbacks, this run has {len(callbacks)}")
+    for callback, callback_state in zip(callbacks, saved, strict=True):
+        callback.load_state_dict(callback_state)
 
 
 def config_diff(old: dict[str, Any], new: dict[str, Any], prefix: str = "") -> list[str]:

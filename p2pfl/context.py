@@ -1,4 +1,6 @@
-"""What an algorithm sees of a run: data, population, trainer, communication, schedule."""
+"""What an algorithm sees of a run: data, population, trainer, communication, schedule, and the
+divergence guard (an algorithm that trains through a trainer of its own installs the guard on it:
+`ctx.guard.install(trainer)`)."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import torch
 from p2pfl.comm import LocalComm
 from p2pfl.config import Config
 from p2pfl.federated import FederatedData
+from p2pfl.guard import Guard
 from p2pfl.local import VectorizedTrainer
 from p2pfl.models import StackedForward
 from p2pfl.population import Population
@@ -27,6 +30,7 @@ class RunContext:
     trainer: VectorizedTrainer | LoopTrainer
     comm: LocalComm
     schedule: Schedule
+    guard: Guard
 
     @property
     def num_nodes(self) -> int:

@@ -1,6 +1,7 @@
 """The divergence guard's pieces: which nodes went non-finite, and freezing nodes for a round.
 
-`Guard` hooks the run's local trainer (every algorithm trains through `ctx.trainer.train`). It
+`Guard` hooks the run's local trainers (`ctx.trainer`, and any trainer an algorithm builds for
+itself, on which it calls `ctx.guard.install`). It
 records, per round, the nodes whose training loss or parameters became non-finite during their
 local phase, before any mixing can spread the NaN to their neighbours; and it undoes the local
 phase of frozen nodes, whose rows keep their values. `cut_links` removes a frozen node's links
@@ -48,13 +49,16 @@ class Guard:
         self.bad_loss = torch.zeros_like(self.frozen)
         self.bad_params = torch.zeros_like(self.frozen)
 
-    def install(self, trainer: Any) -> None:
+    def install(self, trainer: Any) -> Any:
+        """Guard every local phase run through `trainer` (any object with the trainers'
+        `train(params, nodes, ...) -> losses` method); returns `trainer`."""
         inner = trainer.train
 
         def train(params: Params, nodes: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
             return self._train(inner, params, nodes, *args, **kwargs)
 
         trainer.train = train
+        return trainer
 
     def begin_round(self, frozen: list[int]) -> None:
         """Forget the previous records and freeze `frozen` (node ids) for the coming round."""

@@ -113,3 +113,11 @@ def every_option(options: Any) -> SimpleNamespace:
     Options) or else its default: what a hand-written reference that reads them all needs."""
     return SimpleNamespace(**{k: f.default for k, (f, _) in declared_options().items()}
                            | dataclasses.asdict(options))
+
+
+def skip_plots(monkeypatch: Any) -> None:
+    """Runs without their figures (a run's curves and a comparison's figure): faster tests."""
+    from p2pfl import engine, rundir
+
+    for module in (engine, rundir):
+        monkeypatch.setattr(module, "plot_histories", lambda *args, **kwargs: [])

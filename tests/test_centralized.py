@@ -13,6 +13,7 @@ from torch.func import functional_call
 from algorithms import CENTRALIZED
 from algorithms.fedfsa import UNSCORED, sensitivity, top_layers
 from algorithms.fedgloss import warmup
+from p2pfl.callbacks import RoundEnd
 from p2pfl.config import ConfigError
 from p2pfl.engine import build
 from p2pfl.models import build_model
@@ -406,7 +407,8 @@ def test_fedfsa_holds_out_a_personal_split_and_logs_personal_accuracy():
         assert torch.equal(both, ctx.data.node_indices[i].sort().values)
     algorithm.round(ctx, 0, ctx.schedule.at(0))
     before = {k: v.clone() for k, v in algorithm.server.items()}
-    metrics = algorithm.metrics(ctx)
+    [personal] = algorithm.callbacks(ctx)
+    metrics = personal.after_round(RoundEnd(0, {}, [], ctx, algorithm))
     assert 0 <= metrics["test_acc_personal_global"] <= 1
     assert metrics["test_acc_personal"] > metrics["test_acc_personal_global"]
     assert all(torch.equal(v, algorithm.server[k]) for k, v in before.items())

@@ -13,12 +13,12 @@ from p2pfl.config import ConfigError
 from p2pfl.data import load_dataset
 from p2pfl.results import METRICS, read_metrics
 from p2pfl.seeding import stream_seed
-from tests.conftest import assert_resume_needs_the_same, small_config, strip_times
+from tests.conftest import assert_resume_needs_the_same, skip_plots, small_config, strip_times
 
 
 @pytest.fixture(autouse=True)
 def _no_plots(monkeypatch):
-    monkeypatch.setattr(engine, "plot_histories", lambda *args, **kwargs: [])
+    skip_plots(monkeypatch)
 
 
 def _tensors(seed: int = 0):

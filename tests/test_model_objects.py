@@ -14,12 +14,12 @@ from p2pfl.config import ConfigError
 from p2pfl.engine import build
 from p2pfl.objects import resolve
 from p2pfl.results import METRICS, read_metrics
-from tests.conftest import assert_resume_needs_the_same, small_config
+from tests.conftest import assert_resume_needs_the_same, skip_plots, small_config
 
 
 @pytest.fixture(autouse=True)
 def _no_plots(monkeypatch):
-    monkeypatch.setattr(engine, "plot_histories", lambda *args, **kwargs: [])
+    skip_plots(monkeypatch)
 
 
 class Tiny(nn.Module):

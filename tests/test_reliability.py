@@ -17,6 +17,7 @@ import pytest
 import torch
 
 import p2pfl.engine as engine
+import p2pfl.loop as loop
 import topologies as T
 from algorithms import ALGORITHMS
 from p2pfl.checkpoint import CHECKPOINT
@@ -25,7 +26,7 @@ from p2pfl.config import ConfigError, with_overrides
 from p2pfl.engine import DivergenceError, run, run_compare
 from p2pfl.guard import finite_rows
 from p2pfl.results import METRICS, read_metrics
-from tests.conftest import small_config, strip_times
+from tests.conftest import skip_plots, small_config, strip_times
 
 ROOT = Path(__file__).resolve().parents[1]
 # A topology every algorithm of each kind accepts.
@@ -63,7 +64,7 @@ def load(path: Path) -> dict[str, Any]:
 @pytest.fixture(autouse=True)
 def no_plots(monkeypatch):
     """Figures are not what these tests check; drawing them would dominate their run time."""
-    monkeypatch.setattr(engine, "plot_histories", lambda *args, **kwargs: [])
+    skip_plots(monkeypatch)
 
 
 def scramble_global_rngs() -> None:
@@ -110,14 +111,14 @@ def test_checkpoint_every_k_rounds_holds_the_state_of_that_round(tmp_path, monke
     cfg = tiny(rounds=5, algorithm__name="sgp", topology__name="exponential",
                engine__checkpoint_every=2)
     saved = []
-    real = engine.save_checkpoint
+    real = loop.save_checkpoint
 
     def spy(run_dir, *args):
         real(run_dir, *args)
         state = load(Path(run_dir) / CHECKPOINT)
         saved.append((state["round"], state))
 
-    monkeypatch.setattr(engine, "save_checkpoint", spy)
+    monkeypatch.setattr(loop, "save_checkpoint", spy)
     run(cfg, tmp_path / "run")
     assert [r for r, _ in saved] == [2, 4, 5]  # every 2 rounds, and the end
     state = saved[0][1]
@@ -236,7 +237,7 @@ def kill_setup(tmp_path_factory):
     path = root / "exp.toml"
     path.write_text(KILL_CONFIG)
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(engine, "plot_histories", lambda *args, **kwargs: [])
+        skip_plots(mp)
         assert main(["run", str(path), "--out", str(root / "whole"), "--quiet"]) == 0
     return path, strip_times(read_metrics(root / "whole" / METRICS))
 
@@ -446,6 +447,7 @@ def test_parameters_going_non_finite_are_caught(tmp_path, monkeypatch):
             return losses
 
         ctx.trainer.train = overflowing
+        ctx.guard.install(ctx.trainer)  # the guard watches the overflowing trainer
         return ctx, algorithm
 
     monkeypatch.setattr(engine, "build", build)

@@ -1,0 +1,173 @@
+"""Building a run: config (and objects) -> data, topology schedule, model, population, trainer,
+algorithm, all validated before any training starts."""
+
+from __future__ import annotations
+
+import copy
+
+import torch
+from torch import nn
+
+import topologies as T
+from algorithms import ALGORITHMS, Algorithm
+from p2pfl.comm import LocalComm
+from p2pfl.config import Config, ConfigError
+from p2pfl.context import RunContext
+from p2pfl.data import Dataset, DatasetNotFoundError, find_dataset_dir, load_dataset, partition
+from p2pfl.federated import FederatedData
+from p2pfl.guard import Guard
+from p2pfl.local import VectorizedTrainer
+from p2pfl.memory import plan_chunks
+from p2pfl.models import build_model, stacked_forward
+from p2pfl.objects import Parts, as_partition
+from p2pfl.population import Population
+from p2pfl.reference import LoopTrainer
+from p2pfl.seeding import stream_seed
+
+CONNECTIVITY_WINDOW = 20  # rounds of a time-varying schedule checked for joint connectivity
+
+
+def resolve_device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise ConfigError("device", "'cuda' requested but torch sees no CUDA device")
+    return torch.device(name)
+
+
+def _load_data(cfg: Config, device: torch.device, dtype: torch.dtype,
+               dataset: Dataset | None = None,
+               node_indices: torch.Tensor | None = None) -> FederatedData:
+    d = cfg.data
+    root = d.root or None
+    if d.name != "synthetic" and dataset is None:
+        try:
+            find_dataset_dir(d.name, root)
+        except DatasetNotFoundError as err:
+            raise ConfigError("data.name", str(err)) from None
+    if dataset is None:
+        dataset = load_dataset(d.name, root, seed=stream_seed(cfg.seed, "partition"),
+                               synthetic_train=d.synthetic_train, synthetic_test=d.synthetic_test)
+    if node_indices is not None:
+        node_indices = as_partition(node_indices, d.num_nodes, len(dataset.y_train))
+        return FederatedData(dataset, node_indices, device, dtype)
+    try:
+        indices = partition(dataset.y_train.numpy(), d.num_nodes, d.partition, alpha=d.alpha,
+                            classes_per_node=d.classes_per_node,
+                            seed=stream_seed(cfg.seed, "partition"))
+    except ValueError as err:
+        raise ConfigError("data", str(err)) from None
+    return FederatedData(dataset, torch.as_tensor(indices), device, dtype)
+
+
+def schedule_for(cfg: Config, algorithm: Algorithm) -> T.Schedule:
+    """The topology schedule `cfg` names, for `algorithm` (a centralized one runs on a star of
+    num_nodes + 1 whose hub 0 is the server); a bad parameter is a one-line ConfigError."""
+    topo, n = cfg.topology, cfg.data.num_nodes
+    if algorithm.mixing == "server":
+        if topo.name != "star":
+            raise ConfigError("topology.name", f"{algorithm.name} is centralized and runs on "
+                              f"'star' (hub = server), got {topo.name!r}")
+        n += 1
+    params = {k: v for k, v in vars(topo).items() if k not in ("name", "link_drop", "node_drop")}
+    try:
+        return T.build_schedule(topo.name, n, **params, seed=stream_seed(cfg.seed, "topology"))
+    except T.ParameterError as err:
+        name = "data.num_nodes" if err.name == "n" else f"topology.{err.name}"
+        raise ConfigError(name, err.message) from None
+    except ValueError as err:
+        raise ConfigError("topology", str(err)) from None
+
+
+def check_topology(algorithm: Algorithm, schedule: T.Schedule, rounds: int) -> None:
+    """Refuse a topology whose mixing matrix or connectivity the algorithm cannot work with."""
+    if algorithm.mixing == "server":
+        return
+    graph = schedule.at(0)
+    try:
+        if algorithm.mixing == "doubly_stochastic":
+            T.check_doubly_stochastic(T.doubly_stochastic(graph, sparse=True))
+        else:
+            T.check_column_stochastic(T.column_stochastic(graph, sparse=True))
+    except ValueError as err:
+        raise ConfigError("topology", f"{algorithm.name} needs {algorithm.mixing.replace('_', '-')}"
+                          f" mixing: {err}") from None
+    window = 1 if schedule.period == 1 else min(rounds, schedule.period or CONNECTIVITY_WINDOW)
+    if not T.is_strongly_connected(T.union_graph(schedule, 0, window)):
+        what = "graph" if window == 1 else f"union of the graphs of rounds 0..{window - 1}"
+        raise ConfigError("topology", f"the {what} is not strongly connected: {algorithm.name} "
+                          "cannot reach the network average")
+
+
+def build(cfg: Config, dataset: Dataset | None = None,
+          parts: Parts | None = None) -> tuple[RunContext, Algorithm]:
+    """Everything a run needs, validated before any training starts.
+
+    `dataset`, when given, is used instead of loading `cfg.data.name` (the benchmark loads a
+    dataset once for many builds, or supplies CIFAR-shaped synthetic data); it is partitioned
+    as configured. `parts` holds what was given as objects (p2pfl.objects): a topology schedule
+    (decentralized algorithms only), a model, a dataset and a partition, each run instead of the
+    config's named one."""
+    parts = parts or Parts()
+    schedule = parts.schedule
+    device = resolve_device(cfg.device)
+    dtype = getattr(torch, cfg.engine.dtype)
+    algorithm = ALGORITHMS[cfg.algorithm.name](cfg.algorithm)
+    if schedule is None:
+        schedule = schedule_for(cfg, algorithm)
+    elif algorithm.mixing == "server":
+        raise ConfigError("topology", f"{algorithm.name} is centralized and runs on the star "
+                          "(hub = server); a topology object is for decentralized algorithms")
+    check_topology(algorithm, schedule, cfg.rounds)
+    data = _load_data(cfg, device, dtype,
+                      parts.dataset if parts.dataset is not None else dataset, parts.partition)
+    if parts.model is None:
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(stream_seed(cfg.seed, "init"))
+            model = build_model(cfg.model.name, data.input_shape, data.num_classes)
+        model = model.to(device=device, dtype=dtype)
+    else:
+        model = _own_model(parts.model, data, device, dtype)
+    population = Population(model, cfg.data.num_nodes, device, dtype)
+    try:
+        forward = stacked_forward(model)
+    except ValueError as err:
+        raise ConfigError("model", str(err)) from None
+    if cfg.engine.executor == "loop":
+        trainer: VectorizedTrainer | LoopTrainer = LoopTrainer(model, data, cfg.data.num_nodes)
+    else:
+        chunks = plan_chunks(forward, {k: v[:1] for k, v in population.params.items()},
+                             data.input_shape, cfg.data.num_nodes, cfg.algorithm.batch_size,
+                             cfg.eval.batch_size, algorithm.solver.rho > 0, device)
+        if cfg.engine.compile:
+            forward = torch.compile(forward)
+        trainer = VectorizedTrainer(forward, data, cfg.engine.chunk_size or chunks.train,
+                                    cfg.engine.chunk_size or chunks.eval)
+    guard = Guard(cfg.data.num_nodes, device)
+    ctx = RunContext(cfg, device, dtype, data, population, forward, guard.install(trainer),
+                     LocalComm(device, dtype, cfg.engine.mixing), schedule, guard)
+    algorithm.setup(ctx)
+    return ctx, algorithm
+
+
+def _own_model(model: nn.Module, data: FederatedData, device: torch.device,
+               dtype: torch.dtype) -> nn.Module:
+    """A copy of a researcher's model on the run's device, checked to map one input to logits
+    over the data's classes."""
+    model = copy.deepcopy(model).to(device=device, dtype=dtype)
+    try:
+        stacked_forward(model)  # refuses BatchNorm running statistics first
+    except ValueError as err:
+        raise ConfigError("model", str(err)) from None
+    x = torch.zeros(1, *data.input_shape, device=device, dtype=dtype)
+    try:
+        with torch.no_grad():
+            shape = tuple(model(x).shape)
+    except Exception as err:  # any failure of the user's forward is a one-line config error
+        raise ConfigError("model", f"{type(model).__name__} failed on one input of shape "
+                          f"{list(x.shape)}: {type(err).__name__}: {err}") from None
+    if shape != (1, data.num_classes):
+        raise ConfigError("model", f"{type(model).__name__} maps an input of shape "
+                          f"{list(x.shape)} to {list(shape)}; expected [1, {data.num_classes}] "
+                          "logits")
+    return model

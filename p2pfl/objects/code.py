@@ -1,0 +1,65 @@
+"""An algorithm class and round callbacks given as objects, and their records (algorithm.json,
+callbacks.json)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from p2pfl.callbacks import Callback
+from p2pfl.config import Config, ConfigError, config_with_overrides
+from p2pfl.objects.records import describe_code, read_record
+
+ALGORITHM_RECORD = "algorithm.json"
+CALLBACKS_RECORD = "callbacks.json"
+
+
+def resolve_algorithm(cfg: Config, out: Path, resume: bool,
+                      algorithm: type | None) -> tuple[Config, dict | None]:
+    """(config as recorded, record to write). A class passed is registered under its `name`,
+    which replaces cfg.algorithm.name; an algorithm not built in is recorded by its class."""
+    from algorithms import ALGORITHMS, register
+
+    if algorithm is not None:
+        try:
+            register(algorithm)
+        except (TypeError, ValueError) as err:
+            raise ConfigError("algorithm", str(err)) from None
+        if cfg.algorithm.name != algorithm.name:
+            old = ALGORITHMS[cfg.algorithm.name]
+            overrides: dict[str, Any] = {"algorithm.name": algorithm.name}
+            if cfg.algorithm.variant == old.default_variant:
+                overrides["algorithm.variant"] = ""  # the new class's own default form
+            cfg = config_with_overrides(cfg.to_dict(), overrides)
+    cls = ALGORITHMS[cfg.algorithm.name]
+    record = None if cls.__module__.split(".")[0] == "algorithms" else describe_code(cls)
+    recorded = read_record(out / ALGORITHM_RECORD) if resume else None
+    if recorded is not None and (record is None or record["fingerprint"] !=
+                                 recorded["fingerprint"]):
+        raise ConfigError("algorithm", f"{out} ran the algorithm class {recorded['class']}; "
+                          "this is another class or its source changed: pass the same one")
+    return cfg, record
+
+
+def resolve_callbacks(out: Path, resume: bool, callbacks: Sequence[Any] | None
+                      ) -> tuple[list[Callback], dict | None]:
+    """(the callbacks, record to write); on resume, the same callbacks (class, source and plain
+    attributes) as the run had, or none if it had none."""
+    given = list(callbacks or [])
+    for callback in given:
+        if not isinstance(callback, Callback):
+            raise ConfigError("callbacks", "expected p2pfl.Callback objects, got "
+                              f"{type(callback).__name__}")
+    record = {"callbacks": [describe_code(c) for c in given]} if given else None
+    if resume:
+        recorded = read_record(out / CALLBACKS_RECORD) or {"callbacks": []}
+        ran = [c["class"] for c in recorded["callbacks"]]
+        if not given and ran:
+            raise ConfigError("callbacks", f"{out} ran with the callbacks {ran} given as Python "
+                              "objects: pass them again, p2pfl.run(cfg, out, callbacks=[...], "
+                              "resume=True)")
+        if (record or {"callbacks": []}) != recorded:
+            raise ConfigError("callbacks", f"the callbacks differ from those {out} ran with "
+                              f"({ran or 'none'}; class, source or attributes): pass the same ones")
+    return given, record

@@ -1,0 +1,53 @@
+"""A model given as an object (any torch.nn.Module) and its record (model.json)."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from p2pfl.config import OBJECT, Config, ConfigError, ModelConfig
+from p2pfl.objects.records import read_record
+
+MODEL_RECORD = "model.json"
+
+
+def describe_model(model: nn.Module) -> dict[str, Any]:
+    """Class, parameter shapes and SHA-256 of the initial state (parameters and buffers)."""
+    digest = hashlib.sha256()
+    shapes = {}
+    for name, value in model.state_dict().items():
+        shapes[name] = list(value.shape)
+        digest.update(name.encode())
+        digest.update(value.detach().to("cpu", torch.float64).contiguous().numpy().tobytes())
+    cls = type(model)
+    return {"class": f"{cls.__module__}.{cls.__qualname__}", "shapes": shapes,
+            "num_params": sum(p.numel() for p in model.parameters()),
+            "fingerprint": digest.hexdigest()}
+
+
+def resolve_model(cfg: Config, out: Path, resume: bool,
+                  model: object | None) -> tuple[Config, nn.Module | None, dict | None]:
+    """(config as recorded, model to run or None for a named one, record to write)."""
+    recorded = read_record(out / MODEL_RECORD) if resume else None
+    if model is None:
+        if cfg.model.name != OBJECT:
+            return cfg, None, None
+        if recorded is None:
+            raise ConfigError("model.name", f"{OBJECT!r} means a model passed to "
+                              "p2pfl.run(cfg, out, model=...); none was passed")
+        raise ConfigError("model", f"{out} ran a {recorded['class']} given as a Python object and"
+                          " a run directory never imports code: pass it again, "
+                          "p2pfl.run(cfg, out, model=..., resume=True)")
+    if not isinstance(model, nn.Module):
+        raise ConfigError("model", f"expected a torch.nn.Module, got {type(model).__name__}")
+    record = describe_model(model)
+    if recorded is not None and recorded["fingerprint"] != record["fingerprint"]:
+        raise ConfigError("model", f"the model differs from the one {out} started from "
+                          f"({recorded['class']}; class, shapes or initial parameters): pass "
+                          "the same one")
+    return dataclasses.replace(cfg, model=ModelConfig(name=OBJECT)), model, record

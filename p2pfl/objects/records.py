@@ -1,0 +1,41 @@
+"""Reading a run directory's object records, and the record of a Python class or object."""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+from pathlib import Path
+from typing import Any
+
+from p2pfl.config import ConfigError
+
+
+def read_record(path: Path) -> dict[str, Any] | None:
+    if not path.exists():
+        return None
+    try:
+        return json.loads(path.read_text())
+    except json.JSONDecodeError as err:
+        raise ConfigError("resume", f"{path} is not valid JSON: {err}") from None
+
+
+def class_path(cls: type) -> str:
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def describe_code(obj: object) -> dict[str, Any]:
+    """The record of a class (or of an object, by its class and its plain attributes): its
+    path, and a fingerprint of its source (where Python has it) and those attributes. A run
+    directory never imports code; a resume compares the fingerprint of what it is given."""
+    cls = obj if isinstance(obj, type) else type(obj)
+    try:
+        source = inspect.getsource(cls)
+    except (OSError, TypeError):  # defined where Python keeps no source (an interactive session)
+        source = ""
+    params = {} if isinstance(obj, type) else {
+        k: v for k, v in sorted(vars(obj).items())
+        if isinstance(v, bool | int | float | str | type(None))}
+    blob = json.dumps([class_path(cls), source, params], default=str).encode()
+    return {"class": class_path(cls), "params": params,
+            "fingerprint": hashlib.sha256(blob).hexdigest()}
