@@ -2,17 +2,20 @@
 
     cfg = p2pfl.load_config("configs/demo.toml")
     history = p2pfl.run(cfg)          # per-round metrics, also written to the run directory
+    p2pfl.run(cfg, "runs/mine", topology=my_digraph, model=my_module, callbacks=[MyMetric()])
 """
 
 from typing import Any
 
+from p2pfl.callbacks import Callback, RoundEnd, StopRun
 from p2pfl.config import Config, ConfigError, load_config, with_overrides
 
 __version__ = "0.1.0"
 
 _ENGINE_NAMES = ("DivergenceError", "run", "run_compare")
 
-__all__ = ["Config", "ConfigError", "load_config", "with_overrides", *_ENGINE_NAMES]
+__all__ = ["Callback", "Config", "ConfigError", "RoundEnd", "StopRun", "load_config",
+           "with_overrides", *_ENGINE_NAMES]
 
 
 def __getattr__(name: str) -> Any:

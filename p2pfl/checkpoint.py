@@ -122,4 +122,21 @@ def read_run_config(run_dir: Path, overrides: dict[str, Any] | None = None) -> C
         raw = json.loads(path.read_text())
     except json.JSONDecodeError as err:
         raise ConfigError("resume", f"{path} is not valid JSON: {err}") from None
-    return config_with_overrides(raw, overrides or {})
+    try:
+        return config_with_overrides(raw, overrides or {})
+    except ConfigError as err:
+        record = Path(run_dir) / "algorithm.json"
+        if err.field == "algorithm.name" and record.exists():
+            raise ConfigError("algorithm", f"{run_dir} was run with the algorithm class "
+                              f"{_recorded_class(record)}, which this process has not "
+                              "registered: resume it from Python, p2pfl.run(cfg, out, "
+                              "resume=True, algorithm=...), or import the module that "
+                              "registers it") from None
+        raise
+
+
+def _recorded_class(record: Path) -> str:
+    try:
+        return str(json.loads(record.read_text())["class"])
+    except (json.JSONDecodeError, KeyError, TypeError):
+        return "recorded in algorithm.json"

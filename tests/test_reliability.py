@@ -432,6 +432,22 @@ def test_skip_node_server_freezes_the_client(tmp_path, monkeypatch):
         torch.testing.assert_close(state[k], (x + rows[1:].sum(0)) / 4, rtol=0, atol=1e-12)
 
 
+@pytest.mark.parametrize("name", ["fedfsa", "scaffold", "dfedsgpsm"])
+def test_skip_node_works_through_an_algorithms_own_trainer(tmp_path, monkeypatch, name):
+    """FedFSA trains through a trainer of its own (on each client's training share): the guard
+    watches it too, so a diverging client is frozen, not a reason to stop."""
+    centralized = name in ("fedfsa", "scaffold")
+    extra = ({"topology__name": "star", "algorithm__participation": 1.0} if centralized else
+             {"topology__name": "exponential"})
+    cfg = tiny(rounds=2, algorithm__name=name, engine__on_divergence="skip_node", **extra)
+    poison(monkeypatch, [0])
+    history = run(cfg, tmp_path / "run")
+    assert [r["nodes_skipped"] for r in history] == [1, 1]
+    assert all(np.isfinite(r["test_acc"]) and np.isfinite(r["train_loss"]) for r in history)
+    if name == "fedfsa":
+        assert all(np.isfinite(r["test_acc_personal"]) for r in history)
+
+
 def test_parameters_going_non_finite_are_caught(tmp_path, monkeypatch):
     """A node whose parameters become inf while its losses stay finite is named too."""
     real = engine.build
