@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+import subprocess
+import time
+from collections.abc import Callable, Iterator
 from types import SimpleNamespace
 from typing import Any
 
@@ -121,3 +124,34 @@ def skip_plots(monkeypatch: Any) -> None:
 
     for module in (engine, rundir):
         monkeypatch.setattr(module, "plot_histories", lambda *args, **kwargs: [])
+
+
+def wait_mid_round(proc: subprocess.Popen, lines: Callable[[], int], rounds: int) -> int:
+    """Wait until `lines()` (metrics lines written) reaches `rounds`, then half a round more (the
+    duration of the last round): the process is then inside the next round. Returns the lines
+    seen; fails the test if the process ends first."""
+    seen: dict[int, float] = {}
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        count = lines()
+        seen.setdefault(count, time.monotonic())
+        if count >= rounds:
+            previous = seen.get(count - 1, seen[count])
+            time.sleep(max(seen[count] - previous, 0.01) / 2)
+            return count
+        if proc.poll() is not None:
+            pytest.fail(f"the run ended before round {rounds}: {proc.stderr.read()}")
+        time.sleep(0.002)
+    proc.kill()
+    pytest.fail(f"the run did not reach round {rounds} in 300 s")
+
+
+@pytest.fixture
+def clean_registry() -> Iterator[None]:
+    """The algorithm registry as built in, before and after the test (tests register classes)."""
+    from algorithms import ALGORITHMS
+
+    saved = dict(ALGORITHMS)
+    yield
+    ALGORITHMS.clear()
+    ALGORITHMS.update(saved)

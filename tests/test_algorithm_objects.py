@@ -36,14 +36,7 @@ class LazyGossip(Gossip):
         return ctx.comm.matrix(torch.as_tensor(lazy)), 1
 
 
-@pytest.fixture(autouse=True)
-def registry(monkeypatch):
-    """Each test starts from the built-in registry and leaves it so."""
-    monkeypatch.setattr(algorithms, "ALGORITHMS", ALGORITHMS)
-    saved = dict(ALGORITHMS)
-    yield
-    ALGORITHMS.clear()
-    ALGORITHMS.update(saved)
+pytestmark = pytest.mark.usefixtures("clean_registry")
 
 
 def _cfg(**overrides):

@@ -8,7 +8,6 @@ import random
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +25,7 @@ from p2pfl.config import ConfigError, with_overrides
 from p2pfl.engine import DivergenceError, run, run_compare
 from p2pfl.guard import finite_rows
 from p2pfl.results import METRICS, read_metrics
-from tests.conftest import skip_plots, small_config, strip_times
+from tests.conftest import skip_plots, small_config, strip_times, wait_mid_round
 
 ROOT = Path(__file__).resolve().parents[1]
 # A topology every algorithm of each kind accepts.
@@ -242,36 +241,21 @@ def kill_setup(tmp_path_factory):
     return path, strip_times(read_metrics(root / "whole" / METRICS))
 
 
+def _lines(path: Path) -> int:
+    return path.read_text().count("\n") if path.exists() else 0
+
+
 def _start(config: Path, out: Path) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "p2pfl.cli", "run", str(config), "--out",
                              str(out), "--quiet"], cwd=ROOT, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
 
 
-def _mid_round(proc: subprocess.Popen, metrics: Path, rounds: int) -> int:
-    """Wait until `rounds` rounds are logged, then half a round more (the duration of the last
-    round): the process is then inside round `rounds` + 1. Returns the lines seen."""
-    seen: dict[int, float] = {}
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline:
-        lines = metrics.read_text().count("\n") if metrics.exists() else 0
-        seen.setdefault(lines, time.monotonic())
-        if lines >= rounds:
-            previous = seen.get(lines - 1, seen[lines])
-            time.sleep(max(seen[lines] - previous, 0.01) / 2)
-            return lines
-        if proc.poll() is not None:
-            pytest.fail(f"the run ended before round {rounds}: {proc.stderr.read()}")
-        time.sleep(0.002)
-    proc.kill()
-    pytest.fail("the run did not reach round {rounds} in 300 s")
-
-
 def test_sigkill_mid_round_then_resume_matches_uninterrupted(tmp_path, kill_setup):
     config, whole = kill_setup
     out = tmp_path / "run"
     proc = _start(config, out)
-    _mid_round(proc, out / METRICS, 4)
+    wait_mid_round(proc, lambda: _lines(out / METRICS), 4)
     proc.send_signal(signal.SIGKILL)
     proc.communicate()
     assert proc.returncode == -signal.SIGKILL
@@ -286,7 +270,7 @@ def test_ctrl_c_stops_after_the_round_with_a_checkpoint(tmp_path, kill_setup):
     config, whole = kill_setup
     out = tmp_path / "run"
     proc = _start(config, out)
-    _mid_round(proc, out / METRICS, 3)
+    wait_mid_round(proc, lambda: _lines(out / METRICS), 3)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=300)
     assert proc.returncode == 130, err

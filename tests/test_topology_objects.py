@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import itertools
 import json
-from pathlib import Path
 
 import networkx as nx
 import numpy as np
@@ -136,22 +135,6 @@ def test_topology_settings_an_object_would_ignore_are_refused(tmp_path):
 def test_a_config_naming_object_without_one_is_refused(tmp_path):
     with pytest.raises(ConfigError, match="none was passed"):
         engine.run(_sgp(topology__name="object"), tmp_path / "run")
-
-
-def test_the_example_runs_and_its_static_graph_resumes_from_the_command_line(tmp_path):
-    import importlib.util
-
-    from p2pfl.cli import main as cli
-
-    path = Path(__file__).resolve().parents[1] / "examples" / "own_topology.py"
-    spec = importlib.util.spec_from_file_location("own_topology", path)
-    example = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(example)
-    final = example.main(tmp_path, data="synthetic", rounds=2)
-    assert set(final) == {"static", "schedule"}
-    assert cli(["resume", str(tmp_path / "static"), "--set", "rounds=3", "--quiet"]) == 0
-    assert len(read_metrics(tmp_path / "static" / METRICS)) == 3
-    assert cli(["resume", str(tmp_path / "schedule"), "--set", "rounds=3", "--quiet"]) == 2
 
 
 def test_compare_runs_every_variant_on_the_object(tmp_path):

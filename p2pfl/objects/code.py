@@ -59,7 +59,8 @@ def resolve_callbacks(out: Path, resume: bool, callbacks: Sequence[Any] | None
             raise ConfigError("callbacks", f"{out} ran with the callbacks {ran} given as Python "
                               "objects: pass them again, p2pfl.run(cfg, out, callbacks=[...], "
                               "resume=True)")
-        if (record or {"callbacks": []}) != recorded:
+        prints = [c["fingerprint"] for c in (record or {"callbacks": []})["callbacks"]]
+        if prints != [c["fingerprint"] for c in recorded["callbacks"]]:
             raise ConfigError("callbacks", f"the callbacks differ from those {out} ran with "
                               f"({ran or 'none'}; class, source or attributes): pass the same ones")
     return given, record

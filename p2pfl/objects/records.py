@@ -26,7 +26,8 @@ def class_path(cls: type) -> str:
 
 def describe_code(obj: object) -> dict[str, Any]:
     """The record of a class (or of an object, by its class and its plain attributes): its
-    path, and a fingerprint of its source (where Python has it) and those attributes. A run
+    path, and a fingerprint of its name, source (where Python has it) and those attributes (not
+    of its module's name: a script run as __main__ and imported is the same class). A run
     directory never imports code; a resume compares the fingerprint of what it is given."""
     cls = obj if isinstance(obj, type) else type(obj)
     try:
@@ -36,6 +37,6 @@ def describe_code(obj: object) -> dict[str, Any]:
     params = {} if isinstance(obj, type) else {
         k: v for k, v in sorted(vars(obj).items())
         if isinstance(v, bool | int | float | str | type(None))}
-    blob = json.dumps([class_path(cls), source, params], default=str).encode()
+    blob = json.dumps([cls.__qualname__, source, params], default=str).encode()
     return {"class": class_path(cls), "params": params,
             "fingerprint": hashlib.sha256(blob).hexdigest()}
