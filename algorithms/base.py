@@ -21,6 +21,7 @@ import networkx as nx
 import numpy as np
 import torch
 
+import topologies as T
 from p2pfl.callbacks import Callback
 from p2pfl.config import Config, ConfigError
 from p2pfl.context import RunContext
@@ -109,8 +110,9 @@ class Algorithm(ABC):
         return ctx.trainer.train(params, nodes, plan, self.solver, lr)
 
     @abstractmethod
-    def round(self, ctx: RunContext, t: int, graph: nx.Graph) -> RoundReport:
-        """Local phase and communication of round t over `graph`."""
+    def round(self, ctx: RunContext, t: int, graph: nx.Graph, faults: T.Faults) -> RoundReport:
+        """Local phase and communication of round t over `graph`, whose lost messages and
+        offline nodes `faults` the engine drew (`RunContext.faults`)."""
 
     @abstractmethod
     def average_model(self, ctx: RunContext) -> Params:

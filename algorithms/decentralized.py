@@ -6,7 +6,8 @@ Two kinds of round, each written once and reused by the algorithm modules:
 - `PushSum`: the same local phase at the de-biased models z = x / w, then (x, w) pushed over a
   column-stochastic P.
 
-Faults (`topology.link_drop`, `topology.node_drop`) are drawn per round from (seed, "faults", t):
+Faults (`topology.link_drop`, `topology.node_drop`) are drawn by the engine per round from
+(seed, "faults", t) (`RunContext.faults`) and handed to `round`:
 offline nodes neither train nor send nor receive, and the mixing matrix absorbs lost messages
 (Push-Sum: the sender keeps the undelivered share; Gossip: Metropolis-Hastings weights of the
 surviving links). Only delivered messages are counted. The nodes' latest training losses are kept
@@ -32,7 +33,6 @@ from algorithms.base import Algorithm, RoundReport
 from p2pfl.comm import diag_scale
 from p2pfl.context import RunContext
 from p2pfl.population import Params
-from p2pfl.seeding import stream_seed
 from topologies.mixing import Matrix
 
 
@@ -41,14 +41,6 @@ class Decentralized(Algorithm):
 
     def setup(self, ctx: RunContext) -> None:
         self.losses = torch.full((ctx.num_nodes,), torch.nan, dtype=torch.float64)
-
-    def faults(self, ctx: RunContext, t: int, graph: nx.Graph) -> T.Faults:
-        """Lost messages and offline nodes of round t, from (seed, "faults", t)."""
-        topo = ctx.cfg.topology
-        if topo.link_drop == 0 and topo.node_drop == 0:
-            return T.Faults.none(ctx.num_nodes)
-        return T.sample_faults(graph, topo.link_drop, topo.node_drop,
-                               seed=stream_seed(ctx.cfg.seed, "faults", t))
 
     def local_phase(self, ctx: RunContext, t: int, faults: T.Faults) -> tuple[torch.Tensor,
                                                                                torch.Tensor]:
@@ -62,8 +54,7 @@ class Decentralized(Algorithm):
             nodes = torch.as_tensor(np.flatnonzero(~faults.nodes), device=ctx.device)
             rows = ctx.population.rows(nodes)
             losses = self.train(ctx, rows, nodes, t, lr[nodes])
-            for k, v in rows.items():
-                params[k][nodes] = v
+            ctx.population.write(nodes, rows)
         self.losses[nodes.cpu()] = losses.detach().to("cpu", torch.float64)
         return nodes, losses
 
@@ -151,8 +142,7 @@ class Gossip(Decentralized):
         W = torch.as_tensor(T.doubly_stochastic(graph, faults=faults))
         return ctx.comm.matrix(torch.linalg.matrix_power(W, steps)), 1
 
-    def round(self, ctx: RunContext, t: int, graph: nx.Graph) -> RoundReport:
-        faults = self.faults(ctx, t, graph)
+    def round(self, ctx: RunContext, t: int, graph: nx.Graph, faults: T.Faults) -> RoundReport:
         nodes, losses = self.local_phase(ctx, t, faults)
         W, applications = self.gossip_matrix(ctx, graph, faults)
         ctx.comm.mix(W, ctx.population.params, applications)
@@ -196,8 +186,7 @@ class PushSum(Decentralized):
         momentum = super().divergence_hint(t, nodes)
         return f"{hint}; {momentum}" if momentum else hint
 
-    def round(self, ctx: RunContext, t: int, graph: nx.Graph) -> RoundReport:
-        faults = self.faults(ctx, t, graph)
+    def round(self, ctx: RunContext, t: int, graph: nx.Graph, faults: T.Faults) -> RoundReport:
         self.phase_weights = self.weights
         nodes, losses = self.local_phase(ctx, t, faults)
         sparse = self.sparse_mixing(ctx, graph)

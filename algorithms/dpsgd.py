@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import networkx as nx
 
+import topologies as T
 from algorithms.base import RoundReport
 from algorithms.decentralized import Gossip
 from p2pfl.context import RunContext
@@ -27,12 +28,11 @@ class DPSGD(Gossip):
         dpsgd_order: str = option("cta", choices=("cta", "atc"), doc="cta: combine-then-adapt "
                                   "(Lian et al.); atc: adapt-then-combine")
 
-    def round(self, ctx: RunContext, t: int, graph: nx.Graph) -> RoundReport:
+    def round(self, ctx: RunContext, t: int, graph: nx.Graph, faults: T.Faults) -> RoundReport:
         if self.cfg.dpsgd_order == "atc":
-            return super().round(ctx, t, graph)
+            return super().round(ctx, t, graph, faults)
         params = ctx.population.params
         old = {k: v.clone() for k, v in params.items()}
-        faults = self.faults(ctx, t, graph)
         nodes, losses = self.local_phase(ctx, t, faults)
         for k, v in params.items():
             v.sub_(old[k])  # the local offset y_i^K - x_i (0 for offline nodes)

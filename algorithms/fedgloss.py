@@ -22,6 +22,7 @@ from typing import Any
 import networkx as nx
 import torch
 
+import topologies as T
 from algorithms.base import RoundReport
 from algorithms.client_state import clone, sq_norm
 from algorithms.dual import DriftDual
@@ -135,9 +136,9 @@ class NaiveFedGloSS(FedGloSS):
     down = 2
     up = 2
 
-    def round(self, ctx: RunContext, t: int, graph: nx.Graph) -> RoundReport:
+    def round(self, ctx: RunContext, t: int, graph: nx.Graph, faults: T.Faults) -> RoundReport:
         nodes = self.sample(ctx, t)
-        delivery = self.delivery(ctx, t, graph, nodes)
+        delivery = self.delivery(faults, nodes)
         _, first, _ = self.exchange(ctx, nodes, self.server, t, delivery)
         start = self.server
         if len(first.nodes):

@@ -18,7 +18,7 @@ from p2pfl.context import RunContext
 from p2pfl.local import LocalSolver, LocalTerms, VectorizedTrainer
 from p2pfl.options import AlgorithmOptions, option
 from p2pfl.population import Params, broadcast
-from p2pfl.seeding import numpy_rng, stream_seed
+from p2pfl.seeding import numpy_rng
 
 
 @dataclass
@@ -136,21 +136,17 @@ class Server(Algorithm):
         losses = self.trainer.train(params, nodes, plan, self.solver_at(t), lrs, *extra)
         return ClientRound(nodes, start, params, lr, plan.steps, terms), losses
 
-    def delivery(self, ctx: RunContext, t: int, graph: nx.Graph,
-                 nodes: torch.Tensor) -> Delivery | None:
-        """Faults of round t on the star `graph` for the sampled clients `nodes` [m]; None when
-        `link_drop = node_drop = 0` (everything is delivered).
+    def delivery(self, faults: T.Faults, nodes: torch.Tensor) -> Delivery | None:
+        """What of the round's star exchange with the sampled clients `nodes` [m] gets through,
+        under the round's `faults` on the star (drawn by the engine like the decentralized
+        rounds'); None when nothing is lost.
 
-        Drawn like the decentralized rounds: `T.sample_faults(graph, link_drop, node_drop)` from
-        the stream (seed, "faults", t). The server (graph node 0) is never offline: its draw is
-        ignored. Client i (graph node i + 1) trains when it is online and the message 0 -> i + 1
-        is delivered; its update counts when, in addition, the message i + 1 -> 0 is delivered.
+        The server (graph node 0) is never offline: its draw is ignored. Client i (graph node
+        i + 1) trains when it is online and the message 0 -> i + 1 is delivered; its update
+        counts when, in addition, the message i + 1 -> 0 is delivered.
         """
-        topo = ctx.cfg.topology
-        if topo.link_drop == 0 and topo.node_drop == 0:
+        if faults.empty:
             return None
-        faults = T.sample_faults(graph, topo.link_drop, topo.node_drop,
-                                 seed=stream_seed(ctx.cfg.seed, "faults", t))
         faults = T.Faults(faults.links, np.concatenate([[False], faults.nodes[1:]]))
         clients = nodes.cpu().numpy() + 1
         server = np.zeros_like(clients)
@@ -172,9 +168,9 @@ class Server(Algorithm):
         r, losses = self.train_clients(ctx, nodes[delivery.down], start, t)
         return r, r.subset(delivery.up[delivery.down]), losses
 
-    def round(self, ctx: RunContext, t: int, graph: nx.Graph) -> RoundReport:
+    def round(self, ctx: RunContext, t: int, graph: nx.Graph, faults: T.Faults) -> RoundReport:
         nodes = self.sample(ctx, t)
-        delivery = self.delivery(ctx, t, graph, nodes)
+        delivery = self.delivery(faults, nodes)
         trained, arrived, losses = self.exchange(ctx, nodes, self.client_start(ctx, t), t,
                                                  delivery)
         self.keep_local(ctx, trained)
@@ -193,8 +189,7 @@ class Server(Algorithm):
 
     def keep_local(self, ctx: RunContext, r: ClientRound) -> None:
         """Store the trained client models in their population rows."""
-        for k, v in r.trained.items():
-            ctx.population.params[k].index_copy_(0, r.nodes, v)
+        ctx.population.write(r.nodes, r.trained)
 
     @abstractmethod
     def aggregate(self, ctx: RunContext, r: ClientRound) -> None:

@@ -62,7 +62,8 @@ def run_p2pfl(cfg: Config, threads: int) -> dict[str, Any]:
     bare = []  # after the measured run: a few more rounds of the algorithm alone, no Runner
     for t in range(cfg.rounds, cfg.rounds + min(BARE_ROUNDS, cfg.rounds)):
         bare_start = time.perf_counter()
-        algorithm.round(ctx, t, ctx.schedule.at(t))
+        graph = ctx.schedule.at(t)
+        algorithm.round(ctx, t, graph, ctx.faults(t, graph))
         bare.append(time.perf_counter() - bare_start)
     return {"setup_s": setup, "rounds_s": rounds, "eval_s": end - eval_start,
             "total_s": end - start, "final_test_acc": acc, "bare_rounds_s": bare,

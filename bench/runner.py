@@ -41,7 +41,8 @@ def timed_round(ctx: RunContext, algorithm: Algorithm, t: int) -> float:
     """Seconds of round t of the algorithm, the device synchronized before and after."""
     synchronize(ctx.device)
     start = time.perf_counter()
-    algorithm.round(ctx, t, ctx.schedule.at(t))
+    graph = ctx.schedule.at(t)
+    algorithm.round(ctx, t, graph, ctx.faults(t, graph))
     synchronize(ctx.device)
     return time.perf_counter() - start
 

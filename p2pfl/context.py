@@ -6,8 +6,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import networkx as nx
 import torch
 
+import topologies as T
 from p2pfl.comm import LocalComm
 from p2pfl.config import Config
 from p2pfl.federated import FederatedData
@@ -16,6 +18,7 @@ from p2pfl.local import VectorizedTrainer
 from p2pfl.models import StackedForward
 from p2pfl.population import Population
 from p2pfl.reference import LoopTrainer
+from p2pfl.seeding import stream_seed
 from topologies import Schedule
 
 
@@ -31,6 +34,15 @@ class RunContext:
     comm: LocalComm
     schedule: Schedule
     guard: Guard
+
+    def faults(self, t: int, graph: nx.Graph) -> T.Faults:
+        """The lost messages and offline nodes of round t on `graph` (its node ids), drawn from
+        (seed, "faults", t) with `topology.link_drop` and `node_drop`."""
+        topo = self.cfg.topology
+        if topo.link_drop == 0 and topo.node_drop == 0:
+            return T.Faults.none(graph.number_of_nodes(), sparse=True)
+        return T.sample_faults(graph, topo.link_drop, topo.node_drop,
+                               seed=stream_seed(self.cfg.seed, "faults", t))
 
     @property
     def num_nodes(self) -> int:

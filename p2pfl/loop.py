@@ -158,7 +158,8 @@ class Runner:
         frozen: list[int] = []
         while True:
             self.guard.begin_round(frozen)
-            report = algorithm.round(ctx, t, cut_links(graph, [i + offset for i in frozen]))
+            cut = cut_links(graph, [i + offset for i in frozen])
+            report = algorithm.round(ctx, t, cut, ctx.faults(t, cut))
             bad, what = self._diverged(report)
             if not bad and not what:
                 return report, frozen

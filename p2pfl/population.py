@@ -38,8 +38,13 @@ class Population:
         return [p.view(self.num_nodes, -1) for p in self.params.values()]
 
     def rows(self, nodes: torch.Tensor) -> Params:
-        """Copies of the parameters of `nodes` (int64 [m]): name -> [m, *shape]."""
+        """Copies of the parameters of `nodes` (node ids, int64 [m]): name -> [m, *shape]."""
         return {name: p[nodes] for name, p in self.params.items()}
+
+    def write(self, nodes: torch.Tensor, rows: Params) -> None:
+        """Set the parameters of `nodes` (node ids, int64 [m], distinct) to `rows` [m, *shape]."""
+        for name, p in self.params.items():
+            p.index_copy_(0, nodes, rows[name])
 
     def state_dict(self) -> dict[str, torch.Tensor]:
         return {"flat": self.flat.clone()}

@@ -155,3 +155,8 @@ def clean_registry() -> Iterator[None]:
     yield
     ALGORITHMS.clear()
     ALGORITHMS.update(saved)
+
+
+def play(algorithm: Any, ctx: Any, t: int, graph: Any) -> Any:
+    """Round t of `algorithm` on `graph` with the faults the engine would draw for it."""
+    return algorithm.round(ctx, t, graph, ctx.faults(t, graph))

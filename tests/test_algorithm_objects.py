@@ -18,7 +18,7 @@ from p2pfl.config import ConfigError, config_from_dict
 from p2pfl.engine import build, run
 from p2pfl.options import option
 from p2pfl.results import METRICS, read_metrics
-from tests.conftest import skip_plots, small_config, strip_times
+from tests.conftest import play, skip_plots, small_config, strip_times
 
 
 class LazyGossip(Gossip):
@@ -61,17 +61,17 @@ def test_beta_one_is_dfedavg_and_beta_small_a_hand_computed_mix():
     ref_ctx, ref = build(_cfg())
     ctx, lazy = build(_cfg(algorithm__name="lazy_gossip", algorithm__beta=1.0))
     for t in range(2):
-        ref.round(ref_ctx, t, ref_ctx.schedule.at(t))
-        lazy.round(ctx, t, ctx.schedule.at(t))
+        play(ref, ref_ctx, t, ref_ctx.schedule.at(t))
+        play(lazy, ctx, t, ctx.schedule.at(t))
     assert torch.equal(ctx.population.flat, ref_ctx.population.flat)
 
     ctx, lazy = build(_cfg(algorithm__name="lazy_gossip", algorithm__beta=0.2))
     before = ctx.population.flat.clone()
     graph = ctx.schedule.at(0)
-    lazy.local_phase(ctx, 0, lazy.faults(ctx, 0, graph))
+    lazy.local_phase(ctx, 0, ctx.faults(0, graph))
     trained = {k: v.clone() for k, v in ctx.population.params.items()}
     ctx.population.flat.copy_(before)
-    lazy.round(ctx, 0, graph)
+    play(lazy, ctx, 0, graph)
     W = torch.as_tensor(T.doubly_stochastic(graph))
     mix = 0.8 * torch.eye(len(W), dtype=W.dtype) + 0.2 * W
     for k, v in trained.items():

@@ -13,7 +13,7 @@ from torch.func import functional_call
 
 import topologies as T
 from p2pfl.engine import build
-from tests.conftest import small_config
+from tests.conftest import play, small_config
 
 
 def _module_and_params(ctx):
@@ -37,7 +37,7 @@ def test_fedavg_one_step_full_participation_equals_centralized_sgd():
     grads = torch.autograd.grad(loss, list(params.values()))
     expected = {k: v - cfg.algorithm.lr * g for (k, v), g in zip(start.items(), grads)}
 
-    algorithm.round(ctx, 0, ctx.schedule.at(0))
+    play(algorithm, ctx, 0, ctx.schedule.at(0))
     for k, v in algorithm.server.items():
         torch.testing.assert_close(v, expected[k], rtol=0, atol=1e-12)
 
@@ -47,7 +47,7 @@ def test_fedavg_partial_participation_trains_only_sampled_clients():
                        algorithm__participation=0.5)
     ctx, algorithm = build(cfg)
     before = {k: v.clone() for k, v in ctx.population.params.items()}
-    report = algorithm.round(ctx, 0, ctx.schedule.at(0))
+    report = play(algorithm, ctx, 0, ctx.schedule.at(0))
     assert len(report.nodes) == 3 and report.copies_sent == 6
     moved = {i for i in range(6)
              if any((ctx.population.params[k][i] != before[k][i]).any() for k in before)}
@@ -63,8 +63,8 @@ def test_dfedavg_on_complete_graph_equals_fedavg_full_participation():
     server_ctx, server = build(small_config(algorithm__name="fedavg", topology__name="star",
                                             algorithm__participation=1.0))
     for t in range(3):
-        gossip.round(gossip_ctx, t, gossip_ctx.schedule.at(t))
-        server.round(server_ctx, t, server_ctx.schedule.at(t))
+        play(gossip, gossip_ctx, t, gossip_ctx.schedule.at(t))
+        play(server, server_ctx, t, server_ctx.schedule.at(t))
         for k, v in server.server.items():
             rows = gossip_ctx.population.params[k]
             torch.testing.assert_close(rows, v.expand_as(rows), rtol=0, atol=1e-12)
@@ -78,7 +78,7 @@ def test_dfedavg_mixes_with_metropolis_hastings_after_local_steps():
     probe.trainer.train(probe.population.params, probe.all_nodes(), plan, algorithm.solver, lr)
     W = torch.as_tensor(T.doubly_stochastic(T.ring(6)))
     np.testing.assert_allclose(W.numpy()[0, [0, 1, 5]], [1 / 3] * 3)
-    algorithm.round(ctx, 0, ctx.schedule.at(0))
+    play(algorithm, ctx, 0, ctx.schedule.at(0))
     for k, v in probe.population.params.items():
         expected = (W @ v.view(6, -1)).view_as(v)
         torch.testing.assert_close(ctx.population.params[k], expected, rtol=0, atol=1e-12)
@@ -113,7 +113,7 @@ def test_sgp_equals_numerator_form_on_irregular_digraph():
     ctx, algorithm = build(cfg)
     expected_z, expected_w = _numerator_sgp(ctx, rounds=3)
     for t in range(3):
-        algorithm.round(ctx, t, ctx.schedule.at(t))
+        play(algorithm, ctx, t, ctx.schedule.at(t))
     assert (expected_w - 1).abs().max() > 0.05, "the test graph must make w non-uniform"
     torch.testing.assert_close(algorithm.weights, expected_w, rtol=0, atol=1e-12)
     for k, v in ctx.population.params.items():
@@ -176,7 +176,7 @@ def test_sgp_round_reports_weights_and_messages():
     cfg = small_config(algorithm__name="sgp", topology__name="random_out",
                        topology__out_degree=2)
     ctx, algorithm = build(cfg)
-    report = algorithm.round(ctx, 0, ctx.schedule.at(0))
+    report = play(algorithm, ctx, 0, ctx.schedule.at(0))
     assert report.copies_sent == 6 * 2 and report.scalars_sent == 6 * 2
     metrics = algorithm.metrics(ctx)
     assert metrics["ps_weight_sum"] == pytest.approx(6.0, abs=1e-12)
@@ -187,7 +187,7 @@ def test_sgp_on_doubly_stochastic_graph_keeps_unit_weights():
     ctx, algorithm = build(small_config(algorithm__name="sgp", topology__name="exponential",
                                         data__num_nodes=8))
     for t in range(3):
-        algorithm.round(ctx, t, ctx.schedule.at(t))
+        play(algorithm, ctx, t, ctx.schedule.at(t))
     torch.testing.assert_close(algorithm.weights, torch.ones(8, dtype=torch.float64), rtol=0,
                                atol=1e-15)
 
@@ -195,11 +195,11 @@ def test_sgp_on_doubly_stochastic_graph_keeps_unit_weights():
 def test_algorithm_state_round_trip_resumes_identically():
     ctx, algorithm = build(small_config(algorithm__name="sgp", topology__name="random_out",
                                         topology__out_degree=2))
-    algorithm.round(ctx, 0, ctx.schedule.at(0))
+    play(algorithm, ctx, 0, ctx.schedule.at(0))
     pop_state, alg_state = ctx.population.state_dict(), algorithm.state_dict()
-    algorithm.round(ctx, 1, ctx.schedule.at(1))
+    play(algorithm, ctx, 1, ctx.schedule.at(1))
     after = ctx.population.flat.clone()
     ctx.population.load_state_dict(pop_state)
     algorithm.load_state_dict(alg_state)
-    algorithm.round(ctx, 1, ctx.schedule.at(1))
+    play(algorithm, ctx, 1, ctx.schedule.at(1))
     assert torch.equal(ctx.population.flat, after)

@@ -17,7 +17,7 @@ from p2pfl.callbacks import RoundEnd
 from p2pfl.config import ConfigError
 from p2pfl.engine import build
 from p2pfl.models import build_model
-from tests.conftest import every_option, option_names, small_config
+from tests.conftest import every_option, option_names, play, small_config
 
 SAM_EPS, CLIP_EPS = 1e-7, 1e-6
 
@@ -258,7 +258,7 @@ def test_rounds_match_the_per_client_reference(case):
     rounds = 3
     expected = reference(ctx, algorithm, rounds)  # reads only the initial population
     for t in range(rounds):
-        algorithm.round(ctx, t, ctx.schedule.at(t))
+        play(algorithm, ctx, t, ctx.schedule.at(t))
     got = Flat(ctx).flat(algorithm.server)
     assert (got - expected).abs().max().item() < 1e-10
 
@@ -283,8 +283,8 @@ def test_reduction_identities(name, overrides, base, base_overrides):
     ctx_a, alg_a = build(_config(name, **overrides))
     ctx_b, alg_b = build(_config(base, **base_overrides))
     for t in range(3):
-        alg_a.round(ctx_a, t, ctx_a.schedule.at(t))
-        alg_b.round(ctx_b, t, ctx_b.schedule.at(t))
+        play(alg_a, ctx_a, t, ctx_a.schedule.at(t))
+        play(alg_b, ctx_b, t, ctx_b.schedule.at(t))
     for k, v in alg_a.server.items():
         torch.testing.assert_close(v, alg_b.server[k], rtol=0, atol=1e-12)
 
@@ -292,7 +292,7 @@ def test_reduction_identities(name, overrides, base, base_overrides):
 def _server_after(name: str, rounds: int = 3, **overrides) -> dict[str, torch.Tensor]:
     ctx, algorithm = build(_config(name, **overrides))
     for t in range(rounds):
-        algorithm.round(ctx, t, ctx.schedule.at(t))
+        play(algorithm, ctx, t, ctx.schedule.at(t))
     return algorithm.server
 
 
@@ -320,8 +320,8 @@ def test_fedfsa_with_equal_radii_is_mofedsam_on_the_same_data():
     ctx_b, mo = build(_config("mofedsam", algorithm__rho=0.2))
     mo.data, mo.trainer = fsa.data, fsa.trainer  # FedFSA trains on the clients' 70 % shares
     for t in range(3):
-        fsa.round(ctx_a, t, ctx_a.schedule.at(t))
-        mo.round(ctx_b, t, ctx_b.schedule.at(t))
+        play(fsa, ctx_a, t, ctx_a.schedule.at(t))
+        play(mo, ctx_b, t, ctx_b.schedule.at(t))
     assert fsa.selected.any(), "layers must have been selected for the identity to mean anything"
     for k, v in fsa.server.items():
         torch.testing.assert_close(v, mo.server[k], rtol=0, atol=1e-12)
@@ -332,7 +332,7 @@ def test_fedsam_and_fedlesam_differ_from_fedavg_when_rho_is_positive():
     for name in ("fedavg", "fedsam", "fedlesam"):
         ctx, alg = build(_config(name, algorithm__rho=0.0 if name == "fedavg" else 0.5))
         for t in range(3):
-            alg.round(ctx, t, ctx.schedule.at(t))
+            play(alg, ctx, t, ctx.schedule.at(t))
         servers[name] = Flat(ctx).flat(alg.server)
     assert (servers["fedsam"] - servers["fedavg"]).abs().max() > 1e-6
     assert (servers["fedlesam"] - servers["fedavg"]).abs().max() > 1e-6
@@ -371,16 +371,16 @@ def test_resume_from_state_dict_gives_the_same_next_round(name):
     cfg = _config(name, **{f"algorithm__{k}": v for k, v in knobs.items() if k in reads})
     ctx, algorithm = build(cfg)
     for t in range(2):
-        algorithm.round(ctx, t, ctx.schedule.at(t))
+        play(algorithm, ctx, t, ctx.schedule.at(t))
     saved = (ctx.population.state_dict(), algorithm.state_dict())
-    algorithm.round(ctx, 2, ctx.schedule.at(2))
+    play(algorithm, ctx, 2, ctx.schedule.at(2))
     expected = {k: v.clone() for k, v in algorithm.server.items()}
     expected_metrics = algorithm.metrics(ctx)
 
     fresh_ctx, fresh = build(cfg)  # a new process: nothing but the saved state carries over
     fresh_ctx.population.load_state_dict(saved[0])
     fresh.load_state_dict(saved[1])
-    fresh.round(fresh_ctx, 2, fresh_ctx.schedule.at(2))
+    play(fresh, fresh_ctx, 2, fresh_ctx.schedule.at(2))
     for k, v in fresh.server.items():
         assert torch.equal(v, expected[k]), k
     assert torch.equal(fresh_ctx.population.flat, ctx.population.flat)
@@ -389,7 +389,7 @@ def test_resume_from_state_dict_gives_the_same_next_round(name):
 
 def test_only_sampled_clients_change_their_state():
     ctx, algorithm = build(_config("fedsmoo", algorithm__rho=0.2, data__num_nodes=6))
-    algorithm.round(ctx, 0, ctx.schedule.at(0))
+    play(algorithm, ctx, 0, ctx.schedule.at(0))
     nodes = algorithm.last_nodes
     others = torch.tensor([i for i in range(6) if i not in nodes.tolist()])
     for state in (algorithm.dual.drift, algorithm.perturb_dual):
@@ -405,7 +405,7 @@ def test_fedfsa_holds_out_a_personal_split_and_logs_personal_accuracy():
     for i in range(ctx.num_nodes):
         both = torch.cat([train[i], test[i]]).sort().values
         assert torch.equal(both, ctx.data.node_indices[i].sort().values)
-    algorithm.round(ctx, 0, ctx.schedule.at(0))
+    play(algorithm, ctx, 0, ctx.schedule.at(0))
     before = {k: v.clone() for k, v in algorithm.server.items()}
     [personal] = algorithm.callbacks(ctx)
     metrics = personal.after_round(RoundEnd(0, {}, [], ctx, algorithm))
@@ -461,7 +461,7 @@ def test_bernoulli_sampling_varies_the_number_of_clients_and_accounts_for_it():
     ctx, algorithm = build(cfg)
     sizes = {len(algorithm.sample(ctx, t)) for t in range(30)}
     assert len(sizes) > 2 and min(sizes) >= 1
-    report = algorithm.round(ctx, 0, ctx.schedule.at(0))
+    report = play(algorithm, ctx, 0, ctx.schedule.at(0))
     assert report.copies_sent == 4 * len(report.nodes)
     _, fixed = build(_config("scaffold", data__num_nodes=20, algorithm__participation=0.3))
     assert {len(fixed.sample(ctx, t)) for t in range(5)} == {6}

@@ -20,7 +20,7 @@ from p2pfl.config import ConfigError
 from p2pfl.engine import build
 from p2pfl.models import build_model
 from p2pfl.seeding import stream_seed
-from tests.conftest import every_option, small_config
+from tests.conftest import every_option, play, small_config
 
 SYMMETRIC = ("dpsgd", "dfedavg", "dfedavgm", "dfedsam", "dfedsam_mgs")
 PUSH_SUM = ("sgp", "osgp", "dfedsgpm", "dfedsgpsm")
@@ -37,7 +37,7 @@ def _config(name: str, **overrides):
 
 def _run(name: str, rounds: int = 2, **overrides):
     ctx, algorithm = build(_config(name, **overrides))
-    reports = [algorithm.round(ctx, t, ctx.schedule.at(t)) for t in range(rounds)]
+    reports = [play(algorithm, ctx, t, ctx.schedule.at(t)) for t in range(rounds)]
     return ctx, algorithm, reports
 
 
@@ -289,14 +289,14 @@ def test_push_sum_conserves_mass_every_round():
 @pytest.mark.parametrize("name", SYMMETRIC + PUSH_SUM)
 def test_state_dict_round_trip_resumes_identically(name):
     ctx, algorithm = build(_config(name))
-    algorithm.round(ctx, 0, ctx.schedule.at(0))
+    play(algorithm, ctx, 0, ctx.schedule.at(0))
     pop_state, alg_state = ctx.population.state_dict(), algorithm.state_dict()
-    algorithm.round(ctx, 1, ctx.schedule.at(1))
+    play(algorithm, ctx, 1, ctx.schedule.at(1))
     after = ctx.population.flat.clone()
     fresh_ctx, fresh = build(_config(name))
     fresh_ctx.population.load_state_dict(pop_state)
     fresh.load_state_dict(alg_state)
-    fresh.round(fresh_ctx, 1, fresh_ctx.schedule.at(1))
+    play(fresh, fresh_ctx, 1, fresh_ctx.schedule.at(1))
     assert torch.equal(fresh_ctx.population.flat, after)
 
 
@@ -358,7 +358,7 @@ def test_push_sum_matches_algorithm_1_under_link_drops_and_offline_nodes():
                 dropped += 1
         offline += int(faults.nodes.sum())
         w = ref.push_sum_round(t, w, P=P, offline=faults.nodes)
-        report = algorithm.round(ctx, t, graph)
+        report = play(algorithm, ctx, t, graph)
         assert report.copies_sent == graph.number_of_edges() - int(
             faults.lost(*_messages(graph)).sum())
         assert sorted(report.nodes.tolist()) == np.flatnonzero(~faults.nodes).tolist()
@@ -375,8 +375,8 @@ def test_offline_nodes_keep_their_model_and_push_sum_keeps_its_invariants(name):
         graph = ctx.schedule.at(t)
         before = {k: v.clone() for k, v in ctx.population.params.items()}
         w_before = getattr(algorithm, "weights", None)
-        algorithm.round(ctx, t, graph)
-        offline = torch.as_tensor(algorithm.faults(ctx, t, graph).nodes)
+        play(algorithm, ctx, t, graph)
+        offline = torch.as_tensor(ctx.faults(t, graph).nodes)
         seen_offline += int(offline.sum())
         for k, v in ctx.population.params.items():
             assert torch.equal(v[offline], before[k][offline])
@@ -395,7 +395,7 @@ def test_push_sum_reaches_the_average_with_zero_gradients_despite_link_drops():
     target = {k: v.mean(0) for k, v in ctx.population.params.items()}
     for t in range(200):
         graph = ctx.schedule.at(t)
-        algorithm.mix(ctx, T.column_stochastic(graph, faults=algorithm.faults(ctx, t, graph)))
+        algorithm.mix(ctx, T.column_stochastic(graph, faults=ctx.faults(t, graph)))
         assert algorithm.weights.sum().item() == pytest.approx(8.0, abs=1e-9)
     for k, v in ctx.population.params.items():
         torch.testing.assert_close(v, target[k].expand_as(v), rtol=0, atol=1e-9)
@@ -406,7 +406,7 @@ def test_dfedsgpsm_s_picks_out_neighbours_by_loss():
                   topology__selection="loss_based", algorithm__momentum=0.9)
     ctx, algorithm = build(cfg)
     assert algorithm.selection_losses() is None
-    algorithm.round(ctx, 0, ctx.schedule.at(0, algorithm.selection_losses()))
+    play(algorithm, ctx, 0, ctx.schedule.at(0, algorithm.selection_losses()))
     assert np.isfinite(algorithm.selection_losses()).all()
     algorithm.losses = torch.tensor([1.0] * 7 + [5.0], dtype=torch.float64)
     graph = ctx.schedule.at(1, algorithm.selection_losses())
@@ -457,7 +457,7 @@ def test_selection_losses_survive_a_state_round_trip():
                   topology__selection="loss_based", topology__node_drop=0.3)
     ctx, algorithm = build(cfg)
     for t in range(2):
-        algorithm.round(ctx, t, ctx.schedule.at(t, algorithm.selection_losses()))
+        play(algorithm, ctx, t, ctx.schedule.at(t, algorithm.selection_losses()))
     state = algorithm.state_dict()
     assert "weights" in state and torch.isnan(state["losses"]).any(), "a node never trained"
     torch.testing.assert_close(state["losses"], algorithm.losses, rtol=0, atol=0, equal_nan=True)

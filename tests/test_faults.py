@@ -12,7 +12,7 @@ from algorithms import ALGORITHMS
 from algorithms.server import Delivery
 from p2pfl.engine import build
 from p2pfl.seeding import stream_seed
-from tests.conftest import option_names, small_config
+from tests.conftest import option_names, play, small_config
 
 N = 8
 
@@ -49,7 +49,7 @@ def test_fedavg_aggregates_the_delivered_clients_only():
     ctx, alg = build(cfg)
     before = {k: v.clone() for k, v in ctx.population.params.items()}
     start = {k: v.clone() for k, v in alg.server.items()}
-    report = alg.round(ctx, 0, ctx.schedule.at(0))
+    report = play(alg, ctx, 0, ctx.schedule.at(0))
 
     ref_ctx, ref = build(_config("fedavg"))  # fault-free twin: the same local training
     trainers = torch.as_tensor(np.flatnonzero(down))
@@ -71,7 +71,7 @@ def test_lost_upload_leaves_the_server_and_client_state_alone():
     down, up = _by_hand(cfg, 0)
     ctx, alg = build(cfg)
     old = {k: v.clone() for k, v in alg.client_control.values.items()}
-    report = alg.round(ctx, 0, ctx.schedule.at(0))
+    report = play(alg, ctx, 0, ctx.schedule.at(0))
     for k, v in alg.client_control.values.items():
         changed = (v != old[k]).flatten(1).any(1).numpy()
         assert (changed == up).all(), k
@@ -85,13 +85,13 @@ def test_everything_delivered_is_bit_identical_to_no_faults(name, monkeypatch):
     kw = {k: v for k, v in kw.items() if k.split("__")[1] in option_names(ALGORITHMS[name])}
     ctx_a, a = build(_config(name, **kw))
     ctx_b, b = build(_config(name, **kw))
-    assert a.delivery(ctx_a, 0, ctx_a.schedule.at(0), ctx_a.all_nodes()) is None
+    assert a.delivery(ctx_a.faults(0, ctx_a.schedule.at(0)), ctx_a.all_nodes()) is None
     m = 4
     monkeypatch.setattr(b, "delivery", lambda *_: Delivery(torch.ones(m, dtype=torch.bool),
                                                            torch.ones(m, dtype=torch.bool)))
     for t in range(2):
-        ra = a.round(ctx_a, t, ctx_a.schedule.at(t))
-        rb = b.round(ctx_b, t, ctx_b.schedule.at(t))
+        ra = play(a, ctx_a, t, ctx_a.schedule.at(t))
+        rb = play(b, ctx_b, t, ctx_b.schedule.at(t))
         assert ra.copies_sent == rb.copies_sent
     assert torch.equal(ctx_a.population.flat, ctx_b.population.flat)
     for k, v in a.server.items():
@@ -104,7 +104,7 @@ def test_nothing_arrives_server_unchanged(monkeypatch):
         torch.tensor([True, False, True, False]), torch.zeros(4, dtype=torch.bool)))
     server = {k: v.clone() for k, v in alg.server.items()}
     control = {k: v.clone() for k, v in alg.client_control.values.items()}
-    report = alg.round(ctx, 0, ctx.schedule.at(0))
+    report = play(alg, ctx, 0, ctx.schedule.at(0))
     for k, v in alg.server.items():
         assert torch.equal(v, server[k])
     for k, v in alg.client_control.values.items():
@@ -113,7 +113,7 @@ def test_nothing_arrives_server_unchanged(monkeypatch):
     monkeypatch.setattr(alg, "delivery", lambda *_: Delivery(torch.zeros(4, dtype=torch.bool),
                                                              torch.zeros(4, dtype=torch.bool)))
     before = ctx.population.state_dict()["flat"]
-    report = alg.round(ctx, 1, ctx.schedule.at(1))
+    report = play(alg, ctx, 1, ctx.schedule.at(1))
     assert report.copies_sent == 0 and len(report.nodes) == 0
     assert torch.equal(ctx.population.flat, before)
 
@@ -123,13 +123,13 @@ def test_resume_with_faults(name):
     extra = {"algorithm__server_rho": 0.2} if "server_rho" in option_names(ALGORITHMS[name]) else {}
     cfg = _config(name, link_drop=0.3, node_drop=0.2, algorithm__participation=0.5, **extra)
     ctx, alg = build(cfg)
-    alg.round(ctx, 0, ctx.schedule.at(0))
+    play(alg, ctx, 0, ctx.schedule.at(0))
     saved = (ctx.population.state_dict(), alg.state_dict())
-    alg.round(ctx, 1, ctx.schedule.at(1))
+    play(alg, ctx, 1, ctx.schedule.at(1))
     fresh_ctx, fresh = build(cfg)
     fresh_ctx.population.load_state_dict(saved[0])
     fresh.load_state_dict(saved[1])
-    fresh.round(fresh_ctx, 1, fresh_ctx.schedule.at(1))
+    play(fresh, fresh_ctx, 1, fresh_ctx.schedule.at(1))
     assert torch.equal(fresh_ctx.population.flat, ctx.population.flat)
     for k, v in fresh.server.items():
         assert torch.equal(v, alg.server[k]), k

@@ -12,7 +12,7 @@ import topologies as T
 from p2pfl.comm import LocalComm, diag_scale
 from p2pfl.config import ConfigError
 from p2pfl.engine import build
-from tests.conftest import small_config
+from tests.conftest import play, small_config
 
 CPU = torch.device("cpu")
 SHAPES = {"w": (3, 70), "b": (5,), "s": ()}  # 210 columns: several tiles when tiles are small
@@ -114,7 +114,7 @@ def test_large_sparse_rounds_never_build_a_dense_matrix(monkeypatch):
         ctx, algorithm = build(small_config(algorithm__name=alg, data__num_nodes=100,
                                             algorithm__local_steps=1, **overrides))
         calls.clear()
-        algorithm.round(ctx, 0, ctx.schedule.at(0))
+        play(algorithm, ctx, 0, ctx.schedule.at(0))
         assert calls == [True]
 
 
@@ -144,7 +144,7 @@ def test_whole_rounds_with_sparse_mixing_equal_dense(name, overrides, one_thread
             algorithm__name=name, engine__mixing=mixing, topology__link_drop=0.2,
             topology__node_drop=0.1, **topology, **overrides))
         start = ctx.population.flat.clone()
-        reports = [algorithm.round(ctx, t, ctx.schedule.at(t)) for t in range(3)]
+        reports = [play(algorithm, ctx, t, ctx.schedule.at(t)) for t in range(3)]
         runs[mixing] = ctx, algorithm, reports
     (dense, alg_d, rep_d), (sparse, alg_s, rep_s) = runs["dense"], runs["sparse"]
     assert (dense.population.flat - start).abs().max() > 1e-3

@@ -8,6 +8,7 @@ import torch
 from bench import peer_match as M
 from p2pfl.config import with_overrides
 from p2pfl.engine import build
+from tests.conftest import play
 
 SYNTHETIC = {"name": "synthetic", "partition": "dirichlet", "alpha": 0.5,
              "synthetic_train": 600, "synthetic_test": 200}
@@ -72,7 +73,7 @@ def test_per_client_fedavg_reproduces_p2pfl_in_float64(one_thread):
     data = M.federated_data(cfg, torch.float64)
     server = M.initial_model(cfg, data).state_dict()
     for t in range(2):
-        algorithm.round(ctx, t, ctx.schedule.at(t))
+        play(algorithm, ctx, t, ctx.schedule.at(t))
         clients = M.sampled_clients(cfg, t)
         total = {k: torch.zeros_like(v) for k, v in server.items()}
         weight = data.n_per_node / (data.n_per_node * len(clients))  # n_i / sum_j n_j

@@ -6,13 +6,13 @@ import pytest
 import torch
 
 from p2pfl.engine import build
-from tests.conftest import small_config
+from tests.conftest import play, small_config
 
 
 def _one_round(executor: str, rounds: int = 1, **overrides) -> dict[str, torch.Tensor]:
     ctx, algorithm = build(small_config(engine__executor=executor, **overrides))
     for t in range(rounds):
-        algorithm.round(ctx, t, ctx.schedule.at(t))
+        play(algorithm, ctx, t, ctx.schedule.at(t))
     return {k: v.clone() for k, v in ctx.population.params.items()}
 
 
@@ -59,9 +59,9 @@ def test_chunk_size_does_not_change_results():
 def test_training_changes_every_node_and_lowers_loss():
     ctx, algorithm = build(small_config(algorithm__local_steps=20))
     before = ctx.population.flat.clone()
-    first = algorithm.round(ctx, 0, ctx.schedule.at(0))
+    first = play(algorithm, ctx, 0, ctx.schedule.at(0))
     assert (ctx.population.flat != before).any()
-    later = algorithm.round(ctx, 1, ctx.schedule.at(1))
+    later = play(algorithm, ctx, 1, ctx.schedule.at(1))
     assert later.losses.mean() < first.losses.mean()
 
 

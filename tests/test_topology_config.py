@@ -9,7 +9,7 @@ import pytest
 import topologies as T
 from p2pfl.config import ConfigError, TopologyConfig
 from p2pfl.engine import build, run
-from tests.conftest import small_config
+from tests.conftest import play, small_config
 
 SMOKE = {  # name -> (num_nodes, extra [topology] fields) giving a connected instance
     "hypercube": (8, {}),
@@ -39,7 +39,7 @@ def test_every_topology_runs_one_round(name: str, tmp_path) -> None:
                        data__synthetic_test=50,
                        **{f"topology__{k}": v for k, v in fields.items()})
     ctx, algorithm = build(cfg)
-    report = algorithm.round(ctx, 0, ctx.schedule.at(0))
+    report = play(algorithm, ctx, 0, ctx.schedule.at(0))
     assert ctx.schedule.n == n and report.losses.shape == (n,)
 
 

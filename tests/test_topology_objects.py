@@ -17,7 +17,7 @@ from p2pfl.config import ConfigError, config_from_dict
 from p2pfl.engine import build
 from p2pfl.objects import resolve
 from p2pfl.results import METRICS, read_metrics
-from tests.conftest import small_config, strip_times
+from tests.conftest import play, small_config, strip_times
 
 
 @pytest.fixture(autouse=True)
@@ -110,7 +110,7 @@ def test_symmetric_weights_given_to_a_gossip_algorithm_are_used():
     ctx, algorithm = build(*engine_args(small_config(), G))
     W = T.doubly_stochastic(ctx.schedule.at(0))
     assert W[0, 1] == 0.3 and W[0, 0] == pytest.approx(0.4)
-    algorithm.round(ctx, 0, ctx.schedule.at(0))
+    play(algorithm, ctx, 0, ctx.schedule.at(0))
     assert all(torch.isfinite(v).all() for v in ctx.population.params.values())
 
 

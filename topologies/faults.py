@@ -62,9 +62,17 @@ class Faults:
                              f"{links.dtype} {links.shape}")
 
     @classmethod
-    def none(cls, n: int) -> Faults:
-        """No lost message and no offline node on n nodes."""
-        return cls(np.zeros((n, n), dtype=bool), np.zeros(n, dtype=bool))
+    def none(cls, n: int, sparse: bool = False) -> Faults:
+        """No lost message and no offline node on n nodes (`sparse`: links as an empty scipy
+        CSR array, which costs nothing for large n)."""
+        links = sp.csr_array((n, n), dtype=bool) if sparse else np.zeros((n, n), dtype=bool)
+        return cls(links, np.zeros(n, dtype=bool))
+
+    @property
+    def empty(self) -> bool:
+        """Whether nothing is lost this round (no lost message, no offline node)."""
+        links = self.links.nnz if sp.issparse(self.links) else self.links.any()
+        return not (links or self.nodes.any())
 
     @property
     def n(self) -> int:
