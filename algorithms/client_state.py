@@ -10,7 +10,7 @@ from typing import Any
 
 import torch
 
-from p2pfl.comm import LocalComm
+from p2pfl.comm import Comm
 from p2pfl.population import Params
 
 
@@ -35,7 +35,7 @@ class ClientState:
         for k, v in self.values.items():
             v.index_add_(0, nodes, rows[k], alpha=alpha)
 
-    def mean(self, comm: LocalComm) -> Params:
+    def mean(self, comm: Comm) -> Params:
         """Mean over all N clients: name -> [*shape]."""
         some = next(iter(self.values.values()))
         weights = torch.full((self.num_clients,), 1.0 / self.num_clients, device=some.device,

@@ -15,7 +15,7 @@ from typing import Any
 import torch
 
 from algorithms.client_state import ClientState, expand
-from p2pfl.comm import LocalComm
+from p2pfl.comm import Comm
 from p2pfl.population import Params
 
 
@@ -38,11 +38,11 @@ class DriftDual:
         """h_i <- h_i + (x_i^K - start) for the clients that trained."""
         self.drift.add(nodes, {k: v - start[k] for k, v in trained.items()})
 
-    def mean_all(self, comm: LocalComm) -> Params:
+    def mean_all(self, comm: Comm) -> Params:
         """mean over ALL N clients of h_i (clients never sampled contribute 0)."""
         return self.drift.mean(comm)
 
-    def mean_over(self, comm: LocalComm, nodes: torch.Tensor) -> Params:
+    def mean_over(self, comm: Comm, nodes: torch.Tensor) -> Params:
         """mean over the clients `nodes` of h_i."""
         rows = self.drift.rows(nodes)
         weights = torch.full((len(nodes),), 1.0 / len(nodes), device=nodes.device,

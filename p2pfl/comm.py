@@ -1,8 +1,10 @@
-"""Every operation that moves data between nodes, behind one small interface.
+"""Every operation that moves data between nodes, behind one small interface (`Comm`).
 
-Algorithms never touch other nodes' rows directly: they call `mix` (gossip with a mixing matrix)
-and `weighted_sum` (server aggregation). A distributed implementation (each rank holding a slice
-of the nodes) can replace `LocalComm` without changing any algorithm.
+Algorithms never touch other nodes' rows directly: they read and write their own nodes' rows
+through the population (`Population.rows` / `write`, by node id) and call `mix` (gossip with a
+mixing matrix) and `weighted_sum` (server aggregation) for everything that crosses nodes. A
+distributed implementation of `Comm` (each rank holding a block of the nodes, exchanging the rows
+a round's matrix needs) can then replace `LocalComm` without changing any algorithm.
 
 A mixing operator is an [N, N] torch tensor, either dense (strided) or sparse CSR; `LocalComm`
 picks the layout (`mixing = "auto" | "dense" | "sparse"`, see `sparse_for`) and `mix` runs one
@@ -12,6 +14,7 @@ matrix product per parameter block for either, with no loop over nodes or edges.
 from __future__ import annotations
 
 import warnings
+from abc import ABC, abstractmethod
 
 import numpy as np
 import scipy.sparse as sp
@@ -54,7 +57,28 @@ def diag_scale(W: torch.Tensor, right: torch.Tensor, row_divisor: torch.Tensor) 
     return torch.sparse_csr_tensor(crow, col, values, size=W.shape, check_invariants=False)
 
 
-class LocalComm:
+class Comm(ABC):
+    """What crosses nodes in a round: mixing matrices, mixing, and weighted sums over nodes."""
+
+    @abstractmethod
+    def sparse_for(self, n: int, nnz: int) -> bool:
+        """Whether an [n, n] mixing operator with `nnz` nonzeros is best built sparse."""
+
+    @abstractmethod
+    def matrix(self, W: Operand, dtype: torch.dtype | None = None) -> torch.Tensor:
+        """W [N, N] (numpy, scipy.sparse or torch) as the operator `mix` takes (column i: what
+        node i sends; W[j, i] = share of i's row sent to j)."""
+
+    @abstractmethod
+    def mix(self, W: torch.Tensor, params: Params, steps: int = 1) -> None:
+        """X <- W^steps @ X for every parameter block [N, *shape] of the population, in place."""
+
+    @abstractmethod
+    def weighted_sum(self, params: Params, weights: torch.Tensor) -> Params:
+        """sum_r weights[r] * params[r] over the rows of every block: name -> [*shape]."""
+
+
+class LocalComm(Comm):
     """All nodes live in this process; mixing is one matrix product per parameter block.
 
     `mixing` chooses the layout of mixing operators: "dense" (a dense [N, N] matmul), "sparse"

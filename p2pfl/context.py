@@ -10,7 +10,7 @@ import networkx as nx
 import torch
 
 import topologies as T
-from p2pfl.comm import LocalComm
+from p2pfl.comm import Comm
 from p2pfl.config import Config
 from p2pfl.federated import FederatedData
 from p2pfl.guard import Guard
@@ -31,7 +31,7 @@ class RunContext:
     population: Population
     forward: StackedForward
     trainer: VectorizedTrainer | LoopTrainer
-    comm: LocalComm
+    comm: Comm
     schedule: Schedule
     guard: Guard
 
