@@ -133,6 +133,24 @@ def mixing_line(result: dict[str, Any]) -> str:
             f"(copy {copy:.1f} GB/s{share})")
 
 
+def parser() -> argparse.ArgumentParser:
+    """The suite's options (`p2pfl bench ...`, `python -m bench.suite ...`)."""
+    b = argparse.ArgumentParser(prog="p2pfl bench", description="benchmark suite: vectorized "
+                                "population against the per-node loop (docs/performance.md)")
+    b.add_argument("--quick", action="store_true",
+                   help="1 timed round, smaller N for cnn and resnet18_gn, loop timed on a few "
+                        "nodes (about a minute on a 2-core CPU)")
+    b.add_argument("--device", choices=("cpu", "cuda", "auto"), default="auto")
+    b.add_argument("--only", metavar="WORKLOAD[,..]",
+                   help="mlp-10, mlp-100, mlp-1000, cnn, resnet18_gn, or a model name")
+    b.add_argument("--rounds", type=int, help="timed rounds after one warm-up (default 3, "
+                   "--quick 1)")
+    b.add_argument("--json-out", metavar="FILE", help="also write all results as JSON")
+    b.add_argument("--compile", action="store_true",
+                   help="torch.compile the vectorized population (engine.compile)")
+    return b
+
+
 def run_suite(args: argparse.Namespace) -> int:
     """Run the selected workloads, print the tables and the JSON lines; 0 on success."""
     device = resolve_device(args.device)
@@ -181,7 +199,7 @@ def run_suite(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m bench.suite ARGS` = `p2pfl bench ARGS` (the options are the CLI's)."""
+    """`python -m bench.suite ARGS` = `p2pfl bench ARGS` (one-line errors, exit 2)."""
     from p2pfl.cli import main as cli_main
 
     return cli_main(["bench", *(sys.argv[1:] if argv is None else argv)])

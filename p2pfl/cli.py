@@ -66,30 +66,21 @@ def _add_table_parsers(sub: argparse._SubParsersAction) -> None:
 
 
 def _add_bench_parser(sub: argparse._SubParsersAction) -> None:
-    b = sub.add_parser("bench", help="benchmark suite: vectorized population against the "
-                       "per-node loop (docs/performance.md)")
-    b.add_argument("--quick", action="store_true",
-                   help="1 timed round, smaller N for cnn and resnet18_gn, loop timed on a few "
-                        "nodes (about a minute on a 2-core CPU)")
-    b.add_argument("--device", choices=("cpu", "cuda", "auto"), default="auto")
-    b.add_argument("--only", metavar="WORKLOAD[,..]",
-                   help="mlp-10, mlp-100, mlp-1000, cnn, resnet18_gn, or a model name")
-    b.add_argument("--rounds", type=int, help="timed rounds after one warm-up (default 3, "
-                   "--quick 1)")
-    b.add_argument("--json-out", metavar="FILE", help="also write all results as JSON")
-    b.add_argument("--compile", action="store_true",
-                   help="torch.compile the vectorized population (engine.compile)")
+    """`p2pfl bench ARGS`: the suite (bench/) owns its options (`p2pfl bench --help`)."""
+    b = sub.add_parser("bench", add_help=False, help="benchmark suite: vectorized population "
+                       "against the per-node loop (docs/performance.md; p2pfl bench --help)")
+    b.add_argument("argv", nargs=argparse.REMAINDER)
 
 
 def _bench(args: argparse.Namespace) -> int:
     try:
-        from bench.suite import run_suite  # lazy: the suite is not needed by other commands
-    except ModuleNotFoundError as err:
-        if (err.name or "").split(".")[0] != "bench":
+        from bench.suite import parser, run_suite  # lazy: not needed by other commands
+    except (ModuleNotFoundError, ImportError) as err:
+        if (getattr(err, "name", None) or "bench").split(".")[0] != "bench":
             raise
         raise ConfigError("bench", "the benchmark suite (bench/) is not importable here; run "
                           "'python -m p2pfl.cli bench' from the repository root") from None
-    return run_suite(args)
+    return run_suite(parser().parse_args(args.argv))
 
 
 def _table(args: argparse.Namespace) -> int:
@@ -157,7 +148,12 @@ def _plot(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args, rest = parser.parse_known_args(argv)
+    if args.command == "bench":  # the suite parses its own options
+        args.argv = [*rest, *args.argv]
+    elif rest:
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
     commands = {"run": _run, "resume": _resume, "plot": _plot, "table": _table,
                 "compare": _table, "bench": _bench, **analysis_cli.COMMANDS}
     try:

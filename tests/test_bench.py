@@ -14,7 +14,7 @@ from bench.flops import forward_flops_per_sample, gradient_flops_per_sample, lay
 from bench.memory import PeakMemory
 from bench.runner import run_workload, time_rounds
 from bench.suite import main as suite_main
-from bench.suite import mixing_line, table_rows
+from bench.suite import mixing_line, parser, table_rows
 from bench.workloads import QUICK_WORKLOADS, WORKLOADS, Workload, select, workload_config
 from p2pfl.cli import _parser
 from p2pfl.cli import main as cli_main
@@ -95,10 +95,12 @@ def test_bad_options_exit_2(capsys):
 
 
 def test_cli_bench_options():
-    args = _parser().parse_args(["bench", "--quick", "--only", "mlp-10", "--rounds", "2",
-                                 "--device", "cpu", "--json-out", "b.json"])
-    assert (args.command, args.quick, args.only, args.rounds, args.device, args.json_out) == (
-        "bench", True, "mlp-10", 2, "cpu", "b.json")
+    args, rest = _parser().parse_known_args(["bench", "--quick", "--only", "mlp-10"])
+    assert (args.command, [*rest, *args.argv]) == ("bench", ["--quick", "--only", "mlp-10"])
+    args = parser().parse_args(["--quick", "--only", "mlp-10", "--rounds", "2", "--device",
+                                "cpu", "--json-out", "b.json"])
+    assert (args.quick, args.only, args.rounds, args.device, args.json_out) == (
+        True, "mlp-10", 2, "cpu", "b.json")
     assert cli_main(["bench", "--only", "vgg", "--device", "cpu"]) == 2
 
 
