@@ -7,66 +7,24 @@ The `[algorithm]` table of a config is read into the options class of the algori
     class Options(FedAvg.Options):
         prox_mu: float = option(0.01, low=0, doc="proximal coefficient mu")
 
-and its limits are checked when a config is loaded (`check_values`), so a new hyperparameter is a
-change to the algorithm's own module only.
+and its limits are checked when a config is loaded (`check_values`, which raises
+topologies.ParameterError naming the field), so a new hyperparameter is a change to the
+algorithm's own module only. `option` is `topologies.params.param`: topology parameters are
+declared the same way.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import math
-from dataclasses import dataclass, field
-from typing import Any, get_type_hints
+from dataclasses import dataclass
+from typing import get_type_hints
+
+from topologies.params import check_values
+from topologies.params import param as option
+
+__all__ = ["VARIANTS", "AlgorithmOptions", "check_values", "field_types", "option"]
 
 VARIANTS = ("paper", "reference_code")
-
-
-class OptionError(ValueError):
-    """A value outside an option's limits; `key` names the field, the message says what is
-    allowed (p2pfl.config turns it into a one-line ConfigError)."""
-
-    def __init__(self, key: str, message: str) -> None:
-        super().__init__(message)
-        self.key = key
-
-
-def option(default: Any, *, low: float | None = None, high: float | None = None,
-           low_open: bool = False, high_open: bool = False, choices: tuple[str, ...] = (),
-           doc: str = "") -> Any:
-    """A dataclass field with its limits: [low, high] (an end is excluded when `*_open`; None is
-    unbounded) for numbers, `choices` for strings."""
-    return field(default=default, metadata={"low": low, "high": high, "low_open": low_open,
-                                            "high_open": high_open, "choices": choices,
-                                            "doc": doc})
-
-
-def check_number(value: float, low: float | None, high: float | None, low_open: bool = False,
-                 high_open: bool = False) -> str:
-    """Why `value` is outside [low, high] (ends excluded when open); "" when it is inside."""
-    if not math.isfinite(value):
-        return f"must be finite, got {value!r}"
-    too_low = low is not None and (value < low or (value == low and low_open))
-    too_high = high is not None and (value > high or (value == high and high_open))
-    if not (too_low or too_high):
-        return ""
-    lo = "-inf" if low is None else low
-    hi = "inf" if high is None else high
-    interval = f"{'(' if low_open else '['}{lo}, {hi}{')' if high_open else ']'}"
-    return f"{value!r} is out of range {interval}"
-
-
-def check_values(options: Any) -> None:
-    """Raise OptionError for the first field of a dataclass outside its `option` limits."""
-    for f in dataclasses.fields(options):
-        meta, value = f.metadata, getattr(options, f.name)
-        if meta.get("choices") and value not in meta["choices"]:
-            raise OptionError(f.name, f"unknown value {value!r} (allowed: "
-                              f"{', '.join(map(str, meta['choices']))})")
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and "low" in meta:
-            why = check_number(value, meta["low"], meta["high"], meta["low_open"],
-                               meta["high_open"])
-            if why:
-                raise OptionError(f.name, why)
 
 
 def field_types(cls: type) -> dict[str, type]:

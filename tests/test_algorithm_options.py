@@ -10,8 +10,9 @@ import pytest
 
 from algorithms import ALGORITHMS, CENTRALIZED, Server
 from p2pfl.config import ConfigError, config_from_dict, declared_options, load_config
-from p2pfl.options import AlgorithmOptions, OptionError, check_values
+from p2pfl.options import AlgorithmOptions, check_values
 from tests.conftest import option_names
+from topologies import ParameterError
 
 COMMON = {f.name for f in dataclasses.fields(AlgorithmOptions)}
 # A valid non-default value of every declared field outside the common ones.
@@ -54,7 +55,7 @@ def test_the_non_default_values_are_valid():
 
 
 def test_limits_come_from_the_declaration():
-    with pytest.raises(OptionError, match="out of range"):
+    with pytest.raises(ParameterError, match="out of range"):
         check_values(dataclasses.replace(ALGORITHMS["fedavg"].Options(), participation=1.5))
     with pytest.raises(ConfigError, match=r"^algorithm.participation: 0.0 is out of range "
                                           r"\(0, 1\]$"):

@@ -27,6 +27,7 @@ from p2pfl.config import (
     _RANGES,
     Config,
     ConfigError,
+    TopologyConfig,
     _choices,
     config_from_dict,
     declared_options,
@@ -121,9 +122,9 @@ def out_of_range_cases() -> list[tuple[str, list[str]]]:
     for (section, key), bounds in _RANGES.items():
         name = f"{section}.{key}" if section else key
         cases += _range_cases(name, types[name], bounds, [])
-    options = [(f"algorithm.{f.name}", tp, [], f)
-               for f, tp in zip(dataclasses.fields(AlgorithmOptions),
-                                get_type_hints(AlgorithmOptions).values())]
+    options = [(f"{section}.{f.name}", get_type_hints(cls)[f.name], [], f)
+               for section, cls in (("algorithm", AlgorithmOptions), ("topology", TopologyConfig))
+               for f in dataclasses.fields(cls)]
     for name, tp, pick, f in options + algorithm_fields():
         m = f.metadata
         if m.get("low") is not None or m.get("high") is not None:

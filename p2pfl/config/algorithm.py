@@ -1,0 +1,60 @@
+"""The [algorithm] table: read into the options class of the algorithm it names."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import fields
+from typing import Any
+
+from p2pfl.config.sections import ConfigError, coerce
+from p2pfl.options import AlgorithmOptions, field_types
+
+
+def declared_options() -> dict[str, tuple[dataclasses.Field, type]]:
+    """Every [algorithm] field some registered algorithm declares -> (its field, its type)."""
+    from algorithms import ALGORITHMS
+
+    out: dict[str, tuple[dataclasses.Field, type]] = {}
+    for cls in ALGORITHMS.values():
+        types = field_types(cls.Options)
+        for f in fields(cls.Options):
+            out.setdefault(f.name, (f, types[f.name]))
+    return out
+
+
+def _any_options() -> type[AlgorithmOptions]:
+    """An options class with every declared field: a [[compare]] root's [algorithm] table, which
+    may hold settings for the variants' algorithms (each variant is checked against its own)."""
+    base = {f.name for f in fields(AlgorithmOptions)}
+    extra = [(k, tp, dataclasses.field(default=f.default, metadata=f.metadata))
+             for k, (f, tp) in declared_options().items() if k not in base]
+    return dataclasses.make_dataclass("AnyAlgorithmOptions", extra, bases=(AlgorithmOptions,))
+
+
+def build_algorithm(values: Any, prefix: str, compare_root: bool) -> AlgorithmOptions:
+    """The [algorithm] table read into its algorithm's options class. A field that only other
+    algorithms declare is refused unless it is at its default (then it changes nothing)."""
+    from algorithms import ALGORITHMS
+
+    if not isinstance(values, dict):
+        raise ConfigError(prefix, f"must be a table, got {values!r}")
+    name = coerce(values.get("name", AlgorithmOptions.name), str, f"{prefix}.name")
+    if name not in ALGORITHMS:
+        raise ConfigError(f"{prefix}.name", f"unknown value {name!r} (allowed: "
+                          f"{', '.join(ALGORITHMS)})")
+    cls = _any_options() if compare_root else ALGORITHMS[name].Options
+    own, declared = field_types(cls), declared_options()
+    kwargs: dict[str, Any] = {}
+    for key, value in values.items():
+        if key in own:
+            kwargs[key] = coerce(value, own[key], f"{prefix}.{key}")
+            continue
+        if key not in declared:
+            raise ConfigError(f"{prefix}.{key}", f"unknown field (allowed: "
+                              f"{', '.join(sorted(own))})")
+        other, tp = declared[key]
+        if coerce(value, tp, f"{prefix}.{key}") != other.default:
+            raise ConfigError(f"{prefix}.{key}", f"{name} does not use {key} (got {value!r}); "
+                              f"leave it at {other.default!r} or pick an algorithm that takes "
+                              "it (docs/algorithms.md)")
+    return cls(**kwargs)

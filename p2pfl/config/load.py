@@ -1,0 +1,210 @@
+"""Building, validating and overriding configs: TOML file or dict -> validated `Config`."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import sys
+from dataclasses import fields
+from pathlib import Path
+from typing import Any, get_type_hints
+
+from p2pfl.config.algorithm import build_algorithm
+from p2pfl.config.sections import (
+    _RANGES,
+    Config,
+    ConfigError,
+    DataConfig,
+    EngineConfig,
+    EvalConfig,
+    ModelConfig,
+    TopologyConfig,
+    _choices,
+    coerce,
+)
+from topologies import ParameterError
+from topologies.params import check_number, check_values
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+
+def _build_section(cls: type, values: Any, prefix: str) -> Any:
+    if not isinstance(values, dict):
+        raise ConfigError(prefix, f"must be a table, got {values!r}")
+    hints = get_type_hints(cls)
+    known = {f.name for f in fields(cls)}
+    unknown = sorted(set(values) - known)
+    if unknown:
+        allowed = ", ".join(sorted(known))
+        raise ConfigError(f"{prefix}.{unknown[0]}", f"unknown field (allowed: {allowed})")
+    kwargs = {k: coerce(v, hints[k], f"{prefix}.{k}") for k, v in values.items()}
+    return cls(**kwargs)
+
+
+_SECTIONS = {
+    "data": DataConfig,
+    "model": ModelConfig,
+    "topology": TopologyConfig,
+    "eval": EvalConfig,
+    "engine": EngineConfig,
+}
+
+
+def config_from_dict(raw: dict[str, Any]) -> Config:
+    """Build and validate a `Config` from a plain nested dict (as parsed from TOML)."""
+    top_hints = get_type_hints(Config)
+    kwargs: dict[str, Any] = {}
+    for key, value in raw.items():
+        if key in _SECTIONS:
+            kwargs[key] = _build_section(_SECTIONS[key], value, key)
+        elif key == "algorithm":
+            kwargs[key] = build_algorithm(value, key, compare_root=bool(raw.get("compare")))
+        elif key == "compare":
+            if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
+                raise ConfigError("compare", "must be an array of tables ([[compare]])")
+            kwargs[key] = value
+        elif key in top_hints:
+            kwargs[key] = coerce(value, top_hints[key], key)
+        else:
+            allowed = ", ".join(sorted(top_hints))
+            raise ConfigError(key, f"unknown field (allowed: {allowed})")
+    cfg = _with_implied(Config(**kwargs))
+    # A [[compare]] root is never run itself: only its variants are checked against their
+    # algorithm (its own algorithm name may be a placeholder).
+    (check_fields if cfg.compare else validate)(cfg)
+    for i, variant in enumerate(cfg.compare):
+        try:
+            validate(with_overrides(cfg, variant_overrides(variant)))
+        except ConfigError as err:
+            raise ConfigError(f"compare[{i}].{err.field}", str(err).split(": ", 1)[1]) from None
+    return cfg
+
+
+def _with_implied(cfg: Config) -> Config:
+    """`cfg` with the settings its algorithm implies (`Algorithm.implied`) filled in where the
+    config left them unset (""), and the remaining unset ones at their plain defaults."""
+    from algorithms import ALGORITHMS
+
+    if cfg.compare or cfg.algorithm.name not in ALGORITHMS:
+        return cfg  # a [[compare]] root is never run; an unknown name fails in validation
+    algorithm = ALGORITHMS[cfg.algorithm.name]
+    implied = {"topology.selection": "random", "algorithm.variant": algorithm.default_variant,
+               **algorithm.implied(cfg)}
+    for dotted, value in implied.items():
+        section, key = dotted.split(".")
+        part = getattr(cfg, section)
+        if getattr(part, key) == "":
+            cfg = dataclasses.replace(cfg, **{section: dataclasses.replace(part, **{key: value})})
+    return cfg
+
+
+def _check_range(name: str, value: float, bounds: tuple) -> None:
+    low, high, low_incl, high_incl = bounds
+    why = check_number(value, low, high, not low_incl, not high_incl)
+    if why:
+        raise ConfigError(name, why)
+
+
+def validate(cfg: Config) -> None:
+    """`check_fields`, then that every [algorithm] field the chosen algorithm does not read is at
+    its default."""
+    check_fields(cfg)
+    from algorithms import ALGORITHMS
+
+    ALGORITHMS[cfg.algorithm.name](cfg.algorithm)  # its constructor refuses unread options
+
+
+def check_fields(cfg: Config) -> None:
+    """Check names against the registries and numbers against their ranges."""
+    for (section, key), allowed in _choices().items():
+        obj = getattr(cfg, section) if section else cfg
+        value = getattr(obj, key)
+        if value not in allowed:
+            name = f"{section}.{key}" if section else key
+            raise ConfigError(name, f"unknown value {value!r} (allowed: {', '.join(allowed)})")
+    for (section, key), bounds in _RANGES.items():
+        obj = getattr(cfg, section) if section else cfg
+        _check_range(f"{section}.{key}" if section else key, getattr(obj, key), bounds)
+    for section in ("topology", "algorithm"):
+        try:
+            check_values(getattr(cfg, section))
+        except ParameterError as err:
+            raise ConfigError(f"{section}.{err.name}", err.message) from None
+    alg = cfg.algorithm
+    if alg.local_epochs == 0 and alg.local_steps == 0:
+        raise ConfigError("algorithm.local_steps", "local_epochs and local_steps are both 0")
+    if cfg.engine.compile and cfg.engine.executor == "loop":
+        raise ConfigError("engine.compile", "compiles the vectorized population; the loop "
+                          "executor runs plain modules (set engine.executor = \"vectorized\")")
+
+
+def _parse_value(text: str) -> Any:
+    """A --set value: a TOML literal (number, bool, quoted string, array) or else a bare string."""
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        return text
+
+
+def _set_path(raw: dict[str, Any], dotted: str, value: Any) -> None:
+    *parents, leaf = dotted.split(".")
+    node = raw
+    for part in parents:
+        child = node.setdefault(part, {})
+        if not isinstance(child, dict):
+            raise ConfigError(dotted, f"'{part}' is not a table")
+        node = child
+    node[leaf] = value
+
+
+def variant_overrides(variant: dict[str, Any]) -> dict[str, Any]:
+    """The dotted-key overrides of one [[compare]] table (everything but its label)."""
+    return {k: v for k, v in variant.items() if k != "label"}
+
+
+def parse_overrides(items: list[str]) -> dict[str, Any]:
+    """['algorithm.lr=0.05', ...] -> {'algorithm.lr': 0.05, ...}."""
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, text = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError("--set", f"expected key=value, got {item!r}")
+        out[key.strip()] = _parse_value(text.strip())
+    return out
+
+
+def with_overrides(cfg: Config, overrides: dict[str, Any]) -> Config:
+    """A new validated config with dotted-key overrides applied."""
+    raw = cfg.to_dict()
+    raw.pop("compare")
+    for key, value in overrides.items():
+        _set_path(raw, key, value)
+    return config_from_dict(raw)
+
+
+def config_with_overrides(raw: dict[str, Any], overrides: dict[str, Any]) -> Config:
+    """A validated config from a plain nested dict (e.g. a run's config.json) with dotted-key
+    overrides applied; unlike `with_overrides`, [[compare]] variants are kept."""
+    raw = copy.deepcopy(raw)
+    for key, value in overrides.items():
+        _set_path(raw, key, value)
+    return config_from_dict(raw)
+
+
+def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> Config:
+    """Read a TOML experiment file, apply dotted-key overrides, validate."""
+    path = Path(path)
+    try:
+        raw = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise ConfigError("config", f"file not found: {path}") from None
+    except UnicodeDecodeError as err:
+        raise ConfigError("config", f"{path} is not UTF-8 text: {err}") from None
+    except tomllib.TOMLDecodeError as err:
+        raise ConfigError("config", f"{path} is not valid TOML: {err}") from None
+    for key, value in (overrides or {}).items():
+        _set_path(raw, key, value)
+    return config_from_dict(raw)

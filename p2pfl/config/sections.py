@@ -1,0 +1,156 @@
+"""The config's sections (typed dataclasses), their allowed names and ranges, and `ConfigError`."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+from p2pfl.options import AlgorithmOptions
+from topologies.params import TopologyParams, param
+
+
+class ConfigError(ValueError):
+    """An invalid configuration; `str(err)` is one line that names the field."""
+
+    def __init__(self, field_name: str, message: str) -> None:
+        shown = field_name if field_name.isprintable() else repr(field_name)
+        super().__init__(f"{shown}: {' '.join(str(message).splitlines())}")
+        self.field = field_name
+
+
+@dataclass
+class DataConfig:
+    name: str = "fashion_mnist"
+    root: str = ""
+    num_nodes: int = 100
+    partition: str = "dirichlet"
+    alpha: float = 0.3
+    classes_per_node: int = 2
+    synthetic_train: int = 2000
+    synthetic_test: int = 500
+
+
+@dataclass
+class ModelConfig:
+    name: str = "mlp"
+
+
+@dataclass
+class TopologyConfig(TopologyParams):
+    """[topology]: the topology's name and parameters (topologies.TopologyParams, declared
+    there once), and the per-round faults every topology can have."""
+
+    name: str = "random_out"
+    # random_out: random | loss_based | loss_softmax; "" = the algorithm's (loss_softmax for
+    # dfedsgpsm_s, random otherwise), resolved when the config is loaded
+    selection: str = ""
+    link_drop: float = param(0.0, low=0, high=1, high_open=True,
+                             doc="probability that a message is lost, per message and round")
+    node_drop: float = param(0.0, low=0, high=1, high_open=True,
+                             doc="probability that a node is offline, per node and round")
+
+
+@dataclass
+class EvalConfig:
+    every: int = 1
+    local_samples: int = 2000
+    batch_size: int = 1000
+
+
+@dataclass
+class EngineConfig:
+    chunk_size: int = 0
+    dtype: str = "float32"
+    executor: str = "vectorized"
+    checkpoint_every: int = 0  # rounds between checkpoints; 0 = auto (saving <= ~5% of run time)
+    on_divergence: str = "stop"  # stop | skip_node (docs/reliability.md)
+    compile: bool = False  # torch.compile the stacked forward/backward (docs/performance.md)
+    mixing: str = "auto"  # auto | dense | sparse: layout of mixing matrices (p2pfl/comm.py)
+
+
+@dataclass
+class Config:
+    seed: int = 0
+    rounds: int = 300
+    device: str = "auto"
+    data: DataConfig = field(default_factory=DataConfig)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    topology: TopologyConfig = field(default_factory=TopologyConfig)
+    algorithm: AlgorithmOptions = field(default_factory=lambda: algorithm_options("sgp")())
+    eval: EvalConfig = field(default_factory=EvalConfig)
+    engine: EngineConfig = field(default_factory=EngineConfig)
+    compare: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+DEVICES = ("auto", "cpu", "cuda")
+DTYPES = ("float32", "float64")
+EXECUTORS = ("vectorized", "loop")
+OBJECT = "object"  # topology.name of a run whose topology was a Python object (p2pfl.objects)
+ON_DIVERGENCE = ("stop", "skip_node")
+
+# (section, field) -> (low, high, low_inclusive, high_inclusive); None means unbounded.
+_RANGES: dict[tuple[str, str], tuple[float | None, float | None, bool, bool]] = {
+    ("", "seed"): (0, None, True, True),
+    ("", "rounds"): (1, None, True, True),
+    ("data", "num_nodes"): (1, None, True, True),
+    ("data", "alpha"): (0, None, True, True),
+    ("data", "classes_per_node"): (1, None, True, True),
+    ("data", "synthetic_train"): (1, None, True, True),
+    ("data", "synthetic_test"): (1, None, True, True),
+    ("eval", "every"): (1, None, True, True),
+    ("eval", "local_samples"): (0, None, True, True),
+    ("eval", "batch_size"): (1, None, True, True),
+    ("engine", "chunk_size"): (0, None, True, True),
+    ("engine", "checkpoint_every"): (0, None, True, True),
+}
+
+
+def _choices() -> dict[tuple[str, str], tuple[str, ...]]:
+    """Allowed names per field (imported lazily: registries live in other packages)."""
+    from algorithms import ALGORITHMS
+    from p2pfl.comm import LAYOUTS
+    from p2pfl.data import DATASETS, PARTITIONS
+    from p2pfl.models import MODELS
+    from topologies import SELECTIONS, TOPOLOGIES
+
+    return {
+        ("", "device"): DEVICES,
+        ("data", "name"): (*DATASETS, OBJECT),
+        ("data", "partition"): (*PARTITIONS, OBJECT),
+        ("model", "name"): (*MODELS, OBJECT),
+        ("topology", "name"): (*TOPOLOGIES, OBJECT),
+        ("topology", "selection"): ("", *SELECTIONS),
+                ("algorithm", "name"): tuple(ALGORITHMS),
+        ("engine", "executor"): EXECUTORS,
+        ("engine", "dtype"): DTYPES,
+        ("engine", "on_divergence"): ON_DIVERGENCE,
+        ("engine", "mixing"): LAYOUTS,
+    }
+
+
+def _type_name(tp: type) -> str:
+    return {bool: "a boolean", int: "an integer", float: "a number", str: "a string"}.get(
+        tp, tp.__name__
+    )
+
+
+def coerce(value: Any, tp: type, name: str) -> Any:
+    """Check `value` against the field type; ints are accepted where floats are expected."""
+    if tp is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if tp in (int, float, str, bool) and (
+        not isinstance(value, tp) or (tp is int and isinstance(value, bool))
+    ):
+        raise ConfigError(name, f"must be {_type_name(tp)}, got {value!r}")
+    return value
+
+
+def algorithm_options(name: str) -> type[AlgorithmOptions]:
+    """The options class of the registered algorithm `name`."""
+    from algorithms import ALGORITHMS
+
+    return ALGORITHMS[name].Options
