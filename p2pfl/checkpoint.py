@@ -1,6 +1,7 @@
 """Checkpoints: all the state a run needs to continue exactly, saved atomically in its directory.
 
-`checkpoint.pt` (a torch pickle: load only checkpoints you wrote) holds
+`checkpoint.pt` (tensors and plain values only: it is loaded with `weights_only=True`, so a
+crafted file cannot run code) holds
 
     version     the format version, VERSION
     round       rounds completed; the resumed run continues with round `round` + 1
@@ -55,7 +56,7 @@ def load_checkpoint(run_dir: Path, device: torch.device) -> dict[str, Any] | Non
     if not path.exists():
         return None
     try:
-        state = torch.load(path, map_location=device, weights_only=False)
+        state = torch.load(path, map_location=device, weights_only=True)
     except Exception as err:  # any unreadable file is one clean message
         raise ConfigError("resume", f"cannot read {path}: {err}") from None
     if not isinstance(state, dict) or state.get("version") != VERSION:

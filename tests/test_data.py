@@ -437,3 +437,27 @@ def test_partition_bad_arguments(kwargs: dict, match: str) -> None:
 def test_partition_rejects_2d_labels() -> None:
     with pytest.raises(ValueError, match="1-D"):
         partition(np.zeros((4, 2), np.int64), 2, "iid")
+
+
+class _Payload:
+    """Unpickling this would run `os.system`: a CIFAR file must never do that."""
+
+    def __reduce__(self):
+        import os
+
+        return (os.system, ("touch /tmp/p2pfl-pwned-by-pickle",))
+
+
+def test_a_cifar_pickle_that_names_code_is_refused_not_run(tmp_path):
+    import os
+
+    from p2pfl.data.loaders import _unpickle
+
+    path = tmp_path / "data_batch_1"
+    with path.open("wb") as f:
+        pickle.dump({b"data": _Payload(), b"labels": [0]}, f)
+    if os.path.exists("/tmp/p2pfl-pwned-by-pickle"):
+        os.remove("/tmp/p2pfl-pwned-by-pickle")
+    with pytest.raises(ValueError, match="refusing to load posix.system"):
+        _unpickle(path)
+    assert not os.path.exists("/tmp/p2pfl-pwned-by-pickle")

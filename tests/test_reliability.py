@@ -508,3 +508,24 @@ def test_finite_rows_is_exact_when_a_row_sum_overflows():
     params = {"w": torch.tensor([[big, big], [1.0, 2.0], [1.0, float("nan")]]),
               "b": torch.tensor([[0.0], [float("inf")], [0.0]])}
     assert finite_rows(params).tolist() == [True, False, False]
+
+
+class _Payload:
+    def __reduce__(self):
+        return (os.system, ("touch /tmp/p2pfl-pwned-by-checkpoint",))
+
+
+def test_a_crafted_checkpoint_cannot_run_code_on_resume(tmp_path, capsys):
+    """checkpoint.pt is loaded with weights_only=True: a pickle that names a function is refused
+    with one line, and the function never runs."""
+    out = tmp_path / "run"
+    run(tiny(rounds=1), out)
+    state = torch.load(out / CHECKPOINT, weights_only=True)
+    state["metrics"].append(_Payload())
+    torch.save(state, out / CHECKPOINT)
+    if os.path.exists("/tmp/p2pfl-pwned-by-checkpoint"):
+        os.remove("/tmp/p2pfl-pwned-by-checkpoint")
+    assert main(["resume", str(out), "--set", "rounds=2", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "cannot read" in err
+    assert not os.path.exists("/tmp/p2pfl-pwned-by-checkpoint")

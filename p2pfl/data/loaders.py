@@ -191,10 +191,25 @@ def _load_idx_split(directory: Path, prefix: str) -> tuple[np.ndarray, np.ndarra
     return images[:, None], labels
 
 
+# What a CIFAR batch pickle may construct: a dict of bytes, lists and numpy arrays. Anything else
+# (a class or function the pickle names) is refused: loading a file never runs its code.
+_CIFAR_GLOBALS = {("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray",
+                  "_reconstruct"), ("numpy", "ndarray"), ("numpy", "dtype"),
+                  ("numpy.core.multiarray", "scalar"), ("numpy._core.multiarray", "scalar")}
+
+
+class _CifarUnpickler(pickle.Unpickler):
+    def find_class(self, module: str, name: str) -> object:
+        if (module, name) not in _CIFAR_GLOBALS:
+            raise pickle.UnpicklingError(f"refusing to load {module}.{name}: a CIFAR batch "
+                                         "holds only a dict of arrays and lists")
+        return super().find_class(module, name)
+
+
 def _unpickle(path: Path) -> dict:
     with path.open("rb") as f:
         try:
-            return pickle.load(f, encoding="bytes")
+            return _CifarUnpickler(f, encoding="bytes").load()
         except (pickle.UnpicklingError, EOFError, ValueError) as err:
             raise ValueError(f"{path}: corrupt CIFAR pickle ({err})") from err
 
