@@ -19,7 +19,7 @@ from p2pfl.loop import DivergenceError, RunInterrupted, Runner
 from p2pfl.objects import resolve
 from p2pfl.plots import plot_histories
 from p2pfl.results import write_json_atomic
-from p2pfl.rundir import History, default_out_dir, resume_point, slug, start
+from p2pfl.rundir import History, default_out_dir, exclusive, resume_point, slug, start
 
 __all__ = ["DivergenceError", "RunInterrupted", "Runner", "build", "check_topology",
            "resolve_device", "run", "run_compare", "schedule_for"]
@@ -50,11 +50,12 @@ def run(cfg: Config, out_dir: str | Path | None = None, progress: bool = False,
                          callbacks)
     checkpoint = resume_point(out, cfg, resolve_device(cfg.device)) if resume else None
     ctx, algo = build(cfg, parts=parts)
-    history = start(out, cfg, parts.records, checkpoint, resume)
-    runner = Runner(cfg, out, ctx, algo, history, progress, label, list(parts.callbacks))
-    if checkpoint is not None:
-        restore(checkpoint, ctx.population, algo, runner.callbacks)
-    return runner.run()
+    with exclusive(out):
+        history = start(out, cfg, parts.records, checkpoint, resume)
+        runner = Runner(cfg, out, ctx, algo, history, progress, label, list(parts.callbacks))
+        if checkpoint is not None:
+            restore(checkpoint, ctx.population, algo, runner.callbacks)
+        return runner.run()
 
 
 def run_compare(cfg: Config, out_dir: str | Path | None = None, progress: bool = False,
@@ -76,7 +77,15 @@ def run_compare(cfg: Config, out_dir: str | Path | None = None, progress: bool =
             raise ConfigError("out", f"{out} already holds a run (config.json); "
                               "choose another directory or resume it")
         check_resumable(read_run_config(out).to_dict(), cfg, 0, out)
-    out.mkdir(parents=True, exist_ok=True)
+    with exclusive(out):
+        return _run_variants(cfg, out, progress, resume, topology, model, data, partition,
+                             callbacks)
+
+
+def _run_variants(cfg: Config, out: Path, progress: bool, resume: bool, topology: object | None,
+                  model: object | None, data: object | None, partition: object | None,
+                  callbacks: list[Callback] | None) -> dict[str, History]:
+    """run_compare's work, under the root's lock."""
     write_json_atomic(out / "config.json", cfg.to_dict())
     histories: dict[str, History] = {}
     for variant in cfg.compare:

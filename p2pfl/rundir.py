@@ -5,12 +5,18 @@
     checkpoint.pt   the state to continue from (p2pfl.checkpoint)
     summary.json    written when the run's rounds are done, with final.pt and the curves
     *.json          records of what was given as Python objects (p2pfl.objects)
+    .lock           held (flock) by the process writing the directory, for the whole run
 """
 
 from __future__ import annotations
 
+import fcntl
+import os
 import re
+import socket
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +40,32 @@ def slug(text: str) -> str:
 def default_out_dir(cfg: Config) -> Path:
     stamp = time.strftime("%Y%m%d-%H%M%S")
     return Path("runs") / f"{cfg.algorithm.name}-{cfg.topology.name}-{stamp}"
+
+
+LOCK = ".lock"
+
+
+@contextmanager
+def exclusive(out: Path) -> Iterator[None]:
+    """Hold `out`'s lock for the block (creating `out`): another process that holds it is a
+    one-line ConfigError naming it. The operating system releases the lock when the process
+    ends, however it ends, so a killed run never leaves a stale lock."""
+    out.mkdir(parents=True, exist_ok=True)
+    fd = os.open(out / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.read(fd, 200).decode(errors="replace").strip() or "a process"
+        os.close(fd)
+        raise ConfigError("out", f"{out} is being written by another p2pfl run ({holder}); "
+                          "wait for it to end or choose another directory") from None
+    try:
+        os.ftruncate(fd, 0)
+        os.write(fd, f"pid {os.getpid()} on {socket.gethostname()} since "
+                     f"{time.strftime('%Y-%m-%d %H:%M:%S')}".encode())
+        yield
+    finally:
+        os.close(fd)
 
 
 def resume_point(out: Path, cfg: Config, device: torch.device) -> dict[str, Any] | None:

@@ -529,3 +529,21 @@ def test_a_crafted_checkpoint_cannot_run_code_on_resume(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "cannot read" in err
     assert not os.path.exists("/tmp/p2pfl-pwned-by-checkpoint")
+
+
+def test_a_second_writer_of_a_run_directory_is_refused(tmp_path, kill_setup, capsys):
+    """While one process runs into OUT, a run or resume into OUT exits 2 naming the holder (not
+    interleaving its rows); once the holder is killed the lock is gone and the resume works."""
+    config, whole = kill_setup
+    out = tmp_path / "run"
+    proc = _start(config, out)
+    wait_mid_round(proc, lambda: _lines(out / METRICS), 2)
+    for argv in (["resume", str(out), "--quiet"],
+                 ["run", str(config), "--resume", str(out), "--quiet"]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "is being written by another p2pfl run (pid " in err
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate()
+    assert main(["resume", str(out), "--quiet"]) == 0
+    assert strip_times(read_metrics(out / METRICS)) == whole
