@@ -14,11 +14,16 @@ crafted file cannot run code) holds
                 as they were
     metrics     the metrics records of rounds 1..round (what `metrics.jsonl` then held)
 
-The run loop carries nothing else from one round to the next.
+The run loop carries nothing else from one round to the next. `checkpoint.json` (the manifest)
+holds the SHA-256 of checkpoint.pt, written before the checkpoint is renamed into place; it also
+keeps the previous checkpoint's digest, so a kill between the two renames leaves a pair that
+still matches. A resume refuses a checkpoint whose digest the manifest does not list.
 """
 
 from __future__ import annotations
 
+import hashlib
+import io
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -27,10 +32,11 @@ from typing import Any
 import torch
 
 from p2pfl.config import Config, ConfigError, config_with_overrides
-from p2pfl.results import atomic_file
+from p2pfl.results import atomic_file, write_json_atomic
 from p2pfl.seeding import STREAMS
 
 CHECKPOINT = "checkpoint.pt"
+MANIFEST = "checkpoint.json"
 VERSION = 1
 # Fields a resumed run may change: the number of rounds (extended, or cut back to no earlier than
 # the checkpoint), where and how it runs, and what it does on a later divergence. Any other
@@ -46,8 +52,44 @@ def save_checkpoint(run_dir: Path, cfg: Config, population: Any, algorithm: Any,
              "population": population.state_dict(), "algorithm": algorithm.state_dict(),
              "callbacks": [c.state_dict() for c in callbacks],
              "streams": dict(STREAMS), "metrics": list(metrics)}
-    with atomic_file(Path(run_dir) / CHECKPOINT, "wb") as f:
-        torch.save(state, f)
+    run_dir = Path(run_dir)
+    previous = _listed_digests(run_dir)[:1]
+    with atomic_file(run_dir / CHECKPOINT, "wb") as f:
+        hashing = _HashingWriter(f)
+        torch.save(state, hashing)
+        write_json_atomic(run_dir / MANIFEST, {"version": VERSION, "round": len(metrics),
+                                               "sha256": [hashing.sha.hexdigest(), *previous]})
+
+
+class _HashingWriter(io.RawIOBase):
+    """A write-only stream that passes bytes to `f` and hashes them (SHA-256) on the way."""
+
+    def __init__(self, f: Any) -> None:
+        self.f, self.sha = f, hashlib.sha256()
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        self.sha.update(data)
+        return self.f.write(data)
+
+
+def _listed_digests(run_dir: Path) -> list[str]:
+    """The checkpoint digests `run_dir`'s manifest lists ([] without a readable manifest)."""
+    try:
+        digests = json.loads((run_dir / MANIFEST).read_text())["sha256"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return []
+    return [d for d in digests if isinstance(d, str)] if isinstance(digests, list) else []
+
+
+def _file_digest(path: Path) -> str:
+    sha = hashlib.sha256()
+    with path.open("rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            sha.update(chunk)
+    return sha.hexdigest()
 
 
 def load_checkpoint(run_dir: Path, device: torch.device) -> dict[str, Any] | None:
@@ -55,6 +97,10 @@ def load_checkpoint(run_dir: Path, device: torch.device) -> dict[str, Any] | Non
     path = Path(run_dir) / CHECKPOINT
     if not path.exists():
         return None
+    if (Path(run_dir) / MANIFEST).exists() and _file_digest(path) not in _listed_digests(
+            Path(run_dir)):
+        raise ConfigError("resume", f"{path} does not match its SHA-256 in {MANIFEST}: the file "
+                          "is corrupt or was changed, and cannot be resumed")
     try:
         state = torch.load(path, map_location=device, weights_only=True)
     except Exception as err:  # any unreadable file is one clean message

@@ -523,6 +523,7 @@ def test_a_crafted_checkpoint_cannot_run_code_on_resume(tmp_path, capsys):
     state = torch.load(out / CHECKPOINT, weights_only=True)
     state["metrics"].append(_Payload())
     torch.save(state, out / CHECKPOINT)
+    (out / "checkpoint.json").unlink()  # a crafted directory need not carry the checksum
     if os.path.exists("/tmp/p2pfl-pwned-by-checkpoint"):
         os.remove("/tmp/p2pfl-pwned-by-checkpoint")
     assert main(["resume", str(out), "--set", "rounds=2", "--quiet"]) == 2
@@ -547,3 +548,21 @@ def test_a_second_writer_of_a_run_directory_is_refused(tmp_path, kill_setup, cap
     proc.communicate()
     assert main(["resume", str(out), "--quiet"]) == 0
     assert strip_times(read_metrics(out / METRICS)) == whole
+
+
+def test_a_corrupt_checkpoint_is_refused_by_its_checksum(tmp_path, capsys):
+    out = tmp_path / "run"
+    run(tiny(rounds=1), out)
+    manifest = json.loads((out / "checkpoint.json").read_text())
+    assert len(manifest["sha256"]) == 1 and manifest["round"] == 1
+    run(tiny(rounds=2), out, resume=True)
+    assert len(json.loads((out / "checkpoint.json").read_text())["sha256"]) == 2
+    data = bytearray((out / CHECKPOINT).read_bytes())
+    rng = random.Random(0)
+    for i in rng.sample(range(len(data) // 2, len(data)), 100):
+        data[i] ^= 0xFF
+    (out / CHECKPOINT).write_bytes(bytes(data))
+    assert main(["resume", str(out), "--set", "rounds=3", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "does not match its SHA-256 in checkpoint.json" in err
+    assert len(read_metrics(out / METRICS)) == 2
