@@ -499,6 +499,7 @@ def test_resume_refuses_a_checkpoint_whose_streams_were_derived_differently(tmp_
     state = load(tmp_path / "run" / CHECKPOINT)
     state["streams"] = state["streams"] | {"batches": 99, "a_newer_stream": 7}
     torch.save(state, tmp_path / "run" / CHECKPOINT)
+    (tmp_path / "run" / "checkpoint.json").unlink()  # a checkpoint from before the manifest
     with pytest.raises(ConfigError, match=r"random streams \['a_newer_stream', 'batches'\]"):
         run(with_overrides(cfg, {"rounds": 2}), tmp_path / "run", resume=True)
 

@@ -124,7 +124,7 @@ def _choices() -> dict[tuple[str, str], tuple[str, ...]]:
         ("model", "name"): (*MODELS, OBJECT),
         ("topology", "name"): (*TOPOLOGIES, OBJECT),
         ("topology", "selection"): ("", *SELECTIONS),
-                ("algorithm", "name"): tuple(ALGORITHMS),
+        ("algorithm", "name"): tuple(ALGORITHMS),
         ("engine", "executor"): EXECUTORS,
         ("engine", "dtype"): DTYPES,
         ("engine", "on_divergence"): ON_DIVERGENCE,
