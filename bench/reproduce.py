@@ -21,8 +21,8 @@ import sys
 from pathlib import Path
 
 from analysis.plots import plot_seed_bands
-from p2pfl.compare import evaluated, run_subset, slug, variant_label
-from p2pfl.config import ConfigError, load_config
+from p2pfl.compare import evaluated, run_subset
+from p2pfl.config import ConfigError, folder_name, load_config, variant_label
 from p2pfl.engine import DivergenceError
 from p2pfl.results import METRICS, read_metrics
 from p2pfl.table import comparison_table
@@ -58,7 +58,7 @@ def run_experiment(exp: Experiment, out: Path, seeds: list[int], rounds: int | N
     if rounds is not None:
         cfg = dataclasses.replace(cfg, rounds=min(rounds, cfg.rounds))
     problems = []
-    dirs = [out / slug(variant_label(v)) / f"seed{s}" for v in cfg.compare for s in seeds]
+    dirs = [out / folder_name(variant_label(v)) / f"seed{s}" for v in cfg.compare for s in seeds]
     if train:
         try:
             table = run_subset(cfg, out, None, seeds, exp.last, None, progress)

@@ -12,28 +12,25 @@ naming it.
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any
 
-from p2pfl.config import Config, ConfigError, variant_overrides, with_overrides
+from p2pfl.config import (
+    Config,
+    ConfigError,
+    folder_name,
+    variant_label,
+    variant_overrides,
+    with_overrides,
+)
 from p2pfl.engine import DivergenceError, run
 from p2pfl.results import METRICS, read_metrics
 from p2pfl.table import comparison_table
 
 
-def slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-").lower() or "run"
-
-
-def variant_label(variant: dict[str, Any]) -> str:
-    overrides = variant_overrides(variant)
-    return str(variant.get("label") or ", ".join(f"{k}={v}" for k, v in overrides.items()))
-
-
 def _names(variant: dict[str, Any]) -> set[str]:
     label = variant_label(variant)
-    return {label.lower(), slug(label), str(variant.get("algorithm.name", "")).lower()}
+    return {label.lower(), folder_name(label), str(variant.get("algorithm.name", "")).lower()}
 
 
 def select_variants(cfg: Config, only: list[str] | None) -> list[dict[str, Any]]:
@@ -45,7 +42,7 @@ def select_variants(cfg: Config, only: list[str] | None) -> list[dict[str, Any]]
     wanted = {w.strip().lower() for w in only if w.strip()}
     unknown = sorted(w for w in wanted if not any(w in _names(v) for v in cfg.compare))
     if unknown:
-        known = ", ".join(slug(variant_label(v)) for v in cfg.compare)
+        known = ", ".join(folder_name(variant_label(v)) for v in cfg.compare)
         raise ConfigError("--only", f"no variant named {unknown[0]!r} (variants: {known})")
     return [v for v in cfg.compare if _names(v) & wanted]
 
@@ -63,7 +60,7 @@ def run_subset(cfg: Config, out: Path, only: list[str] | None = None,
             plans.append((variant_label(variant), seed, run_cfg))
     run_dirs, diverged = [], []
     for label, seed, run_cfg in plans:
-        run_dir = out / slug(label) / f"seed{seed}"
+        run_dir = out / folder_name(label) / f"seed{seed}"
         if finished_rounds(run_dir) < run_cfg.rounds:
             try:
                 run(run_cfg, run_dir, progress, f"{label} (seed {seed})",

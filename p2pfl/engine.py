@@ -14,12 +14,26 @@ from pathlib import Path
 from p2pfl.build import build, check_topology, resolve_device, schedule_for
 from p2pfl.callbacks import Callback
 from p2pfl.checkpoint import check_resumable, read_run_config, restore
-from p2pfl.config import Config, ConfigError, variant_overrides, with_overrides
+from p2pfl.config import (
+    Config,
+    ConfigError,
+    folder_name,
+    variant_label,
+    variant_overrides,
+    with_overrides,
+)
 from p2pfl.loop import DivergenceError, RunInterrupted, Runner
 from p2pfl.objects import resolve
 from p2pfl.plots import plot_histories
 from p2pfl.results import write_json_atomic
-from p2pfl.rundir import History, default_out_dir, exclusive, resume_point, slug, start
+from p2pfl.rundir import (
+    History,
+    default_out_dir,
+    exclusive,
+    refuse_unless_empty,
+    resume_point,
+    start,
+)
 
 __all__ = ["DivergenceError", "RunInterrupted", "Runner", "build", "check_topology",
            "resolve_device", "run", "run_compare", "schedule_for"]
@@ -48,6 +62,8 @@ def run(cfg: Config, out_dir: str | Path | None = None, progress: bool = False,
     out = Path(out_dir) if out_dir is not None else default_out_dir(cfg)
     cfg, parts = resolve(cfg, out, resume, topology, model, data, partition, algorithm,
                          callbacks)
+    if not resume:
+        refuse_unless_empty(out)  # before the build: a taken directory is a quick error
     checkpoint = resume_point(out, cfg, resolve_device(cfg.device)) if resume else None
     ctx, algo = build(cfg, parts=parts)
     with exclusive(out):
@@ -72,11 +88,10 @@ def run_compare(cfg: Config, out_dir: str | Path | None = None, progress: bool =
     if not cfg.compare:
         raise ConfigError("compare", "the config lists no [[compare]] variants")
     out = Path(out_dir) if out_dir is not None else default_out_dir(cfg)
-    if (out / "config.json").exists():
-        if not resume:
-            raise ConfigError("out", f"{out} already holds a run (config.json); "
-                              "choose another directory or resume it")
+    if resume and (out / "config.json").exists():
         check_resumable(read_run_config(out).to_dict(), cfg, 0, out)
+    elif not resume:
+        refuse_unless_empty(out)
     with exclusive(out):
         return _run_variants(cfg, out, progress, resume, topology, model, data, partition,
                              callbacks)
@@ -90,8 +105,8 @@ def _run_variants(cfg: Config, out: Path, progress: bool, resume: bool, topology
     histories: dict[str, History] = {}
     for variant in cfg.compare:
         overrides = variant_overrides(variant)
-        label = str(variant.get("label") or ", ".join(f"{k}={v}" for k, v in overrides.items()))
-        histories[label] = run(with_overrides(cfg, overrides), out / slug(label), progress,
+        label = variant_label(variant)
+        histories[label] = run(with_overrides(cfg, overrides), out / folder_name(label), progress,
                                label, resume, topology, model, data, partition,
                                callbacks=copy.deepcopy(callbacks))
     d = cfg.data

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import fcntl
 import os
-import re
 import socket
 import time
 from collections.abc import Iterator
@@ -32,11 +31,6 @@ from p2pfl.results import METRICS, atomic_file, rewrite_metrics, write_json_atom
 History = list[dict[str, Any]]
 
 
-def slug(text: str) -> str:
-    """`text` as a directory name."""
-    return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-").lower() or "run"
-
-
 def default_out_dir(cfg: Config) -> Path:
     stamp = time.strftime("%Y%m%d-%H%M%S")
     return Path("runs") / f"{cfg.algorithm.name}-{cfg.topology.name}-{stamp}"
@@ -50,6 +44,8 @@ def exclusive(out: Path) -> Iterator[None]:
     """Hold `out`'s lock for the block (creating `out`): another process that holds it is a
     one-line ConfigError naming it. The operating system releases the lock when the process
     ends, however it ends, so a killed run never leaves a stale lock."""
+    if out.exists() and not out.is_dir():
+        raise ConfigError("out", f"{out} is a file, not a directory")
     out.mkdir(parents=True, exist_ok=True)
     fd = os.open(out / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
     try:
@@ -66,6 +62,21 @@ def exclusive(out: Path) -> Iterator[None]:
         yield
     finally:
         os.close(fd)
+
+
+def refuse_unless_empty(out: Path) -> None:
+    """A new run goes into a new or empty directory (its own lock aside): anything there, a run
+    or a user's files, is refused rather than overwritten."""
+    if not out.exists():
+        return
+    if not out.is_dir():
+        raise ConfigError("out", f"{out} is a file, not a directory")
+    found = sorted(p.name for p in out.iterdir() if p.name != LOCK)
+    if found:
+        what = "already holds a run" if "config.json" in found else "is not empty"
+        shown = ", ".join(found[:3]) + (", ..." if len(found) > 3 else "")
+        raise ConfigError("out", f"{out} {what} ({shown}): choose a new or empty directory, "
+                          "or resume the run there")
 
 
 def resume_point(out: Path, cfg: Config, device: torch.device) -> dict[str, Any] | None:
@@ -98,9 +109,7 @@ def start(out: Path, cfg: Config, records: dict[str, dict[str, Any]],
         # Drops a torn last line and the rounds after the checkpoint: they are recomputed.
         rewrite_metrics(out / METRICS, history)
     else:
-        if (out / METRICS).exists():
-            raise ConfigError("out", f"{out} already holds a run (metrics.jsonl); "
-                              "choose another directory")
+        refuse_unless_empty(out)
         out.mkdir(parents=True, exist_ok=True)
     write_json_atomic(out / "config.json", cfg.to_dict())
     for name, record in records.items():

@@ -14,9 +14,17 @@ import p2pfl
 import topologies as T
 from algorithms import ALGORITHMS
 from p2pfl.cli import main
-from p2pfl.config import ConfigError, config_from_dict, load_config
+from p2pfl.config import (
+    ConfigError,
+    config_from_dict,
+    folder_name,
+    load_config,
+    parse_overrides,
+    variant_overrides,
+    with_overrides,
+)
 from p2pfl.data import DEBIAN_FASHION_MNIST
-from p2pfl.engine import check_topology, run
+from p2pfl.engine import check_topology, run, run_compare
 from p2pfl.results import read_metrics
 from tests.conftest import small_config, strip_times
 
@@ -204,3 +212,52 @@ def test_every_package_imports_first_in_a_fresh_interpreter(module):
     proc = subprocess.run([sys.executable, "-c", f"import {module}"], capture_output=True,
                           text=True)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_a_dotted_key_in_a_compare_table_or_set_merges_into_the_table(tmp_path):
+    """TOML reads an unquoted `algorithm.lr = 0.05` in [[compare]] as {algorithm = {lr = 0.05}}:
+    it changes lr only; the table's other fields (local_steps, batch_size) keep their values."""
+    path = tmp_path / "c.toml"
+    path.write_text('seed = 0\n[data]\nname = "synthetic"\nnum_nodes = 4\n'
+                    '[topology]\nname = "ring"\n'
+                    '[algorithm]\nname = "dfedavg"\nlocal_steps = 3\nlocal_epochs = 0\n'
+                    'batch_size = 16\n'
+                    '[[compare]]\nlabel = "a"\nalgorithm.lr = 0.05\n')
+    cfg = load_config(path)
+    variant = with_overrides(cfg, variant_overrides(cfg.compare[0]))
+    assert (variant.algorithm.lr, variant.algorithm.local_steps, variant.algorithm.batch_size,
+            variant.algorithm.local_epochs) == (0.05, 3, 16, 0)
+    merged = load_config(path, parse_overrides(["algorithm={lr=0.2}"]))
+    assert (merged.algorithm.lr, merged.algorithm.batch_size) == (0.2, 16)
+
+
+def test_a_new_run_never_writes_into_a_directory_holding_other_files(tmp_path):
+    """A user's folder with its own config.json is refused, not overwritten; so is a file."""
+    cfg = small_config()
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    (folder / "config.json").write_text("my own notes")
+    (folder / "summary.json").write_text("{}")
+    with pytest.raises(ConfigError, match=r"^out: .*mine already holds a run \(config.json, "
+                                          r"summary.json\): choose a new or empty directory"):
+        run(cfg, folder)
+    assert (folder / "config.json").read_text() == "my own notes"
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(ConfigError, match="is a file, not a directory"):
+        run(cfg, tmp_path / "file")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert len(run(cfg, empty)) == cfg.rounds
+
+
+def test_compare_labels_stay_inside_the_root_and_are_distinct(tmp_path):
+    base = small_config().to_dict()
+    for i, label in enumerate(("..", ".", ".hidden")):
+        root = tmp_path / f"case{i}" / "root"
+        run_compare(config_from_dict({**base, "compare": [{"label": label}]}), root)
+        assert sorted(p.name for p in root.parent.iterdir()) == ["root"]
+        assert (root / folder_name(label) / "metrics.jsonl").exists()
+        assert folder_name(label) in ("run", "hidden")
+    with pytest.raises(ConfigError, match=r"^compare\[1\]\.label: 'A b' runs in the folder "
+                                          r"'a-b' of compare\[0\]"):
+        config_from_dict({**base, "compare": [{"label": "a b"}, {"label": "A b"}]})

@@ -9,9 +9,11 @@ from p2pfl.config.load import (
     check_fields,
     config_from_dict,
     config_with_overrides,
+    folder_name,
     load_config,
     parse_overrides,
     validate,
+    variant_label,
     variant_overrides,
     with_overrides,
 )
@@ -36,5 +38,6 @@ from p2pfl.config.sections import (
 __all__ = ["DEVICES", "DTYPES", "EXECUTORS", "OBJECT", "ON_DIVERGENCE", "Config", "ConfigError",
            "DataConfig", "EngineConfig", "EvalConfig", "ModelConfig", "TopologyConfig",
            "_RANGES", "_choices", "algorithm_options", "check_fields", "config_from_dict",
-           "config_with_overrides", "declared_options", "load_config", "parse_overrides",
-           "validate", "variant_overrides", "with_overrides"]
+           "config_with_overrides", "declared_options", "folder_name", "load_config",
+           "parse_overrides", "validate", "variant_label", "variant_overrides",
+           "with_overrides"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import re
 import sys
 from dataclasses import fields
 from pathlib import Path
@@ -75,11 +76,18 @@ def config_from_dict(raw: dict[str, Any]) -> Config:
     # A [[compare]] root is never run itself: only its variants are checked against their
     # algorithm (its own algorithm name may be a placeholder).
     (check_fields if cfg.compare else validate)(cfg)
+    folders: dict[str, int] = {}
     for i, variant in enumerate(cfg.compare):
         try:
             validate(with_overrides(cfg, variant_overrides(variant)))
         except ConfigError as err:
             raise ConfigError(f"compare[{i}].{err.field}", str(err).split(": ", 1)[1]) from None
+        folder = folder_name(variant_label(variant))
+        if folder in folders:
+            raise ConfigError(f"compare[{i}].label", f"{variant_label(variant)!r} runs in the "
+                              f"folder {folder!r} of compare[{folders[folder]}]: give the "
+                              "variants distinct labels")
+        folders[folder] = i
     return cfg
 
 
@@ -150,6 +158,9 @@ def _parse_value(text: str) -> Any:
 
 
 def _set_path(raw: dict[str, Any], dotted: str, value: Any) -> None:
+    """Set `dotted` in `raw`; a table value merges into the table there, key by key (as TOML's
+    `algorithm.lr = 0.05` in a [[compare]] table, or --set 'algorithm={lr=0.05}', mean), so the
+    table's other fields keep their values."""
     *parents, leaf = dotted.split(".")
     node = raw
     for part in parents:
@@ -157,7 +168,23 @@ def _set_path(raw: dict[str, Any], dotted: str, value: Any) -> None:
         if not isinstance(child, dict):
             raise ConfigError(dotted, f"'{part}' is not a table")
         node = child
+    if isinstance(value, dict) and isinstance(node.get(leaf), dict):
+        for key, inner in value.items():
+            _set_path(node[leaf], str(key), inner)
+        return
     node[leaf] = value
+
+
+def variant_label(variant: dict[str, Any]) -> str:
+    """A [[compare]] variant's label: its `label`, else its overrides as key=value."""
+    overrides = variant_overrides(variant)
+    return str(variant.get("label") or ", ".join(f"{k}={v}" for k, v in overrides.items()))
+
+
+def folder_name(label: str) -> str:
+    """The run folder of a variant label: letters, digits, '_', '.' and '-' only, never '.',
+    '..' or a hidden name."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", label).strip("-.").lower() or "run"
 
 
 def variant_overrides(variant: dict[str, Any]) -> dict[str, Any]:
