@@ -4,6 +4,7 @@ algorithm, all validated before any training starts."""
 from __future__ import annotations
 
 import copy
+from collections.abc import Sequence
 
 import torch
 from torch import nn
@@ -99,15 +100,16 @@ def check_topology(algorithm: Algorithm, schedule: T.Schedule, rounds: int) -> N
                           "cannot reach the network average")
 
 
-def build(cfg: Config, dataset: Dataset | None = None,
-          parts: Parts | None = None) -> tuple[RunContext, Algorithm]:
+def build(cfg: Config, dataset: Dataset | None = None, parts: Parts | None = None,
+          chunks: Sequence[int] | None = None) -> tuple[RunContext, Algorithm]:
     """Everything a run needs, validated before any training starts.
 
     `dataset`, when given, is used instead of loading `cfg.data.name` (the benchmark loads a
     dataset once for many builds, or supplies CIFAR-shaped synthetic data); it is partitioned
     as configured. `parts` holds what was given as objects (p2pfl.objects): a topology schedule
     (decentralized algorithms only), a model, a dataset and a partition, each run instead of the
-    config's named one."""
+    config's named one. `chunks` (train, eval) replaces the planned chunk sizes (a resume batches
+    nodes as the run it continues did)."""
     parts = parts or Parts()
     schedule = parts.schedule
     device = resolve_device(cfg.device)
@@ -136,13 +138,16 @@ def build(cfg: Config, dataset: Dataset | None = None,
     if cfg.engine.executor == "loop":
         trainer: VectorizedTrainer | LoopTrainer = LoopTrainer(model, data, cfg.data.num_nodes)
     else:
-        chunks = plan_chunks(forward, {k: v[:1] for k, v in population.params.items()},
-                             data.input_shape, cfg.data.num_nodes, cfg.algorithm.batch_size,
-                             cfg.eval.batch_size, algorithm.solver.rho > 0, device)
+        if chunks is None and cfg.engine.chunk_size:
+            chunks = (cfg.engine.chunk_size, cfg.engine.chunk_size)
+        elif chunks is None:
+            plan = plan_chunks(forward, {k: v[:1] for k, v in population.params.items()},
+                               data.input_shape, cfg.data.num_nodes, cfg.algorithm.batch_size,
+                               cfg.eval.batch_size, algorithm.solver.rho > 0, device)
+            chunks = (plan.train, plan.eval)
         if cfg.engine.compile:
             forward = torch.compile(forward)
-        trainer = VectorizedTrainer(forward, data, cfg.engine.chunk_size or chunks.train,
-                                    cfg.engine.chunk_size or chunks.eval)
+        trainer = VectorizedTrainer(forward, data, *chunks)
     guard = Guard(cfg.data.num_nodes, device)
     ctx = RunContext(cfg, device, dtype, data, population, forward, guard.install(trainer),
                      LocalComm(device, dtype, cfg.engine.mixing), schedule, guard)

@@ -41,14 +41,19 @@ VERSION = 1
 # Fields a resumed run may change: the number of rounds (extended, or cut back to no earlier than
 # the checkpoint), where and how it runs, and what it does on a later divergence. Any other
 # difference would make the resumed rounds those of another experiment.
-RESUMABLE = ("rounds", "device", "engine.chunk_size", "engine.checkpoint_every",
-             "engine.on_divergence")
+# engine.chunk_size is not among them: batched kernels round differently for other batch counts
+# (about 1e-8 in float32 parameters after one round), and the checkpoint keeps the chunk sizes
+# an automatic plan chose so that a resume batches as the run did.
+RESUMABLE = ("rounds", "device", "engine.checkpoint_every", "engine.on_divergence")
 
 
 def save_checkpoint(run_dir: Path, cfg: Config, population: Any, algorithm: Any,
-                    metrics: list[dict[str, Any]], callbacks: Sequence[Any] = ()) -> None:
-    """Write `run_dir/checkpoint.pt` for the state after the rounds of `metrics` (temp + rename)."""
+                    metrics: list[dict[str, Any]], callbacks: Sequence[Any] = (),
+                    chunks: tuple[int, int] | None = None) -> None:
+    """Write `run_dir/checkpoint.pt` for the state after the rounds of `metrics` (temp + rename);
+    `chunks`: the (train, eval) chunk sizes the run batches nodes in."""
     state = {"version": VERSION, "round": len(metrics), "config": cfg.to_dict(),
+             "chunks": None if chunks is None else list(chunks),
              "population": population.state_dict(), "algorithm": algorithm.state_dict(),
              "callbacks": [c.state_dict() for c in callbacks],
              "streams": dict(STREAMS), "metrics": list(metrics)}
@@ -145,6 +150,9 @@ def config_diff(old: dict[str, Any], new: dict[str, Any], prefix: str = "") -> l
 def check_resumable(old: dict[str, Any], cfg: Config, rounds_done: int, run_dir: Path) -> None:
     """Refuse to continue a run of config `old` (a dict) with `cfg` if they differ in any field
     outside RESUMABLE, or if `cfg` has fewer rounds than the checkpoint."""
+    old_variants, new_variants = (json.loads(json.dumps(side.get("compare") or []))
+                                  for side in (old, cfg.to_dict()))
+    _check_same_variants(old_variants, new_variants, run_dir)
     # Both sides rebuilt without [[compare]]: a config written by an older p2pfl lacks newer
     # fields (they take their defaults), and a compare root's unset fields are resolved alike.
     old, new = (config_with_overrides({k: v for k, v in side.items() if k != "compare"},
@@ -158,6 +166,20 @@ def check_resumable(old: dict[str, Any], cfg: Config, rounds_done: int, run_dir:
     if cfg.rounds < rounds_done:
         raise ConfigError("rounds", f"{run_dir} is checkpointed at round {rounds_done}; "
                           f"rounds must be at least that, got {cfg.rounds}")
+
+
+def _check_same_variants(old: list[Any], new: list[Any], run_dir: Path) -> None:
+    """Refuse to turn a single run into a [[compare]] root or back, or to change its variants."""
+    if old == new:
+        return
+    if not old:
+        raise ConfigError("compare", f"{run_dir} holds a single run: it cannot be resumed with "
+                          "[[compare]] variants (run them into a new directory)")
+    if not new:
+        raise ConfigError("compare", f"{run_dir} holds {len(old)} [[compare]] variants: resume "
+                          "it with its own config (p2pfl resume DIR)")
+    raise ConfigError("compare", f"{run_dir} was run with other [[compare]] variants; they "
+                      "cannot change on resume (run new ones into a new directory)")
 
 
 def read_run_config(run_dir: Path, overrides: dict[str, Any] | None = None) -> Config:

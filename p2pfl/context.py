@@ -45,6 +45,12 @@ class RunContext:
                                seed=stream_seed(self.cfg.seed, "faults", t))
 
     @property
+    def chunks(self) -> tuple[int, int] | None:
+        """(train, eval) nodes per batched chunk of the vectorized trainer; None for the loop."""
+        t = self.trainer
+        return (t.chunk_size, t.eval_chunk_size) if isinstance(t, VectorizedTrainer) else None
+
+    @property
     def num_nodes(self) -> int:
         return self.population.num_nodes
 

@@ -24,6 +24,7 @@ from p2pfl.config import (
 )
 from p2pfl.loop import DivergenceError, RunInterrupted, Runner
 from p2pfl.objects import resolve
+from p2pfl.objects.inputs import INPUTS_RECORD, check_inputs, describe_inputs, with_absolute_paths
 from p2pfl.plots import plot_histories
 from p2pfl.results import write_json_atomic
 from p2pfl.rundir import (
@@ -60,14 +61,17 @@ def run(cfg: Config, out_dir: str | Path | None = None, progress: bool = False,
     if cfg.compare:
         raise ConfigError("compare", "this config lists [[compare]] variants: use run_compare")
     out = Path(out_dir) if out_dir is not None else default_out_dir(cfg)
-    cfg, parts = resolve(cfg, out, resume, topology, model, data, partition, algorithm,
-                         callbacks)
+    cfg, parts = resolve(with_absolute_paths(cfg), out, resume, topology, model, data, partition,
+                         algorithm, callbacks)
     if not resume:
         refuse_unless_empty(out)  # before the build: a taken directory is a quick error
     checkpoint = resume_point(out, cfg, resolve_device(cfg.device)) if resume else None
-    ctx, algo = build(cfg, parts=parts)
+    ctx, algo = build(cfg, parts=parts, chunks=checkpoint and checkpoint.get("chunks"))
+    inputs = describe_inputs(cfg, ctx.data)
+    check_inputs(out, resume, inputs)
+    records = parts.records | ({INPUTS_RECORD: inputs} if inputs else {})
     with exclusive(out):
-        history = start(out, cfg, parts.records, checkpoint, resume)
+        history = start(out, cfg, records, checkpoint, resume)
         runner = Runner(cfg, out, ctx, algo, history, progress, label, list(parts.callbacks))
         if checkpoint is not None:
             restore(checkpoint, ctx.population, algo, runner.callbacks)
@@ -92,6 +96,7 @@ def run_compare(cfg: Config, out_dir: str | Path | None = None, progress: bool =
         check_resumable(read_run_config(out).to_dict(), cfg, 0, out)
     elif not resume:
         refuse_unless_empty(out)
+        cfg = with_absolute_paths(cfg)
     with exclusive(out):
         return _run_variants(cfg, out, progress, resume, topology, model, data, partition,
                              callbacks)

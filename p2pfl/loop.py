@@ -56,6 +56,9 @@ def _clone(tree: Any) -> Any:
     return copy.deepcopy(tree)
 
 
+EVALUATED = ("test_loss", "test_acc", "consensus_dist")  # evaluation metrics that must be finite
+
+
 def _all_finite(model: Params) -> bool:
     """Whether every entry of one model (name -> [*shape]) is finite."""
     return bool(finite_rows({k: v.unsqueeze(0) for k, v in model.items()}).all())
@@ -142,6 +145,12 @@ class Runner:
         record.update(algorithm.metrics(ctx))
         end = RoundEnd(t, record, self.history, ctx, algorithm)
         self.stopped = call_all(self.callbacks, end, record)
+        unfit = [k for k in EVALUATED if not math.isfinite(record.get(k, 0.0))]
+        if unfit:  # finite parameters whose outputs overflow: diverged all the same
+            top = report.losses.nan_to_num(nan=-math.inf).argsort(descending=True)[:5]
+            raise DivergenceError(self._divergence_message(
+                t, report.nodes[top].tolist(), f"{unfit[0]} in evaluation", skipped,
+                "; the largest training losses were at nodes"))
         return record
 
     def _guarded_round(self, t: int) -> tuple[RoundReport, list[int]]:
@@ -189,8 +198,9 @@ class Runner:
             return bad_params.nonzero().squeeze(1).tolist(), "parameters"
         return [], "average model"
 
-    def _divergence_message(self, t: int, bad: list[int], what: str, frozen: list[int]) -> str:
-        where = f" at nodes {bad[:10]}{' ...' if len(bad) > 10 else ''}" if bad else ""
+    def _divergence_message(self, t: int, bad: list[int], what: str, frozen: list[int],
+                            at: str = " at nodes") -> str:
+        where = f"{at} {bad[:10]}{' ...' if len(bad) > 10 else ''}" if bad else ""
         last = (f"last finite mean loss {self.history[-1]['train_loss']:.4g}" if self.history
                 else "no round completed")
         if frozen:
@@ -212,7 +222,7 @@ class Runner:
         """Save the state after the rounds in `history` (atomically)."""
         start = time.perf_counter()
         save_checkpoint(self.out, self.cfg, self.ctx.population, self.algorithm, self.history,
-                        self.callbacks)
+                        self.callbacks, self.ctx.chunks)
         self._checkpoint_end = time.perf_counter()
         self._checkpoint_cost = self._checkpoint_end - start
         self.checkpoint_round = len(self.history)

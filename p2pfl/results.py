@@ -9,6 +9,7 @@ last line torn, and readers drop such a line.
 from __future__ import annotations
 
 import json
+import math
 import os
 import tempfile
 from collections.abc import Iterator
@@ -56,38 +57,61 @@ def atomic_file(path: Path, mode: str = "w") -> Iterator[IO[Any]]:
     _fsync_dir(path.parent)
 
 
+def strict(obj: Any) -> Any:
+    """`obj` with every NaN or infinite float replaced by None, so that it is strict JSON (a
+    round where no node trained has no train_loss: null)."""
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, dict):
+        return {k: strict(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [strict(v) for v in obj]
+    return obj
+
+
+def dumps(obj: Any, **kwargs: Any) -> str:
+    """Strict JSON (non-finite floats as null), keys sorted."""
+    return json.dumps(strict(obj), sort_keys=True, allow_nan=False, **kwargs)
+
+
 def write_json_atomic(path: Path, obj: Any) -> None:
     """Write JSON to a temporary file in the same directory, then rename it over `path`."""
     with atomic_file(path) as f:
-        json.dump(obj, f, indent=2, sort_keys=True)
-        f.write("\n")
+        f.write(dumps(obj, indent=2) + "\n")
 
 
 def append_jsonl(path: Path, record: dict[str, Any]) -> None:
     """Append one JSON line and flush it to disk."""
     with open(path, "a") as f:
-        f.write(json.dumps(record, sort_keys=True) + "\n")
+        f.write(dumps(record) + "\n")
         f.flush()
         os.fsync(f.fileno())
 
 
 def read_metrics(path: Path) -> list[dict[str, Any]]:
-    """The records of a metrics.jsonl; a torn last line (a killed writer) is dropped.
+    """The records of a metrics.jsonl (null read as NaN: a metric with no value that round); a
+    torn last line (a killed writer) is dropped.
 
     A line that does not parse anywhere but at the end is corruption, not a kill: ConfigError.
     """
-    lines = Path(path).read_text().split("\n")
+    try:
+        lines = Path(path).read_text().split("\n")
+    except (OSError, UnicodeDecodeError) as err:
+        raise ConfigError(str(path), f"cannot be read as metrics: {err}") from None
     records = []
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
-            records.append(json.loads(line))
+            record = json.loads(line)
         except json.JSONDecodeError:
             if number == len(lines):  # the last line, without its newline: torn by a kill
                 break
-            message = f"line {number} is not valid JSON (file corrupted)"
-            raise ConfigError(str(path), message) from None
+            record = None
+        if not isinstance(record, dict):
+            raise ConfigError(str(path), f"line {number} is not a JSON object of metrics (file "
+                              "corrupted)")
+        records.append({k: math.nan if v is None else v for k, v in record.items()})
     return records
 
 
@@ -95,4 +119,4 @@ def rewrite_metrics(path: Path, records: list[dict[str, Any]]) -> None:
     """Replace a metrics.jsonl by `records` atomically (a resume: the checkpoint's rounds)."""
     with atomic_file(path) as f:
         for record in records:
-            f.write(json.dumps(record, sort_keys=True) + "\n")
+            f.write(dumps(record) + "\n")

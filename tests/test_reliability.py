@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import random
 import signal
@@ -25,7 +26,7 @@ from p2pfl.config import ConfigError, with_overrides
 from p2pfl.engine import DivergenceError, run, run_compare
 from p2pfl.guard import finite_rows
 from p2pfl.results import METRICS, read_metrics
-from tests.conftest import skip_plots, small_config, strip_times, wait_mid_round
+from tests.conftest import skip_plots, small_config, strip_times, tiny_toml, wait_mid_round
 
 ROOT = Path(__file__).resolve().parents[1]
 # A topology every algorithm of each kind accepts.
@@ -325,7 +326,10 @@ def test_push_sum_divergence_names_the_weight_and_step_of_each_diverged_node(tmp
     assert "\n" not in message and "Push-Sum weights in the local phase" in message
     checkpoint = load(tmp_path / "run" / CHECKPOINT)
     t = checkpoint["round"]  # the diverging round is t + 1 (0-based t)
-    assert message.startswith(f"round {t + 1}: non-finite training loss at nodes ")
+    # Caught in training, or in evaluation when the parameters stayed finite but overflow there.
+    assert message.startswith((f"round {t + 1}: non-finite training loss at nodes ",
+                               f"round {t + 1}: non-finite test_loss in evaluation; the largest "
+                               "training losses were at nodes "))
     weights = checkpoint["algorithm"]["weights"]
     step = 5.0 * 0.998**t
     bad = json.loads(message.split(" at nodes ")[1].split(" (")[0])
@@ -567,3 +571,116 @@ def test_a_corrupt_checkpoint_is_refused_by_its_checksum(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "does not match its SHA-256 in checkpoint.json" in err
     assert len(read_metrics(out / METRICS)) == 2
+
+
+def test_resume_batches_nodes_as_the_run_did_and_refuses_another_chunk_size(tmp_path,
+                                                                            monkeypatch):
+    cfg = tiny(rounds=2, engine__checkpoint_every=1)
+    monkeypatch.setattr("p2pfl.build.plan_chunks", lambda *a, **k: type(
+        "Plan", (), {"train": 4, "eval": 5})())  # an automatic plan of this machine's memory
+    run(cfg, tmp_path)
+    assert torch.load(tmp_path / CHECKPOINT, weights_only=True)["chunks"] == [4, 5]
+    built = []
+    real_build = engine.build
+    monkeypatch.setattr("p2pfl.build.plan_chunks", lambda *a, **k: pytest.fail("replanned"))
+    monkeypatch.setattr(engine, "build", lambda *a, **k: built.append(real_build(*a, **k))
+                        or built[-1])
+    run(with_overrides(cfg, {"rounds": 3}), tmp_path, resume=True)
+    assert built[0][0].chunks == (4, 5)
+    with pytest.raises(ConfigError, match=r"engine.chunk_size \(0 -> 1\)"):
+        run(with_overrides(cfg, {"rounds": 4, "engine.chunk_size": 1}), tmp_path, resume=True)
+
+
+def test_resume_reads_the_edge_file_the_run_read_and_refuses_a_changed_one(tmp_path,
+                                                                          monkeypatch, capsys):
+    (tmp_path / "graphs").mkdir()
+    edges = tmp_path / "graphs" / "ring.txt"
+    edges.write_text("".join(f"{i} {(i + 1) % 4}\n" for i in range(4)))
+    monkeypatch.chdir(tmp_path)
+    cfg = tiny(rounds=1, algorithm__name="sgp", topology__name="from_edges",
+               topology__path="graphs/ring.txt")
+    run(cfg, tmp_path / "run")
+    recorded = load_json(tmp_path / "run" / "config.json")["topology"]["path"]
+    assert recorded == str(edges)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)  # a relative path would now name no file
+    assert main(["resume", str(tmp_path / "run"), "--set", "rounds=2"]) == 0
+    edges.write_text("".join(f"{i} {(i - 1) % 4}\n" for i in range(4)))
+    assert main(["resume", str(tmp_path / "run"), "--set", "rounds=3"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.startswith("p2pfl: error: topology.path: the file") and "differs from what" in err
+
+
+def test_resume_refuses_a_dataset_whose_files_changed(tmp_path):
+    from tests.test_data import make_idx_dataset
+
+    make_idx_dataset(tmp_path / "fmnist", gz=True, seed=0)
+    cfg = tiny(rounds=1, data__name="fashion_mnist", data__root=str(tmp_path / "fmnist"),
+               data__partition="iid", algorithm__batch_size=2, eval__local_samples=3)
+    run(cfg, tmp_path / "run")
+    assert "sha256" in load_json(tmp_path / "run" / "inputs.json")["data"]
+    run(with_overrides(cfg, {"rounds": 2}), tmp_path / "run", resume=True)
+    make_idx_dataset(tmp_path / "fmnist", gz=True, seed=1)
+    with pytest.raises(ConfigError, match="^data: the fashion_mnist data as loaded differs"):
+        run(with_overrides(cfg, {"rounds": 3}), tmp_path / "run", resume=True)
+
+
+def load_json(path: Path) -> Any:
+    return json.loads(path.read_text())
+
+
+def test_a_single_run_and_a_compare_root_never_turn_into_each_other(tmp_path, capsys):
+    single = tmp_path / "single.toml"
+    single.write_text(tiny_toml("", rounds=1))
+    variants = '[[compare]]\nlabel = "a"\n[[compare]]\nlabel = "b"\n"algorithm.lr" = 0.05\n'
+    two = tmp_path / "two.toml"
+    two.write_text(tiny_toml(variants, rounds=1))
+    assert main(["run", str(single), "--out", str(tmp_path / "s"), "--quiet"]) == 0
+    assert main(["run", str(two), "--out", str(tmp_path / "c"), "--quiet"]) == 0
+    before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    capsys.readouterr()
+    attempts = [
+        (["resume", str(tmp_path / "s"), "--set", 'compare=[{label="x"}]'], "holds a single run"),
+        (["run", str(two), "--resume", str(tmp_path / "s")], "holds a single run"),
+        (["run", str(single), "--resume", str(tmp_path / "c")], "holds 2 [[compare]] variants"),
+        (["resume", str(tmp_path / "c"), "--set", 'compare=[{label="a"}]'],
+         "other [[compare]] variants"),
+    ]
+    for argv, message in attempts:
+        assert main([*argv, "--quiet"]) == 2, argv
+        err = capsys.readouterr().err.strip()
+        assert message in err and len(err.splitlines()) == 1, (argv, err)
+    assert {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == before
+
+
+@pytest.mark.parametrize("mode", ["stop", "skip_node"])
+def test_an_evaluation_that_is_not_finite_is_a_divergence(tmp_path, monkeypatch, mode):
+    """Finite parameters whose outputs overflow: the run stops as for any divergence, in either
+    mode, before the round's row is written."""
+    import p2pfl.evaluation as evaluation
+
+    real, calls = evaluation.evaluate, []
+
+    def overflowing(*args, **kwargs):
+        acc, loss = real(*args, **kwargs)
+        calls.append(1)
+        return acc, loss * math.inf if len(calls) >= 3 else loss  # round 2's average model
+
+    monkeypatch.setattr(evaluation, "evaluate", overflowing)
+    with pytest.raises(DivergenceError, match=r"^round 2: non-finite test_loss in evaluation"):
+        run(tiny(rounds=3, engine__on_divergence=mode), tmp_path / "run")
+    assert len(read_metrics(tmp_path / "run" / METRICS)) == 1
+
+
+def test_metrics_are_strict_json_and_a_round_without_training_reads_as_nan(tmp_path):
+    cfg = tiny(rounds=4, algorithm__name="fedavg", topology__name="star",
+               algorithm__participation=0.25, topology__node_drop=0.6)
+    history = run(cfg, tmp_path / "run")
+    lines = (tmp_path / "run" / METRICS).read_text().splitlines()
+    untrained = [i for i, r in enumerate(history) if r["nodes_trained"] == 0]
+    assert untrained, "node_drop 0.6 left every round with a trained client"
+    for i in untrained:
+        assert json.loads(lines[i])["train_loss"] is None and "NaN" not in lines[i]
+        assert math.isnan(read_metrics(tmp_path / "run" / METRICS)[i]["train_loss"])
+    json.loads((tmp_path / "run" / "summary.json").read_text(), parse_constant=pytest.fail)

@@ -16,7 +16,7 @@ from p2pfl.objects.records import read_record
 DATA_RECORD = "data.json"
 
 
-def _tensor_digest(digest: Any, value: torch.Tensor) -> None:
+def tensor_digest(digest: Any, value: torch.Tensor) -> None:
     digest.update(str((tuple(value.shape), str(value.dtype))).encode())
     digest.update(value.detach().to("cpu").contiguous().numpy().tobytes())
 
@@ -98,7 +98,7 @@ def resolve_data(cfg: Config, out: Path, resume: bool, data: object | None,
     record: dict[str, Any] = {}
     if dataset is not None:
         for value in (dataset.x_train, dataset.y_train, dataset.x_test, dataset.y_test):
-            _tensor_digest(digest, value)
+            tensor_digest(digest, value)
         record |= {"num_train": len(dataset.y_train), "num_test": len(dataset.y_test),
                    "input_shape": list(dataset.input_shape), "num_classes": dataset.num_classes}
     rows = None
@@ -109,7 +109,7 @@ def resolve_data(cfg: Config, out: Path, resume: bool, data: object | None,
                                   "partition is a Python object; leave it out")
         rows = as_partition(partition, d.num_nodes,
                             len(dataset.y_train) if dataset is not None else None)
-        _tensor_digest(digest, rows)
+        tensor_digest(digest, rows)
         changes["partition"] = OBJECT
         record["per_node"] = rows.shape[1]
     record["fingerprint"] = digest.hexdigest()

@@ -1,0 +1,65 @@
+"""Files a named part of a run reads (a topology's edge or adjacency file, a dataset on disk),
+recorded by content (inputs.json) so that a resume cannot silently continue on other ones."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from pathlib import Path
+from typing import Any
+
+from p2pfl.config import OBJECT, Config, ConfigError
+from p2pfl.federated import FederatedData
+from p2pfl.objects.data import tensor_digest
+from p2pfl.objects.records import read_record
+
+INPUTS_RECORD = "inputs.json"
+FILE_TOPOLOGIES = ("from_edges", "from_adjacency")
+
+
+def with_absolute_paths(cfg: Config) -> Config:
+    """`cfg` with a relative topology.path and data.root made absolute (against the working
+    directory), so that the run's config.json names the same files from anywhere."""
+    topology, data = cfg.topology, cfg.data
+    if topology.path and cfg.topology.name in FILE_TOPOLOGIES:
+        topology = dataclasses.replace(topology, path=str(Path(topology.path).absolute()))
+    if data.root:
+        data = dataclasses.replace(data, root=str(Path(data.root).absolute()))
+    return dataclasses.replace(cfg, topology=topology, data=data)
+
+
+def _file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def describe_inputs(cfg: Config, data: FederatedData) -> dict[str, Any]:
+    """{"topology.path": {path, sha256}, "data": {name, sha256}} for the parts `cfg` reads from
+    disk: a file topology, and a named dataset (its tensors as loaded; synthetic data is made
+    from the seed, and data given as an object is in data.json)."""
+    record: dict[str, Any] = {}
+    if cfg.topology.name in FILE_TOPOLOGIES:
+        path = Path(cfg.topology.path)
+        record["topology.path"] = {"path": str(path), "sha256": _file_sha256(path)}
+    if cfg.data.name not in ("synthetic", OBJECT):
+        digest = hashlib.sha256()
+        for value in (data.x_train, data.y_train, data.x_test, data.y_test):
+            tensor_digest(digest, value)
+        record["data"] = {"name": cfg.data.name, "sha256": digest.hexdigest()}
+    return record
+
+
+def check_inputs(out: Path, resume: bool, record: dict[str, Any]) -> None:
+    """Refuse a resume whose input files differ from those recorded in `out`."""
+    recorded = (read_record(out / INPUTS_RECORD) if resume else None) or {}
+    for key, now in record.items():
+        then = recorded.get(key)
+        if then is None or then["sha256"] == now["sha256"]:
+            continue
+        what = f"the file {now['path']}" if "path" in now else f"the {now['name']} data as loaded"
+        raise ConfigError(key, f"{what} differs from what {out} ran on (SHA-256 "
+                          f"{then['sha256'][:12]}..., now {now['sha256'][:12]}...): restore it, or "
+                          "start a new run")
