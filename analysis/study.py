@@ -9,8 +9,9 @@ mixing matrix the algorithm actually uses, and writes into the output directory:
   rounds to the target accuracy, ...);
 - ``convergence_vs_topology.png/.pdf`` and ``curves.png/.pdf``.
 
-A topology the algorithm cannot use (unknown name, wrong mixing, not connected) is skipped with
-a one-line message; a diverging run is recorded as such; neither stops the study.
+An unknown topology or parameter stops the study before its first run. A topology the algorithm
+cannot use (wrong mixing, not connected) is skipped with a one-line message; a diverging run is
+recorded as such; neither stops the study.
 """
 
 from __future__ import annotations
@@ -88,15 +89,20 @@ def run_study(cfg: Any, topologies: Sequence[str], out_dir: str | Path, *,
                           "[[compare]] tables from its config")
     if not topologies:
         raise ConfigError("--topologies", "give at least one topology")
+    planned = []
+    for spec in topologies:  # a name or parameter that is wrong stops the study before a run
+        try:
+            label, overrides = parse_topology(spec)
+            planned.append((spec, label, with_overrides(cfg, overrides)))
+        except ValueError as err:  # ConfigError is one
+            raise ConfigError("--topologies", f"{spec.strip()!r}: {err}") from None
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     rows: list[dict[str, Any]] = []
     histories: dict[str, list[dict[str, Any]]] = {}
-    for spec in topologies:
+    for spec, label, cfg_t in planned:
         row: dict[str, Any] = {"label": spec.strip(), "status": "ok"}
         try:
-            label, overrides = parse_topology(spec)
-            cfg_t = with_overrides(cfg, overrides)
             metrics = _measure(cfg_t)
         except (ConfigError, ValueError) as err:
             row["status"] = f"skipped: {err}"

@@ -5,25 +5,24 @@
     p2pfl.run(cfg, "runs/mine", topology=my_digraph, model=my_module, callbacks=[MyMetric()])
 """
 
+import importlib
 from typing import Any
-
-from p2pfl.callbacks import Callback, RoundEnd, StopRun
-from p2pfl.config import Config, ConfigError, load_config, with_overrides
 
 __version__ = "0.1.0"
 
-_ENGINE_NAMES = ("DivergenceError", "run", "run_compare")
+_HOMES = {"Callback": "p2pfl.callbacks", "RoundEnd": "p2pfl.callbacks",
+          "StopRun": "p2pfl.callbacks", "Config": "p2pfl.config", "ConfigError": "p2pfl.config",
+          "load_config": "p2pfl.config", "with_overrides": "p2pfl.config",
+          "DivergenceError": "p2pfl.engine", "run": "p2pfl.engine",
+          "run_compare": "p2pfl.engine"}
 
-__all__ = ["Callback", "Config", "ConfigError", "RoundEnd", "StopRun", "load_config",
-           "with_overrides", *_ENGINE_NAMES]
+__all__ = list(_HOMES)
 
 
 def __getattr__(name: str) -> Any:
-    """`run`, `run_compare` and `DivergenceError` come from `p2pfl.engine` on first use: the engine
-    imports `algorithms`, which imports p2pfl's modules, so an eager import here would make
-    `import algorithms` (before p2pfl) circular."""
-    if name in _ENGINE_NAMES:
-        from p2pfl import engine
-
-        return getattr(engine, name)
+    """The public names come from their modules on first use: importing the package (as the
+    `p2pfl` command does first) costs nothing, and `import algorithms` before p2pfl is not
+    circular (the engine imports `algorithms`, which imports p2pfl's modules)."""
+    if name in _HOMES:
+        return getattr(importlib.import_module(_HOMES[name]), name)
     raise AttributeError(f"module 'p2pfl' has no attribute {name!r}")

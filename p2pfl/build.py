@@ -4,6 +4,7 @@ algorithm, all validated before any training starts."""
 from __future__ import annotations
 
 import copy
+import math
 from collections.abc import Sequence
 
 import torch
@@ -14,11 +15,18 @@ from algorithms import ALGORITHMS, Algorithm
 from p2pfl.comm import LocalComm
 from p2pfl.config import Config, ConfigError
 from p2pfl.context import RunContext
-from p2pfl.data import Dataset, DatasetNotFoundError, find_dataset_dir, load_dataset, partition
+from p2pfl.data import (
+    SYNTHETIC_SHAPE,
+    Dataset,
+    DatasetNotFoundError,
+    find_dataset_dir,
+    load_dataset,
+    partition,
+)
 from p2pfl.federated import FederatedData
 from p2pfl.guard import Guard
 from p2pfl.local import VectorizedTrainer
-from p2pfl.memory import plan_chunks
+from p2pfl.memory import check_fits, plan_chunks
 from p2pfl.models import build_model, stacked_forward
 from p2pfl.objects import Parts, as_partition
 from p2pfl.population import Population
@@ -36,29 +44,71 @@ def resolve_device(name: str) -> torch.device:
     return torch.device(name)
 
 
-def _load_data(cfg: Config, device: torch.device, dtype: torch.dtype,
-               dataset: Dataset | None = None,
-               node_indices: torch.Tensor | None = None) -> FederatedData:
+def _named_dataset(cfg: Config, dtype: torch.dtype) -> Dataset:
+    """The dataset `cfg.data` names, loaded (sizes and files checked first)."""
     d = cfg.data
     root = d.root or None
-    if d.name != "synthetic" and dataset is None:
+    if d.name != "synthetic":
         try:
             find_dataset_dir(d.name, root)
         except DatasetNotFoundError as err:
             raise ConfigError("data.name", str(err)) from None
-    if dataset is None:
-        dataset = load_dataset(d.name, root, seed=stream_seed(cfg.seed, "partition"),
-                               synthetic_train=d.synthetic_train, synthetic_test=d.synthetic_test)
-    if node_indices is not None:
-        node_indices = as_partition(node_indices, d.num_nodes, len(dataset.y_train))
-        return FederatedData(dataset, node_indices, device, dtype)
+        except OSError as err:
+            raise ConfigError("data.root", f"cannot search {d.root[:80]}: {err.strerror}") from None
+    else:
+        floats = (d.synthetic_train + d.synthetic_test) * math.prod(SYNTHETIC_SHAPE)
+        per_float = 4 + (0 if dtype == torch.float32 else dtype.itemsize)  # made, then cast
+        check_fits("data.synthetic_train", f"synthetic data of {d.synthetic_train} + "
+                   f"{d.synthetic_test} samples", floats * per_float, torch.device("cpu"))
     try:
-        indices = partition(dataset.y_train.numpy(), d.num_nodes, d.partition, alpha=d.alpha,
-                            classes_per_node=d.classes_per_node,
-                            seed=stream_seed(cfg.seed, "partition"))
+        return load_dataset(d.name, root, seed=stream_seed(cfg.seed, "partition"),
+                            synthetic_train=d.synthetic_train, synthetic_test=d.synthetic_test)
+    except (ValueError, OSError) as err:  # a corrupt or truncated file names itself
+        raise ConfigError("data.root", str(err)) from None
+
+
+def _partition(cfg: Config, dataset: Dataset) -> torch.Tensor:
+    """int64 [num_nodes, m]: the configured partition of `dataset`'s training set."""
+    d = cfg.data
+    try:
+        return torch.as_tensor(partition(dataset.y_train.numpy(), d.num_nodes, d.partition,
+                                         alpha=d.alpha, classes_per_node=d.classes_per_node,
+                                         seed=stream_seed(cfg.seed, "partition")))
     except ValueError as err:
         raise ConfigError("data", str(err)) from None
-    return FederatedData(dataset, torch.as_tensor(indices), device, dtype)
+
+
+def _load_data(cfg: Config, device: torch.device, dtype: torch.dtype,
+               dataset: Dataset | None = None,
+               node_indices: torch.Tensor | None = None) -> FederatedData:
+    dataset = dataset if dataset is not None else _named_dataset(cfg, dtype)
+    if node_indices is not None:
+        node_indices = as_partition(node_indices, cfg.data.num_nodes, len(dataset.y_train))
+        return FederatedData(dataset, node_indices, device, dtype)
+    return FederatedData(dataset, _partition(cfg, dataset), device, dtype)
+
+
+def check_variants(cfgs: Sequence[tuple[str, Config]], named_topology: bool = True,
+                   named_data: bool = True) -> None:
+    """Before the first of several runs starts: the checks of `build` that need no model (the
+    data and its partition, the topology and the algorithm's mixing) for every (name, config),
+    a failure naming the run. A dataset is loaded once for all; a part given as an object is
+    checked when its run is built."""
+    datasets: dict[tuple, Dataset] = {}
+    for name, cfg in cfgs:
+        try:
+            algorithm = ALGORITHMS[cfg.algorithm.name](cfg.algorithm)
+            if named_data:
+                d = cfg.data
+                key = (d.name, d.root, d.synthetic_train, d.synthetic_test,
+                       cfg.seed if d.name == "synthetic" else None)
+                if key not in datasets:
+                    datasets[key] = _named_dataset(cfg, torch.float32)
+                _partition(cfg, datasets[key])
+            if named_topology:
+                check_topology(algorithm, schedule_for(cfg, algorithm), cfg.rounds)
+        except ConfigError as err:
+            raise ConfigError(f"{name} {err.field}", err.message) from None
 
 
 def schedule_for(cfg: Config, algorithm: Algorithm) -> T.Schedule:
@@ -115,14 +165,14 @@ def build(cfg: Config, dataset: Dataset | None = None, parts: Parts | None = Non
     device = resolve_device(cfg.device)
     dtype = getattr(torch, cfg.engine.dtype)
     algorithm = ALGORITHMS[cfg.algorithm.name](cfg.algorithm)
+    data = _load_data(cfg, device, dtype,
+                      parts.dataset if parts.dataset is not None else dataset, parts.partition)
     if schedule is None:
         schedule = schedule_for(cfg, algorithm)
     elif algorithm.mixing == "server":
         raise ConfigError("topology", f"{algorithm.name} is centralized and runs on the star "
                           "(hub = server); a topology object is for decentralized algorithms")
     check_topology(algorithm, schedule, cfg.rounds)
-    data = _load_data(cfg, device, dtype,
-                      parts.dataset if parts.dataset is not None else dataset, parts.partition)
     if parts.model is None:
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(stream_seed(cfg.seed, "init"))
@@ -130,6 +180,10 @@ def build(cfg: Config, dataset: Dataset | None = None, parts: Parts | None = Non
         model = model.to(device=device, dtype=dtype)
     else:
         model = _own_model(parts.model, data, device, dtype)
+    num_params = sum(p.numel() for p in model.parameters())
+    check_fits("data.num_nodes", f"a population of {cfg.data.num_nodes} models of {num_params} "
+               "parameters (and its mixing buffer)",
+               2 * cfg.data.num_nodes * num_params * dtype.itemsize, device)
     population = Population(model, cfg.data.num_nodes, device, dtype)
     try:
         forward = stacked_forward(model)

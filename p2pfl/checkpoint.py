@@ -47,6 +47,10 @@ VERSION = 1
 RESUMABLE = ("rounds", "device", "engine.checkpoint_every", "engine.on_divergence")
 
 
+_SECTIONS = {"round": int, "config": dict, "population": dict, "algorithm": dict,
+             "metrics": list, "streams": dict}  # what a checkpoint must hold, and as what
+
+
 def save_checkpoint(run_dir: Path, cfg: Config, population: Any, algorithm: Any,
                     metrics: list[dict[str, Any]], callbacks: Sequence[Any] = (),
                     chunks: tuple[int, int] | None = None) -> None:
@@ -112,6 +116,12 @@ def load_checkpoint(run_dir: Path, device: torch.device) -> dict[str, Any] | Non
         raise ConfigError("resume", f"cannot read {path}: {err}") from None
     if not isinstance(state, dict) or state.get("version") != VERSION:
         raise ConfigError("resume", f"{path} is not a version-{VERSION} p2pfl checkpoint")
+    for key, kind in _SECTIONS.items():
+        if not isinstance(state.get(key), kind):
+            raise ConfigError("resume", f"{path} has no {key!r} section of type {kind.__name__}")
+    if len(state["metrics"]) != state["round"]:
+        raise ConfigError("resume", f"{path} is at round {state['round']} but holds "
+                          f"{len(state['metrics'])} rounds of metrics")
     changed = sorted(k for k, v in state["streams"].items() if STREAMS.get(k) != v)
     if changed:  # streams added since are fine: the old run never drew from them
         raise ConfigError("resume", f"{path} was written when the random streams {changed} were "
@@ -122,9 +132,13 @@ def load_checkpoint(run_dir: Path, device: torch.device) -> dict[str, Any] | Non
 def restore(state: dict[str, Any], population: Any, algorithm: Any,
             callbacks: Sequence[Any] = ()) -> None:
     """Put the checkpointed population, algorithm and callback states back into a freshly built
-    run (the callbacks in the order they were saved)."""
-    population.load_state_dict(state["population"])
-    algorithm.load_state_dict(state["algorithm"])
+    run (the callbacks in the order they were saved); a state that does not fit is refused."""
+    try:
+        population.load_state_dict(state["population"])
+        algorithm.load_state_dict(state["algorithm"])
+    except (KeyError, IndexError, TypeError, RuntimeError, AttributeError) as err:
+        raise ConfigError("resume", "the checkpoint's state does not fit this run "
+                          f"({type(err).__name__}: {err})") from None
     saved = state.get("callbacks", [{}] * len(callbacks))  # written before callbacks had state
     if len(saved) != len(callbacks):
         raise ConfigError("callbacks", f"the checkpoint holds the state of {len(saved)} round "
@@ -189,8 +203,12 @@ def read_run_config(run_dir: Path, overrides: dict[str, Any] | None = None) -> C
         raise ConfigError("resume", f"{run_dir} holds no config.json: not a p2pfl run directory")
     try:
         raw = json.loads(path.read_text())
-    except json.JSONDecodeError as err:
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
         raise ConfigError("resume", f"{path} is not valid JSON: {err}") from None
+    except OSError as err:
+        raise ConfigError("resume", f"cannot read {path}: {err.strerror or err}") from None
+    if not isinstance(raw, dict):
+        raise ConfigError("resume", f"{path} holds a JSON {type(raw).__name__}, not a config")
     try:
         return config_with_overrides(raw, overrides or {})
     except ConfigError as err:

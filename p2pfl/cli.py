@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import sys
 from pathlib import Path
@@ -13,12 +14,12 @@ from analysis import cli as analysis_cli
 from p2pfl.checkpoint import read_run_config
 from p2pfl.config import Config, ConfigError, load_config, parse_overrides
 from p2pfl.engine import DivergenceError, RunInterrupted, run, run_compare
+from p2pfl.entry import EXIT_INTERRUPTED
 from p2pfl.plots import plot_histories
 from p2pfl.results import read_metrics
 
 EXIT_CONFIG = 2
 EXIT_DIVERGED = 3
-EXIT_INTERRUPTED = 130
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -98,6 +99,8 @@ def _table(args: argparse.Namespace) -> int:
     except ValueError:
         raise ConfigError("--seeds", f"must be comma-separated integers, got {args.seeds!r}"
                           ) from None
+    if seeds and len(set(seeds)) < len(seeds):
+        raise ConfigError("--seeds", f"names a seed twice ({args.seeds}): each seed is one run")
     cfg = load_config(args.config, parse_overrides(args.overrides))
     only = args.only.split(",") if args.only else None
     print(run_subset(cfg, Path(args.out), only, seeds, args.last, target, not args.quiet),
@@ -147,6 +150,15 @@ def _plot(args: argparse.Namespace) -> int:
     return 0
 
 
+def _os_error(err: OSError) -> str:
+    """One line for a failed file operation: the path, what failed, and what a run keeps."""
+    where = f"{err.filename}: " if err.filename else ""
+    line = f"{where}{err.strerror or err}"
+    if err.errno == errno.ENOSPC:
+        line += "; a run keeps its last checkpoint: free space, then p2pfl resume"
+    return line
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args, rest = parser.parse_known_args(argv)
@@ -167,8 +179,11 @@ def main(argv: list[str] | None = None) -> int:
     except RunInterrupted as err:
         print(f"p2pfl: interrupted: {err}", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except OSError as err:  # a path the user gave, or the disk: not a bug of the engine
+        print(f"p2pfl: error: {_os_error(err)}", file=sys.stderr)
+        return EXIT_CONFIG
     except KeyboardInterrupt:
-        print("p2pfl: interrupted mid-round; metrics and the last checkpoint are kept",
+        print("p2pfl: interrupted; what was written is kept (metrics and the last checkpoint)",
               file=sys.stderr)
         return EXIT_INTERRUPTED
 

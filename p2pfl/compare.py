@@ -15,6 +15,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from p2pfl.build import check_variants
 from p2pfl.config import (
     Config,
     ConfigError,
@@ -58,6 +59,9 @@ def run_subset(cfg: Config, out: Path, only: list[str] | None = None,
         for seed in seeds:
             run_cfg = with_overrides(cfg, {**variant_overrides(variant), "seed": seed})
             plans.append((variant_label(variant), seed, run_cfg))
+    check_variants([(f"compare[{cfg.compare.index(v)}] ({label}, seed {seed})", run_cfg)
+                    for v in variants for label, seed, run_cfg in plans
+                    if label == variant_label(v)])
     run_dirs, diverged = [], []
     for label, seed, run_cfg in plans:
         run_dir = out / folder_name(label) / f"seed{seed}"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 from pathlib import Path
 
-from p2pfl.build import build, check_topology, resolve_device, schedule_for
+from p2pfl.build import build, check_topology, check_variants, resolve_device, schedule_for
 from p2pfl.callbacks import Callback
 from p2pfl.checkpoint import check_resumable, read_run_config, restore
 from p2pfl.config import (
@@ -70,11 +70,12 @@ def run(cfg: Config, out_dir: str | Path | None = None, progress: bool = False,
     inputs = describe_inputs(cfg, ctx.data)
     check_inputs(out, resume, inputs)
     records = parts.records | ({INPUTS_RECORD: inputs} if inputs else {})
+    runner = Runner(cfg, out, ctx, algo, checkpoint["metrics"] if checkpoint else [], progress,
+                    label, list(parts.callbacks))
+    if checkpoint is not None:  # before the directory is touched: a state that does not fit
+        restore(checkpoint, ctx.population, algo, runner.callbacks)
     with exclusive(out):
-        history = start(out, cfg, records, checkpoint, resume)
-        runner = Runner(cfg, out, ctx, algo, history, progress, label, list(parts.callbacks))
-        if checkpoint is not None:
-            restore(checkpoint, ctx.population, algo, runner.callbacks)
+        start(out, cfg, records, checkpoint, resume)
         return runner.run()
 
 
@@ -106,6 +107,9 @@ def _run_variants(cfg: Config, out: Path, progress: bool, resume: bool, topology
                   model: object | None, data: object | None, partition: object | None,
                   callbacks: list[Callback] | None) -> dict[str, History]:
     """run_compare's work, under the root's lock."""
+    variants = [(f"compare[{i}] ({variant_label(v)})", with_overrides(cfg, variant_overrides(v)))
+                for i, v in enumerate(cfg.compare)]
+    check_variants(variants, topology is None, data is None and partition is None)
     write_json_atomic(out / "config.json", cfg.to_dict())
     histories: dict[str, History] = {}
     for variant in cfg.compare:

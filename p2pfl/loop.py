@@ -115,11 +115,12 @@ class Runner:
                     if self.stop_requested and t + 1 < cfg.rounds:
                         raise RunInterrupted(f"stopped after round {t + 1} with a checkpoint; "
                                              f"continue with: p2pfl resume {self.out}")
+                bar.close()
+                if self.checkpoint_round != len(self.history):
+                    self.checkpoint()
+                finish(self.out, cfg, self.ctx, self.algorithm, self.history, self.stopped)
         finally:
             bar.close()
-        if self.checkpoint_round != len(self.history):
-            self.checkpoint()
-        finish(self.out, cfg, self.ctx, self.algorithm, self.history, self.stopped)
         return self.history
 
     def round(self, t: int) -> dict[str, Any]:

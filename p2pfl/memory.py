@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import torch
 
+from p2pfl.config import ConfigError
 from p2pfl.models import StackedForward
 from p2pfl.population import Params
 
@@ -27,6 +28,15 @@ MEMORY_FRACTION = 0.5  # of the free memory, the most the chunks may use
 STEP_COPIES = 4  # parameter-sized tensors per node of a plain (SGD, momentum) local step
 SAM_COPIES = 3  # more for SAM: perturbation, second gradient, its temporary
 BACKWARD_FACTOR = 2  # saved activations + their gradients during the backward pass
+
+
+def check_fits(field: str, what: str, needed: int, device: torch.device) -> None:
+    """Refuse, before allocating, `needed` bytes of `what` that exceed the free memory of
+    `device` (a ConfigError naming the config `field` that sets the size)."""
+    free = free_bytes(device)
+    if needed > free:
+        raise ConfigError(field, f"{what} needs {needed / 2**30:.3g} GiB, more than the "
+                          f"{free / 2**30:.3g} GiB free on {device.type}")
 
 
 def free_bytes(device: torch.device) -> int:

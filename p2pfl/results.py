@@ -108,9 +108,9 @@ def read_metrics(path: Path) -> list[dict[str, Any]]:
             if number == len(lines):  # the last line, without its newline: torn by a kill
                 break
             record = None
-        if not isinstance(record, dict):
-            raise ConfigError(str(path), f"line {number} is not a JSON object of metrics (file "
-                              "corrupted)")
+        if not (isinstance(record, dict) and isinstance(record.get("round"), int)):
+            raise ConfigError(str(path), f"line {number} is not a round's metrics (a JSON object "
+                              "with its round): file corrupted")
         records.append({k: math.nan if v is None else v for k, v in record.items()})
     return records
 

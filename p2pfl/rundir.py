@@ -90,13 +90,14 @@ def resume_point(out: Path, cfg: Config, device: torch.device) -> dict[str, Any]
 
 
 def start(out: Path, cfg: Config, records: dict[str, dict[str, Any]],
-          checkpoint: dict[str, Any] | None, resume: bool) -> History:
+          checkpoint: dict[str, Any] | None, resume: bool) -> None:
     """Make `out` ready for the first round to run: a new run's directory (refusing one that
     holds a run), or a resumed one cut back to its checkpoint. Writes config.json and the
-    object records; returns the history the run continues."""
-    history: History = []
+    object records."""
     if resume:
         out.mkdir(parents=True, exist_ok=True)
+        if (out / METRICS).exists() and not (out / METRICS).is_file():
+            raise ConfigError("resume", f"{out / METRICS} is not a file")
         for partial in out.glob(".*.tmp"):  # left by a kill during an atomic write
             partial.unlink()
         if checkpoint is None and (out / "summary.json").exists():
@@ -104,17 +105,14 @@ def start(out: Path, cfg: Config, records: dict[str, dict[str, Any]],
                               "cannot be continued")
         # Finished again only when its rounds are done (an extension may be killed or diverge).
         (out / "summary.json").unlink(missing_ok=True)
-        if checkpoint is not None:
-            history = checkpoint["metrics"]
         # Drops a torn last line and the rounds after the checkpoint: they are recomputed.
-        rewrite_metrics(out / METRICS, history)
+        rewrite_metrics(out / METRICS, checkpoint["metrics"] if checkpoint else [])
     else:
         refuse_unless_empty(out)
         out.mkdir(parents=True, exist_ok=True)
     write_json_atomic(out / "config.json", cfg.to_dict())
     for name, record in records.items():
         write_json_atomic(out / name, record)
-    return history
 
 
 def finish(out: Path, cfg: Config, ctx: RunContext, algorithm: Any, history: History,

@@ -160,3 +160,14 @@ def clean_registry() -> Iterator[None]:
 def play(algorithm: Any, ctx: Any, t: int, graph: Any) -> Any:
     """Round t of `algorithm` on `graph` with the faults the engine would draw for it."""
     return algorithm.round(ctx, t, graph, ctx.faults(t, graph))
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """'fuzz: N CLI cases tried' when tests/test_fuzz_cli.py ran (each case it ran records the
+    property fuzz_cli_cases)."""
+    tried = sum(value for reports in terminalreporter.stats.values() for report in reports
+                if getattr(report, "when", None) == "call"
+                for name, value in getattr(report, "user_properties", ())
+                if name == "fuzz_cli_cases")
+    if tried:
+        terminalreporter.write_line(f"fuzz: {tried} CLI cases tried")

@@ -9,6 +9,7 @@ import random
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -281,6 +282,20 @@ def test_ctrl_c_stops_after_the_round_with_a_checkpoint(tmp_path, kill_setup):
     assert load(out / CHECKPOINT)["round"] == len(logged)  # written on Ctrl-C, not on the grid
     assert main(["run", str(config), "--resume", str(out), "--quiet"]) == 0
     assert strip_times(read_metrics(out / METRICS)) == whole
+
+
+def test_ctrl_c_while_the_command_starts_is_one_line(tmp_path, kill_setup):
+    """SIGINT 0.2 s after launch lands while torch is still being imported."""
+    config, _ = kill_setup
+    proc = subprocess.Popen([sys.executable, "-c", "import sys; from p2pfl.entry import main; "
+                             "sys.exit(main())", "run", str(config), "--out",
+                             str(tmp_path / "run")], stderr=subprocess.PIPE, text=True)
+    time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and err.strip().splitlines() == [
+        "p2pfl: interrupted while starting; nothing was written"], err
+    assert not (tmp_path / "run").exists()
 
 
 # --- divergence guard ---------------------------------------------------------------------------

@@ -56,6 +56,9 @@ def check_values(values: Any) -> None:
                 raise ParameterError(f.name, why)
 
 
+MAX_WINDOW = 1000  # most graphs unioned into one round's topology (each round builds them all)
+
+
 @dataclass
 class TopologyParams:
     """Parameters of the named topologies; each topology reads the ones its doc names."""
@@ -75,8 +78,8 @@ class TopologyParams:
     rewire: float = param(0.1, low=0, high=1, doc="rewiring probability of watts_strogatz "
                           "(redrawn until connected)")
     ba_m: int = param(2, low=1, doc="edges per new node of barabasi_albert")
-    window: int = param(1, low=1, doc="B > 1: each round uses the union of B consecutive "
-                        "graphs (union_window)")
+    window: int = param(1, low=1, high=MAX_WINDOW, doc="B > 1: each round uses the union of "
+                        "B consecutive graphs (union_window; a round builds B graphs)")
     selection: str = param("random", doc="neighbour selection of random_out: random | "
                            "loss_based | loss_softmax; another topology takes only random")
     temperature: float = param(1.0, low=0, low_open=True, doc="loss_softmax temperature")

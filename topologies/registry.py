@@ -72,13 +72,17 @@ def _load_matrix(path: str) -> np.ndarray | sp.sparray:
     if not path:
         raise ParameterError("path", "must name the file of the topology")
     file = Path(path)
-    if not file.is_file():
-        raise ParameterError("path", f"file not found: {path}")
-    if file.suffix == ".npy":
-        return np.load(file)
-    if file.suffix == ".npz":
-        return sp.load_npz(file)
-    return np.loadtxt(file, delimiter="," if file.suffix == ".csv" else None, ndmin=2)
+    try:
+        if not file.is_file():
+            raise ParameterError("path", f"file not found: {path}")
+        if file.suffix == ".npy":
+            return np.load(file)
+        if file.suffix == ".npz":
+            return sp.load_npz(file)
+        return np.loadtxt(file, delimiter="," if file.suffix == ".csv" else None, ndmin=2)
+    except OSError as err:
+        raise ParameterError("path", f"cannot read {file.name[:80]}: {err.strerror or err}"
+                             ) from None
 
 
 def _adjacency(n: int, o: TopologyParams) -> nx.Graph:
@@ -90,8 +94,17 @@ def _adjacency(n: int, o: TopologyParams) -> nx.Graph:
 
 def _edge_list(n: int, o: TopologyParams) -> nx.Graph:
     E = _load_matrix(o.path)
-    if E.shape[1] not in (2, 3):
-        raise ParameterError("path", f"must hold 2 or 3 columns (i j [weight]), got {E.shape[1]}")
+    if sp.issparse(E):
+        E = E.toarray()
+    if E.ndim != 2 or E.shape[1] not in (2, 3):
+        raise ParameterError("path", "must hold one edge per row, 2 or 3 columns (i j [weight]);"
+                             f" got an array of shape {list(E.shape)}")
+    ends = np.asarray(E[:, :2], dtype=float)
+    whole = np.isfinite(ends) & (ends == np.round(ends))
+    if not whole.all():
+        row = int(np.argwhere(~whole)[0][0])
+        raise ParameterError("path", f"row {row + 1}: node ids must be whole numbers, got "
+                             f"{E[row, 0]:g} {E[row, 1]:g}")
     edges = [(int(r[0]), int(r[1]), *r[2:]) for r in E.tolist()]
     try:
         return from_edges(edges, n, directed=o.directed)

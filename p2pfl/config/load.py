@@ -10,6 +10,8 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any, get_type_hints
 
+import numpy as np
+
 from p2pfl.config.algorithm import build_algorithm
 from p2pfl.config.sections import (
     _RANGES,
@@ -109,6 +111,18 @@ def _with_implied(cfg: Config) -> Config:
     return cfg
 
 
+def _check_dtype_range(cfg: Config) -> None:
+    """Refuse a float option beyond the largest value of the run's dtype (it would overflow to
+    inf, or fail, the first time it enters a tensor)."""
+    largest = float(np.finfo(cfg.engine.dtype).max)
+    for section in ("algorithm", "topology", "data"):
+        for field in dataclasses.fields(getattr(cfg, section)):
+            value = getattr(getattr(cfg, section), field.name)
+            if isinstance(value, float) and abs(value) > largest:
+                raise ConfigError(f"{section}.{field.name}", f"= {value:g} overflows "
+                                  f"engine.dtype {cfg.engine.dtype} (largest {largest:.3g})")
+
+
 def _check_range(name: str, value: float, bounds: tuple) -> None:
     low, high, low_incl, high_incl = bounds
     why = check_number(value, low, high, not low_incl, not high_incl)
@@ -141,6 +155,7 @@ def check_fields(cfg: Config) -> None:
             check_values(getattr(cfg, section))
         except ParameterError as err:
             raise ConfigError(f"{section}.{err.name}", err.message) from None
+    _check_dtype_range(cfg)
     alg = cfg.algorithm
     if alg.local_epochs == 0 and alg.local_steps == 0:
         raise ConfigError("algorithm.local_steps", "local_epochs and local_steps are both 0")
@@ -228,6 +243,8 @@ def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> Co
         raw = tomllib.loads(path.read_text())
     except FileNotFoundError:
         raise ConfigError("config", f"file not found: {path}") from None
+    except OSError as err:
+        raise ConfigError("config", f"cannot read {path}: {err.strerror or err}") from None
     except UnicodeDecodeError as err:
         raise ConfigError("config", f"{path} is not UTF-8 text: {err}") from None
     except tomllib.TOMLDecodeError as err:

@@ -16,7 +16,7 @@ class ConfigError(ValueError):
     def __init__(self, field_name: str, message: str) -> None:
         shown = field_name if field_name.isprintable() else repr(field_name)
         super().__init__(f"{shown}: {' '.join(str(message).splitlines())}")
-        self.field = field_name
+        self.field, self.message = field_name, str(message)
 
 
 @dataclass

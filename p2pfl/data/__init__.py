@@ -3,6 +3,7 @@
 from p2pfl.data.loaders import (
     DATASETS,
     DEBIAN_FASHION_MNIST,
+    SYNTHETIC_SHAPE,
     Dataset,
     DatasetNotFoundError,
     find_dataset_dir,
@@ -14,6 +15,7 @@ __all__ = [
     "DATASETS",
     "DEBIAN_FASHION_MNIST",
     "PARTITIONS",
+    "SYNTHETIC_SHAPE",
     "Dataset",
     "DatasetNotFoundError",
     "find_dataset_dir",

@@ -54,7 +54,7 @@ _HOW_TO_GET = {
 }
 
 # Synthetic problem: class prototypes in a low-dimensional latent space, mapped to 28x28 pixels.
-_SYN_SHAPE = (1, 28, 28)
+SYNTHETIC_SHAPE = (1, 28, 28)
 _SYN_LATENT_DIM = 16
 _SYN_LATENT_NOISE = 1.2  # class overlap: caps accuracy at roughly 85-90 %
 _SYN_PIXEL_NOISE = 0.5
@@ -282,7 +282,7 @@ def _from_uint8(
 
 
 def make_synthetic(n_train: int, n_test: int, seed: int,
-                   shape: tuple[int, ...] = _SYN_SHAPE) -> Dataset:
+                   shape: tuple[int, ...] = SYNTHETIC_SHAPE) -> Dataset:
     """Learnable 10-class problem with images `shape` ([1, 28, 28]), deterministic in `seed`.
 
     Each class has a prototype z_c ~ N(0, I_16) in a 16-dim latent space; a sample of class y is
