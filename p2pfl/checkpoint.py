@@ -65,9 +65,21 @@ def save_checkpoint(run_dir: Path, cfg: Config, population: Any, algorithm: Any,
     previous = _listed_digests(run_dir)[:1]
     with atomic_file(run_dir / CHECKPOINT, "wb") as f:
         hashing = _HashingWriter(f)
-        torch.save(state, hashing)
+        save_tensors(state, hashing, run_dir / CHECKPOINT)
         write_json_atomic(run_dir / MANIFEST, {"version": VERSION, "round": len(metrics),
                                                "sha256": [hashing.sha.hexdigest(), *previous]})
+
+
+def save_tensors(state: Any, f: Any, path: Path) -> None:
+    """torch.save `state` into the open file `f` (for `path`); a failed write, such as a full
+    disk, is raised as its OSError naming `path`, not as torch's RuntimeError."""
+    try:
+        torch.save(state, f)
+    except RuntimeError as err:
+        failed = err.__context__
+        if isinstance(failed, OSError):
+            raise OSError(failed.errno, failed.strerror, str(path)) from None
+        raise
 
 
 class _HashingWriter(io.RawIOBase):

@@ -22,7 +22,13 @@ from typing import Any
 import numpy as np
 import torch
 
-from p2pfl.checkpoint import CHECKPOINT, check_resumable, load_checkpoint, read_run_config
+from p2pfl.checkpoint import (
+    CHECKPOINT,
+    check_resumable,
+    load_checkpoint,
+    read_run_config,
+    save_tensors,
+)
 from p2pfl.config import OBJECT, Config, ConfigError
 from p2pfl.context import RunContext
 from p2pfl.plots import plot_histories
@@ -137,7 +143,7 @@ def finish(out: Path, cfg: Config, ctx: RunContext, algorithm: Any, history: His
     state = {"round": len(history), "population": ctx.population.state_dict(),
              "algorithm": algorithm.state_dict(), "average_model": algorithm.average_model(ctx)}
     with atomic_file(out / "final.pt", "wb") as f:
-        torch.save(state, f)
+        save_tensors(state, f, out / "final.pt")
     plot_histories({cfg.algorithm.name: history}, out / "curves",
                    title=f"{cfg.algorithm.name} on {topology_title(cfg)}")
 

@@ -699,3 +699,31 @@ def test_metrics_are_strict_json_and_a_round_without_training_reads_as_nan(tmp_p
         assert json.loads(lines[i])["train_loss"] is None and "NaN" not in lines[i]
         assert math.isnan(read_metrics(tmp_path / "run" / METRICS)[i]["train_loss"])
     json.loads((tmp_path / "run" / "summary.json").read_text(), parse_constant=pytest.fail)
+
+
+def test_a_full_disk_is_one_line_and_the_last_checkpoint_stays(tmp_path, monkeypatch, capsys):
+    import errno
+
+    import p2pfl.checkpoint as checkpoint
+
+    config = tmp_path / "cfg.toml"
+    config.write_text(tiny_toml("", rounds=2))
+    out = tmp_path / "run"
+    assert main(["run", str(config), "--out", str(out), "--quiet", "--set", "rounds=1"]) == 0
+    saved = (out / CHECKPOINT).read_bytes()
+    real = checkpoint._HashingWriter.write
+
+    def full(self, data):
+        if len(data) > 100:  # the tensors, not the archive header
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(self, data)
+
+    monkeypatch.setattr(checkpoint._HashingWriter, "write", full)
+    capsys.readouterr()
+    assert main(["resume", str(out), "--quiet", "--set", "rounds=2"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (f"p2pfl: error: {out / CHECKPOINT}: No space left on device; a run keeps its "
+                   "last checkpoint: free space, then p2pfl resume")
+    assert (out / CHECKPOINT).read_bytes() == saved and not list(out.glob(".*.tmp"))
+    monkeypatch.undo()
+    assert main(["resume", str(out), "--quiet", "--set", "rounds=2"]) == 0
