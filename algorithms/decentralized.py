@@ -30,6 +30,7 @@ import torch
 
 import topologies as T
 from algorithms.base import Algorithm, RoundReport
+from algorithms.delayed import InFlight
 from p2pfl.comm import diag_scale
 from p2pfl.context import RunContext
 from p2pfl.population import Params
@@ -166,6 +167,7 @@ class PushSum(Decentralized):
         super().setup(ctx)
         self.weights = torch.ones(ctx.num_nodes, device=ctx.device, dtype=torch.float64)
         self.phase_weights = self.weights  # the weights of the latest local phase
+        self.in_flight = InFlight()  # overlap ([network] overlap = true): mass sent, not arrived
 
     def node_lr(self, ctx: RunContext, t: int) -> torch.Tensor:
         """lr / w_i: the numerator step expressed on the stored z."""
@@ -190,9 +192,19 @@ class PushSum(Decentralized):
         self.phase_weights = self.weights
         nodes, losses = self.local_phase(ctx, t, faults)
         sparse = self.sparse_mixing(ctx, graph)
-        self.mix(ctx, T.column_stochastic(graph, faults=faults, sparse=sparse))
+        P = T.column_stochastic(graph, faults=faults, sparse=sparse)
+        delays = ctx.clock.plan_round(t, graph, faults).delays if self.overlaps(ctx) else None
+        if delays is None or not (self.in_flight or delays[2].any()):
+            self.mix(ctx, P)  # synchronous: exactly Push-Sum without delays
+        else:
+            self.weights = self.in_flight.mix(ctx, t, P, delays, self.weights)
         messages = self.delivered(graph, faults)
         return RoundReport(nodes, losses, messages, scalars_sent=messages)
+
+    @staticmethod
+    def overlaps(ctx: RunContext) -> bool:
+        """Whether nodes do not wait for messages ([network] overlap): they arrive rounds late."""
+        return ctx.clock is not None and ctx.clock.net.overlap
 
     def mix(self, ctx: RunContext, P: Matrix) -> None:
         """(x, w) <- (P x, P w), applied to z = x / w as diag(1/w') P diag(w).
@@ -210,13 +222,18 @@ class PushSum(Decentralized):
         return ctx.comm.weighted_sum(ctx.population.params, self.weights / self.weights.sum())
 
     def metrics(self, ctx: RunContext) -> dict[str, float]:
-        return {"ps_weight_min": self.weights.min().item(),
-                "ps_weight_max": self.weights.max().item(),
-                "ps_weight_sum": self.weights.sum().item()}
+        weights = {"ps_weight_min": self.weights.min().item(),
+                   "ps_weight_max": self.weights.max().item(),
+                   "ps_weight_sum": self.weights.sum().item()}
+        if self.overlaps(ctx):
+            weights["ps_weight_in_flight"] = self.in_flight.weight()
+        return weights
 
     def state_dict(self) -> dict[str, Any]:
-        return {**super().state_dict(), "weights": self.weights.clone()}
+        return {**super().state_dict(), "weights": self.weights.clone(),
+                "in_flight": self.in_flight.state_dict()}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         super().load_state_dict(state)
         self.weights = state["weights"].clone()
+        self.in_flight.load_state_dict(state.get("in_flight", {}))

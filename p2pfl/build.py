@@ -28,6 +28,7 @@ from p2pfl.guard import Guard
 from p2pfl.local import VectorizedTrainer
 from p2pfl.memory import check_fits, plan_chunks
 from p2pfl.models import build_model, stacked_forward
+from p2pfl.network import Clock, local_steps
 from p2pfl.objects import Parts, as_partition
 from p2pfl.population import Population
 from p2pfl.reference import LoopTrainer
@@ -204,9 +205,22 @@ def build(cfg: Config, dataset: Dataset | None = None, parts: Parts | None = Non
         trainer = VectorizedTrainer(forward, data, *chunks)
     guard = Guard(cfg.data.num_nodes, device)
     ctx = RunContext(cfg, device, dtype, data, population, forward, guard.install(trainer),
-                     LocalComm(device, dtype, cfg.engine.mixing), schedule, guard)
+                     LocalComm(device, dtype, cfg.engine.mixing), schedule, guard,
+                     _clock(cfg, algorithm, schedule, data, population))
     algorithm.setup(ctx)
     return ctx, algorithm
+
+
+def _clock(cfg: Config, algorithm: Algorithm, schedule: T.Schedule, data: FederatedData,
+           population: Population) -> Clock | None:
+    """The simulated clock of a run with [network] enabled: a message is one model in the run's
+    dtype (Push-Sum adds its float64 weight); gossip sends it gossip_steps times a round."""
+    if not cfg.network.enabled:
+        return None
+    size = population.num_params * population.flat.element_size()
+    size += 8 if algorithm.mixing == "column_stochastic" else 0
+    return Clock(cfg.network, schedule.n, cfg.seed, local_steps(cfg, data.n_per_node), size,
+                 getattr(algorithm, "gossip_steps", 1))
 
 
 def _own_model(model: nn.Module, data: FederatedData, device: torch.device,

@@ -21,6 +21,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import networkx as nx
+
+import topologies as T
 from p2pfl.context import RunContext
 from p2pfl.population import Params
 
@@ -38,6 +41,9 @@ class RoundEnd:
     history: list[dict[str, Any]]  # the records of the rounds before
     ctx: RunContext
     algorithm: Any  # the run's algorithms.Algorithm
+    graph: nx.Graph | None = None  # the round's graph as run (links of frozen nodes cut)
+    faults: T.Faults | None = None  # its lost messages and offline nodes
+    report: Any = None  # the algorithm's algorithms.RoundReport (who trained, their losses)
 
     @property
     def evaluating(self) -> bool:

@@ -74,6 +74,11 @@ class Comm(ABC):
         """X <- W^steps @ X for every parameter block [N, *shape] of the population, in place."""
 
     @abstractmethod
+    def product(self, W: torch.Tensor, params: Params) -> Params:
+        """W @ X for every parameter block [N, *shape], as new tensors (the population is not
+        changed): name -> [N, *shape]."""
+
+    @abstractmethod
     def weighted_sum(self, params: Params, weights: torch.Tensor) -> Params:
         """sum_r weights[r] * params[r] over the rows of every block: name -> [*shape]."""
 
@@ -147,6 +152,10 @@ class LocalComm(Comm):
                     else:
                         torch.mm(W, cols, out=out)
                     cols.copy_(out)
+
+    def product(self, W: torch.Tensor, params: Params) -> Params:
+        n = W.shape[0]
+        return {k: (W @ v.reshape(n, -1)).view_as(v) for k, v in params.items()}
 
     def weighted_sum(self, params: Params, weights: torch.Tensor) -> Params:
         """sum_r weights[r] * params[r] for every block: name -> [*shape]."""

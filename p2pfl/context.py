@@ -16,6 +16,7 @@ from p2pfl.federated import FederatedData
 from p2pfl.guard import Guard
 from p2pfl.local import VectorizedTrainer
 from p2pfl.models import StackedForward
+from p2pfl.network import Clock
 from p2pfl.population import Population
 from p2pfl.reference import LoopTrainer
 from p2pfl.seeding import stream_seed
@@ -34,6 +35,7 @@ class RunContext:
     comm: Comm
     schedule: Schedule
     guard: Guard
+    clock: Clock | None = None  # simulated network time, when [network] is enabled
 
     def faults(self, t: int, graph: nx.Graph) -> T.Faults:
         """The lost messages and offline nodes of round t on `graph` (its node ids), drawn from

@@ -19,9 +19,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import networkx as nx
 import torch
 from tqdm import tqdm
 
+import topologies as T
 from algorithms import Algorithm, RoundReport
 from p2pfl.callbacks import Callback, RoundEnd, call_all
 from p2pfl.checkpoint import save_checkpoint
@@ -29,6 +31,7 @@ from p2pfl.config import Config
 from p2pfl.context import RunContext
 from p2pfl.evaluation import Evaluation
 from p2pfl.guard import cut_links, finite_rows
+from p2pfl.network_time import NetworkTime
 from p2pfl.population import Params
 from p2pfl.results import METRICS, append_jsonl
 from p2pfl.rundir import History, finish
@@ -93,7 +96,8 @@ class Runner:
                         callbacks: list[Callback]) -> list[Callback]:
         """The callbacks of a run in the order they run: evaluation, the algorithm's, the user's
         (their states are checkpointed in this order)."""
-        return [Evaluation(ctx), *algorithm.callbacks(ctx), *callbacks]
+        timing = [] if ctx.clock is None else [NetworkTime(ctx.clock, algorithm.mixing == "server")]
+        return [Evaluation(ctx), *timing, *algorithm.callbacks(ctx), *callbacks]
 
     def run(self) -> History:
         cfg = self.cfg
@@ -127,7 +131,7 @@ class Runner:
         """Run round t (0-based) and return its metrics record."""
         ctx, algorithm = self.ctx, self.algorithm
         start = time.perf_counter()
-        report, skipped = self._guarded_round(t)
+        report, skipped, graph, faults = self._guarded_round(t)
         if ctx.device.type == "cuda":
             torch.cuda.synchronize()
         trained = ~self.guard.frozen[report.nodes]
@@ -144,7 +148,7 @@ class Runner:
         if skipped:
             record["nodes_skipped"] = len(skipped)
         record.update(algorithm.metrics(ctx))
-        end = RoundEnd(t, record, self.history, ctx, algorithm)
+        end = RoundEnd(t, record, self.history, ctx, algorithm, graph, faults, report)
         self.stopped = call_all(self.callbacks, end, record)
         unfit = [k for k in EVALUATED if not math.isfinite(record.get(k, 0.0))]
         if unfit:  # finite parameters whose outputs overflow: diverged all the same
@@ -154,10 +158,10 @@ class Runner:
                 "; the largest training losses were at nodes"))
         return record
 
-    def _guarded_round(self, t: int) -> tuple[RoundReport, list[int]]:
+    def _guarded_round(self, t: int) -> tuple[RoundReport, list[int], nx.Graph, T.Faults]:
         """The algorithm's round t; with on_divergence = "skip_node", redone with the diverged
-        nodes frozen (no local phase, no links) until no node diverges. Returns the report and
-        the frozen nodes."""
+        nodes frozen (no local phase, no links) until no node diverges. Returns the report, the
+        frozen nodes, and the graph and faults the accepted run of the round had."""
         ctx, algorithm = self.ctx, self.algorithm
         graph = (ctx.schedule.at(t, algorithm.selection_losses()) if ctx.schedule.needs_losses
                  else ctx.schedule.at(t))
@@ -169,10 +173,11 @@ class Runner:
         while True:
             self.guard.begin_round(frozen)
             cut = cut_links(graph, [i + offset for i in frozen])
-            report = algorithm.round(ctx, t, cut, ctx.faults(t, cut))
+            faults = ctx.faults(t, cut)
+            report = algorithm.round(ctx, t, cut, faults)
             bad, what = self._diverged(report)
             if not bad and not what:
-                return report, frozen
+                return report, frozen, cut, faults
             new = set(bad) - set(frozen)
             # Stop when freezing cannot help: no node to blame, none new, or none left.
             if saved is None or not new or len(frozen) + len(new) >= ctx.num_nodes:

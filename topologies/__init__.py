@@ -20,7 +20,7 @@ Mixing (W[j, i] = share of i's mass sent to j; dense, or scipy CSR with sparse=T
     row_stochastic(G, faults=None, *, fault_rule="keep", sparse=False),
     doubly_stochastic(G, method="metropolis_hastings", faults=None, *, sparse=False),
     is_column_stochastic(W), is_doubly_stochastic(W), check_column_stochastic(W),
-    check_doubly_stochastic(W)
+    check_doubly_stochastic(W); messages(G) -> (senders, receivers, weights) of one round
 Faults: Faults(links, nodes), Faults.none(n), sample_faults(G, link_drop, node_drop, seed)
 Connectivity: is_strongly_connected(G), union_graph(schedule, t0, t1)
 Neighbour selection ``(losses, candidates, k, rng) -> [n, k]``: select_random,
@@ -28,7 +28,7 @@ Neighbour selection ``(losses, candidates, k, rng) -> [n, k]``: select_random,
 By name (configs): TOPOLOGIES, build_schedule(name, n, **params); errors: ParameterError
 """
 
-from topologies._common import ParameterError
+from topologies._common import ParameterError, messages
 from topologies.builders import (
     complete,
     directed_ring,
@@ -109,5 +109,5 @@ __all__ = [
     "Faults", "sample_faults", "Selector", "SELECTIONS", "select_random", "select_loss_based",
     "loss_softmax", "get_selector",
     # by name, for configs
-    "TOPOLOGIES", "build_schedule", "ParameterError",
+    "TOPOLOGIES", "build_schedule", "ParameterError", "messages",
 ]

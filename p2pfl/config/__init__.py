@@ -30,13 +30,15 @@ from p2pfl.config.sections import (
     EngineConfig,
     EvalConfig,
     ModelConfig,
+    NetworkConfig,
     TopologyConfig,
     _choices,
     algorithm_options,
 )
 
 __all__ = ["DEVICES", "DTYPES", "EXECUTORS", "OBJECT", "ON_DIVERGENCE", "Config", "ConfigError",
-           "DataConfig", "EngineConfig", "EvalConfig", "ModelConfig", "TopologyConfig",
+           "DataConfig", "EngineConfig", "EvalConfig", "ModelConfig", "NetworkConfig",
+           "TopologyConfig",
            "_RANGES", "_choices", "algorithm_options", "check_fields", "config_from_dict",
            "config_with_overrides", "declared_options", "folder_name", "load_config",
            "parse_overrides", "validate", "variant_label", "variant_overrides",

@@ -21,6 +21,7 @@ from p2pfl.config.sections import (
     EngineConfig,
     EvalConfig,
     ModelConfig,
+    NetworkConfig,
     TopologyConfig,
     _choices,
     coerce,
@@ -53,6 +54,7 @@ _SECTIONS = {
     "topology": TopologyConfig,
     "eval": EvalConfig,
     "engine": EngineConfig,
+    "network": NetworkConfig,
 }
 
 
@@ -83,7 +85,7 @@ def config_from_dict(raw: dict[str, Any]) -> Config:
         try:
             validate(with_overrides(cfg, variant_overrides(variant)))
         except ConfigError as err:
-            raise ConfigError(f"compare[{i}].{err.field}", str(err).split(": ", 1)[1]) from None
+            raise ConfigError(f"compare[{i}].{err.field}", err.message) from None
         folder = folder_name(variant_label(variant))
         if folder in folders:
             raise ConfigError(f"compare[{i}].label", f"{variant_label(variant)!r} runs in the "
@@ -136,7 +138,22 @@ def validate(cfg: Config) -> None:
     check_fields(cfg)
     from algorithms import ALGORITHMS
 
-    ALGORITHMS[cfg.algorithm.name](cfg.algorithm)  # its constructor refuses unread options
+    algorithm = ALGORITHMS[cfg.algorithm.name](cfg.algorithm)  # refuses unread options
+    _check_network(cfg, algorithm.mixing)
+
+
+def _check_network(cfg: Config, mixing: str) -> None:
+    """[network] fields take effect only when it is enabled; overlap is Push-Sum's."""
+    net, default = cfg.network, NetworkConfig()
+    if not net.enabled:
+        for f in fields(NetworkConfig):
+            if getattr(net, f.name) != getattr(default, f.name):
+                raise ConfigError(f"network.{f.name}", "is set but network.enabled is false: "
+                                  "enable the simulated network, or leave it out")
+    if net.overlap and mixing != "column_stochastic":
+        raise ConfigError("network.overlap", f"{cfg.algorithm.name} does not use Push-Sum; "
+                          "overlap (messages added when they arrive) is for sgp, osgp, dfedsgpm,"
+                          " dfedsgpsm and dfedsgpsm_s")
 
 
 def check_fields(cfg: Config) -> None:
@@ -150,7 +167,7 @@ def check_fields(cfg: Config) -> None:
     for (section, key), bounds in _RANGES.items():
         obj = getattr(cfg, section) if section else cfg
         _check_range(f"{section}.{key}" if section else key, getattr(obj, key), bounds)
-    for section in ("topology", "algorithm"):
+    for section in ("topology", "algorithm", "network"):
         try:
             check_values(getattr(cfg, section))
         except ParameterError as err:

@@ -70,6 +70,32 @@ class EngineConfig:
 
 
 @dataclass
+class NetworkConfig:
+    """[network]: simulated time per round (p2pfl/network.py, docs/network.md); off by default."""
+
+    enabled: bool = False
+    step_s: float = param(0.01, low=0, doc="compute seconds of one local step on a node")
+    latency_s: float = param(0.005, low=0, doc="seconds from sending a message to its first "
+                             "byte arriving, per link")
+    bandwidth_gbps: float = param(1.0, low=0, low_open=True, doc="link bandwidth in gigabits "
+                                  "per second")
+    slow_links: float = param(0.0, low=0, high=1, doc="fraction of links (ordered node pairs, "
+                              "fixed for the run) that take slow_factor times longer")
+    stragglers: float = param(0.0, low=0, high=1, doc="fraction of nodes (fixed for the run) "
+                              "whose local steps take slow_factor times longer")
+    slow_factor: float = param(10.0, low=1, doc="how many times slower a slow link or a "
+                               "straggler is")
+    jitter: float = param(0.0, low=0, high=3, doc="sigma of a lognormal factor on every compute "
+                          "time (per node and round) and transfer (per message)")
+    overlap: bool = False  # Push-Sum only: nodes never wait; messages arrive rounds late
+    delays: str = param("clock", choices=("clock", "random"), doc="overlap: rounds a message "
+                        "is late, from the simulated times (clock) or uniform in 0..max_delay "
+                        "per message (random)")
+    max_delay: int = param(8, low=0, high=1000, doc="most rounds a message can be in flight "
+                           "with overlap (a later one is added at max_delay)")
+
+
+@dataclass
 class Config:
     seed: int = 0
     rounds: int = 300
@@ -80,6 +106,7 @@ class Config:
     algorithm: AlgorithmOptions = field(default_factory=lambda: algorithm_options("sgp")())
     eval: EvalConfig = field(default_factory=EvalConfig)
     engine: EngineConfig = field(default_factory=EngineConfig)
+    network: NetworkConfig = field(default_factory=NetworkConfig)
     compare: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:

@@ -1,0 +1,82 @@
+"""Push-Sum messages in flight (overlap Push-Sum, Assran et al. 2019): a message sent in round t
+that arrives d rounds late is added to its receiver's numerator and weight at the end of round
+t + d. What is in flight is one stacked buffer per arrival round (numerators [N, *shape] in the
+run's dtype, weights [N] in float64), never a Python object per message; the mass
+sum_i w_i + (weights in flight) stays N.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+import torch
+
+from p2pfl.comm import diag_scale
+from p2pfl.context import RunContext
+from p2pfl.population import Params
+
+
+def split_by_delay(P: Any, delays: tuple[np.ndarray, np.ndarray, np.ndarray]
+                   ) -> dict[int, sp.csr_array]:
+    """P [N, N] (dense or scipy.sparse, P[j, i] = share of i sent to j) split into one matrix per
+    delay: {d: the entries of the messages i -> j that arrive d rounds late}. Entries without a
+    delay (the diagonal, what a node keeps) arrive at once (d = 0)."""
+    coo = sp.coo_array(P)
+    src, dst, late = delays
+    n = coo.shape[0]
+    lookup = sp.csr_array((late + 1, (dst, src)), shape=(n, n))  # 0: not listed
+    d = np.asarray(lookup[coo.row, coo.col]).ravel().astype(np.int64) - 1
+    d[d < 0] = 0
+    return {int(k): sp.csr_array((coo.data[d == k], (coo.row[d == k], coo.col[d == k])),
+                                 shape=(n, n)) for k in np.unique(d)}
+
+
+class InFlight:
+    """The Push-Sum mass sent but not yet arrived, by arrival round."""
+
+    def __init__(self) -> None:
+        self.due: dict[int, tuple[Params, torch.Tensor]] = {}  # round -> (numerators, weights)
+
+    def __bool__(self) -> bool:
+        return bool(self.due)
+
+    def weight(self) -> float:
+        """Total Push-Sum weight in flight."""
+        return float(sum(w.sum().item() for _, w in self.due.values()))
+
+    def mix(self, ctx: RunContext, t: int, P: Any,
+            delays: tuple[np.ndarray, np.ndarray, np.ndarray],
+            weights: torch.Tensor) -> torch.Tensor:
+        """End of round t: send the population's (x, w) = (w z, w) over P with `delays`, take what
+        arrives now, and set the population to z' = x' / w'. Returns w' [N] (float64)."""
+        params = ctx.population.params
+        new_x, new_w = self.due.pop(t, ({k: torch.zeros_like(v) for k, v in params.items()},
+                                        torch.zeros_like(weights)))
+        for d, P_d in sorted(split_by_delay(P, delays).items()):
+            M = ctx.comm.matrix(P_d, dtype=torch.float64)
+            w_d = M @ weights
+            x_d = ctx.comm.product(ctx.comm.matrix(diag_scale(M, weights, torch.ones_like(
+                weights))), params)
+            if t + d not in self.due and d > 0:
+                self.due[t + d] = (x_d, w_d)
+                continue
+            xs, ws = (new_x, new_w) if d == 0 else self.due[t + d]
+            for k in xs:
+                xs[k] += x_d[k]
+            ws += w_d
+        has_mass = new_w > 0  # a node that kept nothing and received nothing keeps its z
+        scale = torch.where(has_mass, 1.0 / new_w, 0.0).to(ctx.dtype)
+        for k, v in params.items():
+            shape = (-1, *([1] * (v.dim() - 1)))
+            v.copy_(torch.where(has_mass.view(shape), new_x[k] * scale.view(shape), v))
+        return new_w
+
+    def state_dict(self) -> dict[str, Any]:
+        return {int(t): {"x": {k: v.clone() for k, v in x.items()}, "w": w.clone()}
+                for t, (x, w) in self.due.items()}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.due = {int(t): ({k: v.clone() for k, v in s["x"].items()}, s["w"].clone())
+                    for t, s in state.items()}
