@@ -38,6 +38,7 @@ class InFlight:
 
     def __init__(self) -> None:
         self.due: dict[int, tuple[Params, torch.Tensor]] = {}  # round -> (numerators, weights)
+        self._spare: list[Params] = []  # consumed buffers, reused (fresh ones page-fault)
 
     def __bool__(self) -> bool:
         return bool(self.due)
@@ -46,31 +47,40 @@ class InFlight:
         """Total Push-Sum weight in flight."""
         return float(sum(w.sum().item() for _, w in self.due.values()))
 
+    def _buffer(self, params: Params) -> Params:
+        return self._spare.pop() if self._spare else {k: torch.empty_like(v)
+                                                      for k, v in params.items()}
+
     def mix(self, ctx: RunContext, t: int, P: Any,
             delays: tuple[np.ndarray, np.ndarray, np.ndarray],
             weights: torch.Tensor) -> torch.Tensor:
         """End of round t: send the population's (x, w) = (w z, w) over P with `delays`, take what
-        arrives now, and set the population to z' = x' / w'. Returns w' [N] (float64)."""
+        arrives now, and set the population to z' = x' / w'. Returns w' [N] (float64). Each
+        delay class is one product accumulated into its arrival round's buffer."""
         params = ctx.population.params
-        new_x, new_w = self.due.pop(t, ({k: torch.zeros_like(v) for k, v in params.items()},
-                                        torch.zeros_like(weights)))
+        new_x, new_w = self.due.pop(t, (None, torch.zeros_like(weights)))
         for d, P_d in sorted(split_by_delay(P, delays).items()):
             M = ctx.comm.matrix(P_d, dtype=torch.float64)
             w_d = M @ weights
-            x_d = ctx.comm.product(ctx.comm.matrix(diag_scale(M, weights, torch.ones_like(
-                weights))), params)
-            if t + d not in self.due and d > 0:
-                self.due[t + d] = (x_d, w_d)
-                continue
-            xs, ws = (new_x, new_w) if d == 0 else self.due[t + d]
-            for k in xs:
-                xs[k] += x_d[k]
-            ws += w_d
+            X_op = ctx.comm.matrix(diag_scale(M, weights, torch.ones_like(weights)))
+            if d == 0:
+                new_w += w_d
+                fresh = new_x is None
+                new_x = ctx.comm.product(X_op, params, self._buffer(params) if fresh else new_x,
+                                         add=not fresh)
+            elif t + d in self.due:
+                xs, ws = self.due[t + d]
+                ctx.comm.product(X_op, params, xs, add=True)
+                ws += w_d
+            else:
+                self.due[t + d] = (ctx.comm.product(X_op, params, self._buffer(params)), w_d)
         has_mass = new_w > 0  # a node that kept nothing and received nothing keeps its z
-        scale = torch.where(has_mass, 1.0 / new_w, 0.0).to(ctx.dtype)
-        for k, v in params.items():
-            shape = (-1, *([1] * (v.dim() - 1)))
-            v.copy_(torch.where(has_mass.view(shape), new_x[k] * scale.view(shape), v))
+        if new_x is not None:
+            scale = torch.where(has_mass, 1.0 / new_w, 0.0).to(ctx.dtype)
+            for k, v in params.items():
+                shape = (-1, *([1] * (v.dim() - 1)))
+                v.copy_(torch.where(has_mass.view(shape), new_x[k] * scale.view(shape), v))
+            self._spare.append(new_x)
         return new_w
 
     def state_dict(self) -> dict[str, Any]:

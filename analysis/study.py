@@ -28,7 +28,7 @@ from analysis.plots import plot_convergence_vs_topology
 from analysis.summary import summary
 
 COLUMNS = ("label", "status", "diameter", "spectral_gap", "min_B", "final_acc", "best_acc",
-           "rounds_to_target", "rounds", "run_dir")
+           "rounds_to_target", "seconds_to_target", "rounds", "run_dir")
 DEFAULT_RELATIVE_TARGET = 0.9  # target accuracy = 90 % of the best final accuracy of the study
 
 
@@ -56,9 +56,11 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.=-]+", "-", text).strip("-").lower() or "run"
 
 
-def rounds_to_target(history: list[dict[str, Any]], target: float) -> int | None:
-    """First round whose average-model test accuracy reaches `target`, else None."""
-    return next((r["round"] for r in history
+def rounds_to_target(history: list[dict[str, Any]], target: float,
+                     key: str = "round") -> Any:
+    """First round whose average-model test accuracy reaches `target` (`key` = "sim_time_s":
+    its simulated time, in runs with [network] enabled), else None."""
+    return next((r.get(key) for r in history
                  if r.get("test_acc") is not None and r["test_acc"] >= target), None)
 
 
@@ -134,6 +136,7 @@ def run_study(cfg: Any, topologies: Sequence[str], out_dir: str | Path, *,
         target = round(DEFAULT_RELATIVE_TARGET * max(r["final_acc"] for r in done), 4)
     for r in done:
         r["rounds_to_target"] = rounds_to_target(histories[r["label"]], target)
+        r["seconds_to_target"] = rounds_to_target(histories[r["label"]], target, "sim_time_s")
     result = StudyResult(rows, target)
     result.files += _write(out, cfg, result, histories)
     return result
@@ -158,6 +161,8 @@ def _write(out: Path, cfg: Any, result: StudyResult,
         files += plot_convergence_vs_topology(done, out / "convergence_vs_topology",
                                               result.target, title)
         files += plot_histories(histories, out / "curves", title)
+        if all(any("sim_time_s" in r for r in h) for h in histories.values()):
+            files += plot_histories(histories, out / "curves_time", title, x="time")
     return files
 
 
@@ -176,15 +181,17 @@ def format_table(result: StudyResult) -> str:
     """The study table as aligned text (what `p2pfl study` prints)."""
     def cell(v: Any, key: str) -> str:
         if v is None:
-            return "-" if key != "rounds_to_target" else "not reached"
+            return "not reached" if key.endswith("_to_target") else "-"
         if isinstance(v, float):
             return "inf" if not math.isfinite(v) else f"{v:.4f}"
         return str(v)
 
+    timed = any(r.get("seconds_to_target") is not None for r in result.rows)
     keys = ("label", "diameter", "spectral_gap", "min_B", "final_acc", "best_acc",
-            "rounds_to_target")
+            "rounds_to_target", *(("seconds_to_target",) if timed else ()))
+    target = f"{result.target:.4f}" if result.target else "target"
     heads = ("topology", "diameter", "spectral gap", "min B", "final acc", "best acc",
-             f"rounds to {result.target:.4f}" if result.target else "rounds to target")
+             f"rounds to {target}", *((f"sim s to {target}",) if timed else ()))
     body = [[cell(r.get(k), k) for k in keys] for r in result.rows if r["status"] == "ok"]
     widths = [max(len(h), *(len(b[i]) for b in body)) if body else len(h)
               for i, h in enumerate(heads)]

@@ -5,7 +5,8 @@ Workloads (`bench.workloads`): mlp on Fashion-MNIST with N = 10, 100, 1000; cnn 
 and resnet18_gn with N = 10 on CIFAR-shaped data; each with SGD-momentum (dfedsgpm) and SAM
 (dfedsgpsm), 5 local steps of batch 32, Push-Sum mixing. Prints the device, threads, torch
 version and date, one table row per workload and solver (`bench.runner` defines the columns),
-the mixing rate of each workload's population when `bench.mixing` is present, then one JSON line
+the mixing rate of each workload's population when `bench.mixing` is present, the cost of an
+overlap Push-Sum mix against a synchronous one at N = 100 (`bench.overlap`), then one JSON line
 per workload. Timings mean something only on an otherwise idle machine.
 """
 
@@ -24,6 +25,8 @@ from typing import Any
 import torch
 
 from bench.flops import matmul_gflops
+from bench.mixing import PARAMS_MLP
+from bench.overlap import overlap_cost, overlap_line
 from bench.runner import run_workload
 from bench.workloads import (
     BATCH_SIZE,
@@ -191,10 +194,13 @@ def run_suite(args: argparse.Namespace) -> int:
     print()
     for result in results:
         print(mixing_line(result))
+    overlap = overlap_cost(100, PARAMS_MLP, OUT_DEGREE, device)
+    print(overlap_line(overlap))
     if args.json_out:
         write_json_atomic(Path(args.json_out), results)
     for result in results:
         print(json.dumps(result, sort_keys=True, default=str))
+    print(json.dumps({"overlap": overlap}, sort_keys=True))
     return 0
 
 

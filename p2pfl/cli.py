@@ -43,6 +43,8 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("plot", help="draw the curves of one or more run directories")
     p.add_argument("runs", nargs="+", help="run directories (holding metrics.jsonl)")
     p.add_argument("--out", default="comparison", help="output file stem (.png and .pdf)")
+    p.add_argument("--x", choices=("round", "time"), default="round",
+                   help="x axis: the round, or the simulated time of runs with [network]")
     analysis_cli.add_commands(sub)
     _add_table_parsers(sub)
     _add_bench_parser(sub)
@@ -145,7 +147,10 @@ def _plot(args: argparse.Namespace) -> int:
         if not metrics.exists():
             raise ConfigError("runs", f"{run_dir} holds no metrics.jsonl")
         histories[run_dir.name] = read_metrics(metrics)
-    for path in plot_histories(histories, Path(args.out)):
+        if args.x == "time" and not any("sim_time_s" in r for r in histories[run_dir.name]):
+            raise ConfigError("--x", f"{run_dir} has no simulated time (run it with "
+                              "network.enabled = true)")
+    for path in plot_histories(histories, Path(args.out), x=args.x):
         print(path)
     return 0
 

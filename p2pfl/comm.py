@@ -74,9 +74,9 @@ class Comm(ABC):
         """X <- W^steps @ X for every parameter block [N, *shape] of the population, in place."""
 
     @abstractmethod
-    def product(self, W: torch.Tensor, params: Params) -> Params:
-        """W @ X for every parameter block [N, *shape], as new tensors (the population is not
-        changed): name -> [N, *shape]."""
+    def product(self, W: torch.Tensor, params: Params, out: Params, add: bool = False) -> Params:
+        """out <- W @ X (+ out when `add`) for every parameter block [N, *shape] of `params`
+        (not changed), into the blocks of `out` (same shapes); returns `out`."""
 
     @abstractmethod
     def weighted_sum(self, params: Params, weights: torch.Tensor) -> Params:
@@ -153,9 +153,12 @@ class LocalComm(Comm):
                         torch.mm(W, cols, out=out)
                     cols.copy_(out)
 
-    def product(self, W: torch.Tensor, params: Params) -> Params:
+    def product(self, W: torch.Tensor, params: Params, out: Params, add: bool = False) -> Params:
         n = W.shape[0]
-        return {k: (W @ v.reshape(n, -1)).view_as(v) for k, v in params.items()}
+        for k, v in params.items():
+            flat = out[k].view(n, -1)
+            torch.addmm(flat, W, v.reshape(n, -1), beta=1 if add else 0, out=flat)
+        return out
 
     def weighted_sum(self, params: Params, weights: torch.Tensor) -> Params:
         """sum_r weights[r] * params[r] for every block: name -> [*shape]."""

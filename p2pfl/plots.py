@@ -20,23 +20,29 @@ PANELS = (
 )
 
 
-def _series(history: History, key: str) -> tuple[list[int], list[float]]:
-    points = [(r["round"], r[key]) for r in history if r.get(key) is not None]
+X_AXES = {"round": "round", "time": "simulated time (s)"}  # x axis -> its label
+_X_KEYS = {"round": "round", "time": "sim_time_s"}
+
+
+def _series(history: History, key: str, x: str = "round") -> tuple[list[float], list[float]]:
+    points = [(r[_X_KEYS[x]], r[key]) for r in history
+              if r.get(key) is not None and r.get(_X_KEYS[x]) is not None]
     return [p[0] for p in points], [p[1] for p in points]
 
 
-def plot_histories(histories: dict[str, History], path: Path, title: str = "") -> list[Path]:
-    """One figure of accuracy, loss and consensus vs round, one line per run; returns the files."""
+def plot_histories(histories: dict[str, History], path: Path, title: str = "",
+                   x: str = "round") -> list[Path]:
+    """One figure of accuracy, loss and consensus against the round (or, `x` = "time", the
+    simulated time of runs with [network] enabled), one line per run; returns the files."""
     fig, axes = plt.subplots(2, 2, figsize=(11, 7.5))
     for ax, (key, label) in zip(axes.flat, PANELS):
         for name, history in histories.items():
-            rounds, values = _series(history, key)
-            if rounds:
-                ax.plot(rounds, values, marker="o" if len(rounds) < 40 else None, ms=3,
-                        label=name)
-        ax.set_xlabel("round")
+            xs, values = _series(history, key, x)
+            if xs:
+                ax.plot(xs, values, marker="o" if len(xs) < 40 else None, ms=3, label=name)
+        ax.set_xlabel(X_AXES[x])
         ax.set_ylabel(label)
-        if key == "consensus_dist" and any(_series(h, key)[1] for h in histories.values()):
+        if key == "consensus_dist" and any(_series(h, key, x)[1] for h in histories.values()):
             ax.set_yscale("symlog", linthresh=1e-6)
         ax.grid(alpha=0.3)
     axes.flat[0].legend(fontsize=8)

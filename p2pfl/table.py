@@ -31,6 +31,7 @@ class RunSummary:
     last_mean: float  # mean test_acc over the last `last` evaluated rounds
     best: float
     rounds_to_target: int | None  # first round with test_acc >= target; None if never
+    seconds_to_target: float | None  # its simulated time (runs with [network]); None if never
     messages_per_round: float
     bytes_sent: float
     finished: bool  # the run wrote summary.json
@@ -58,13 +59,14 @@ def run_label(run_dir: Path) -> str:
 
 def summarize(run_dir: Path, last: int = 10, target: float | None = None) -> RunSummary:
     history = read_metrics(run_dir / "metrics.jsonl")
-    evaluated = [(r["round"], r["test_acc"]) for r in history if "test_acc" in r]
+    evaluated = [r for r in history if "test_acc" in r]
     if not evaluated:
         raise ConfigError("runs", f"{run_dir} has no evaluated round (test_acc)")
-    accs = [acc for _, acc in evaluated]
-    reached = next((t for t, acc in evaluated if target is not None and acc >= target), None)
+    accs = [r["test_acc"] for r in evaluated]
+    first = next((r for r in evaluated if target is not None and r["test_acc"] >= target), {})
     return RunSummary(run_label(run_dir), len(history), float(np.mean(accs[-last:])), max(accs),
-                      reached, float(np.mean([r["messages"] for r in history])),
+                      first.get("round"), first.get("sim_time_s"),
+                      float(np.mean([r["messages"] for r in history])),
                       float(sum(r["bytes_sent"] for r in history)),
                       (run_dir / "summary.json").exists())
 
@@ -81,8 +83,12 @@ def comparison_table(runs: list[Path], last: int = 10, target: float | None = No
         s = summarize(run_dir, last, target)
         groups.setdefault(s.label, []).append(s)
     target_col = f"rounds to {100 * target:g}%" if target is not None else "rounds to target"
+    timed = target is not None and any(s.seconds_to_target is not None
+                                       for rows in groups.values() for s in rows)
+    time_col = f" simulated s to {100 * target:g}% |" if timed else ""
     lines = [f"| run | seeds | rounds | test_acc % (mean of last {last}) | best % | {target_col} "
-             "| messages/round | MB sent |", "|---|---|---|---|---|---|---|---|"]
+             f"|{time_col} messages/round | MB sent |",
+             "|---|---|---|---|---|---|" + ("---|" if timed else "") + "---|---|"]
     order = sorted(groups, key=lambda k: -np.mean([s.last_mean for s in groups[k]]))
     for label in order:
         rows = groups[label]
@@ -94,13 +100,16 @@ def comparison_table(runs: list[Path], last: int = 10, target: float | None = No
         else:
             to_target = f"{np.mean(reached):.1f}" + ("" if len(reached) == len(rows)
                                                      else f" ({len(reached)}/{len(rows)} runs)")
+        seconds = [s.seconds_to_target for s in rows if s.seconds_to_target is not None]
+        to_time = (f" {np.mean(seconds):.3g} |" if seconds else " not reached |") if timed else ""
         rounds = sorted({s.rounds for s in rows})
         unfinished = sum(not s.finished for s in rows)
         rounds_col = "-".join(map(str, rounds[::len(rounds) - 1 or 1])) + (
             f" ({unfinished} unfinished)" if unfinished else "")
         lines.append(f"| {label} | {len(rows)} | {rounds_col} | "
                      f"{_pct([s.last_mean for s in rows])} | {_pct([s.best for s in rows])} | "
-                     f"{to_target} | {np.mean([s.messages_per_round for s in rows]):.0f} | "
+                     f"{to_target} |{to_time} "
+                     f"{np.mean([s.messages_per_round for s in rows]):.0f} | "
                      f"{np.mean([s.bytes_sent for s in rows]) / 1e6:.1f} |")
     return "\n".join(lines) + "\n"
 

@@ -180,3 +180,11 @@ label = "osgp"
     assert "| osgp | 2 | 3 |" in (out / "tiny" / "table.md").read_text()
     assert reproduce.main(["--only", "nope"]) == 2
     assert "no experiment named 'nope'" in capsys.readouterr().err
+
+
+def test_overlap_mix_is_timed_against_the_synchronous_one(one_thread):
+    from bench.overlap import overlap_cost, overlap_line
+
+    result = overlap_cost(12, 50, 3, "cpu", repeats=1)
+    assert result["sync_s"] > 0 and result["overlap_s"] > 0
+    assert overlap_line(result).startswith("overlap Push-Sum mix, N = 12, P = 50, delays 0..3")

@@ -124,3 +124,21 @@ def test_network_settings_are_checked():
         small_config(network__slow_links=0.1)
     with pytest.raises(ConfigError, match="^network.delays: unknown value"):
         small_config(network__enabled=True, network__delays="soon")
+
+
+def test_time_to_accuracy_in_the_table_and_on_the_plot(tmp_path, capsys):
+    from p2pfl.cli import main
+
+    run(small_config(rounds=3, network__enabled=True), tmp_path / "timed")
+    run(small_config(rounds=3), tmp_path / "rounds")
+    assert main(["table", str(tmp_path / "timed"), "--target", "0.01"]) == 0
+    table = capsys.readouterr().out
+    assert "| simulated s to 1% |" in table
+    first = read_metrics(tmp_path / "timed" / METRICS)[0]["sim_time_s"]
+    assert f"| {first:.3g} |" in table
+    out = tmp_path / "curves"
+    assert main(["plot", str(tmp_path / "timed"), "--x", "time", "--out", str(out)]) == 0
+    assert (tmp_path / "curves.png").stat().st_size > 0
+    capsys.readouterr()
+    assert main(["plot", str(tmp_path / "rounds"), "--x", "time", "--out", str(out)]) == 2
+    assert "has no simulated time" in capsys.readouterr().err
