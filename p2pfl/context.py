@@ -39,12 +39,17 @@ class RunContext:
 
     def faults(self, t: int, graph: nx.Graph) -> T.Faults:
         """The lost messages and offline nodes of round t on `graph` (its node ids), drawn from
-        (seed, "faults", t) with `topology.link_drop` and `node_drop`."""
+        (seed, "faults", t) with `topology.link_drop` and `node_drop`; with overlap, a node still
+        busy with its local phase (a straggler) is offline for the round too."""
         topo = self.cfg.topology
         if topo.link_drop == 0 and topo.node_drop == 0:
-            return T.Faults.none(graph.number_of_nodes(), sparse=True)
-        return T.sample_faults(graph, topo.link_drop, topo.node_drop,
-                               seed=stream_seed(self.cfg.seed, "faults", t))
+            faults = T.Faults.none(graph.number_of_nodes(), sparse=True)
+        else:
+            faults = T.sample_faults(graph, topo.link_drop, topo.node_drop,
+                                     seed=stream_seed(self.cfg.seed, "faults", t))
+        if self.clock is not None and self.clock.net.overlap:
+            faults = T.Faults(faults.links, faults.nodes | self.clock.busy(t))
+        return faults
 
     @property
     def chunks(self) -> tuple[int, int] | None:

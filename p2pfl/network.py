@@ -17,9 +17,12 @@ Every draw is a function of (seed, node or link, round), so times never depend o
   compute_i(t). A lost message or an offline sender is not waited for; an offline node idles.
 - Centralized: the server sends the model to each sampled client, the client trains and sends
   its update back; the round ends when the last one arrives.
-- Overlap (`overlap = true`, Push-Sum only): nodes do not wait, start_i(t+1) = done_i, and a
-  message is added to its receiver's mixing in the first of the receiver's rounds that starts
-  after it arrived: `delays` says how many rounds late that is (at most `max_delay`).
+- Overlap (`overlap = true`, Push-Sum only): nodes never wait. Rounds become slots of one
+  normal local phase (steps * step_s); a node's phases follow one another, and it trains, sends
+  and receives in the slot its current phase ends in (nearest slot end), so a straggler takes part
+  in one slot of every slow_factor and is offline in the others. A message sent at the end of
+  slot t is added to its receiver at the end of slot t + ceil(transfer / slot) (`delays =
+  "clock"`, at most `max_delay`), or t + a uniform 0..max_delay (`delays = "random"`).
 """
 
 from __future__ import annotations
@@ -69,12 +72,14 @@ class RoundTime:
     done: np.ndarray  # float64 [n], when each node finished its local phase (s)
     delays: tuple[np.ndarray, np.ndarray, np.ndarray]  # (src, dst, rounds late) per message
     late: int  # messages that would arrive after max_delay rounds (taken at max_delay)
+    ready: np.ndarray | None = None  # overlap: when each node's current local phase ends (s)
 
     def record(self) -> dict[str, float]:
         """Metrics of the round: when the last node finished it, the spread over nodes, and the
         mean time a node spent waiting for messages."""
+        ahead = self.start if self.ready is None else self.ready  # overlap: phases in progress
         record = {"sim_time_s": float(self.start.max()),
-                  "sim_spread_s": float(self.start.max() - self.start.min()),
+                  "sim_spread_s": float(ahead.max() - ahead.min()),
                   "sim_wait_s": float((self.start - self.done).mean())}
         if self.late:
             record["messages_late"] = self.late
@@ -93,6 +98,10 @@ class Clock:
         slow = hash_uniform(self._key, np.arange(n), 0) < net.stragglers
         self.step_s = net.step_s * np.where(slow, net.slow_factor, 1.0)
         self.start = np.zeros(n)
+        # Overlap: rounds are slots of one normal local phase; a node's phases follow each other
+        # (`ready`: when its current one ends) and it takes part in the slot its phase ends in.
+        self.slot_s = steps * net.step_s
+        self.ready = self.compute(0, np.ones(n, dtype=bool)) if net.overlap else self.start
 
     def _jitter(self, t: int, *keys: np.ndarray) -> np.ndarray:
         if self.net.jitter == 0:
@@ -123,10 +132,13 @@ class Clock:
              graph: nx.Graph | None = None) -> RoundTime:
         """The timing of decentralized round t whose delivered messages are src -> dst and whose
         training nodes are `active` (bool [n]), synchronous or overlapped."""
+        if self.net.overlap:  # sent at the slot's end, taken at the end of a later slot
+            ready = np.where(active, self.ready + self.compute(t + 1, active), self.ready)
+            end = np.full(self.n, (t + 1) * self.slot_s)
+            late_by = self.transfer(t, src, dst, graph)
+            return RoundTime(end, end, *self._delays(t, src, dst, late_by), ready=ready)
         done = self.start + self.compute(t, active)
         arrival = done[src] + self.transfer(t, src, dst, graph)
-        if self.net.overlap:
-            return RoundTime(done, done, *self._delays(t, src, dst, arrival - done[dst]))
         start = done.copy()
         np.maximum.at(start, dst, arrival)
         empty = np.zeros(0, dtype=np.int64)
@@ -142,9 +154,13 @@ class Clock:
         if self.net.delays == "random":
             u = hash_uniform(self._key, np.int64(t) + 1, src, dst, 4)
             return (src, dst, np.floor(u * (cap + 1)).astype(np.int64)), 0
-        own = np.maximum(self.steps * self.step_s[dst], 1e-300)
-        rounds = np.where(late_by > 0, np.ceil(late_by / own), 0)
+        rounds = np.where(late_by > 0, np.ceil(late_by / max(self.slot_s, 1e-300)), 0)
         return (src, dst, np.minimum(rounds, cap).astype(np.int64)), int((rounds > cap).sum())
+
+    def busy(self, t: int) -> np.ndarray:
+        """Overlap: bool [n], the nodes whose local phase does not end in slot t (nearest slot
+        end), so that they neither train nor send nor receive in round t."""
+        return self.ready > (t + 1.5) * self.slot_s
 
     def plan_round(self, t: int, graph: nx.Graph, faults: T.Faults) -> RoundTime:
         """`plan` for the messages of `graph` that `faults` let through (an offline node neither
@@ -172,13 +188,16 @@ class Clock:
         """Advance the clock by a planned round; its metrics."""
         record = timing.record()
         self.start = timing.start.copy()
+        if timing.ready is not None:
+            self.ready = timing.ready.copy()
         return record
 
     def state_dict(self) -> dict[str, Any]:
-        return {"start": self.start.tolist()}
+        return {"start": self.start.tolist(), "ready": self.ready.tolist()}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.start = np.asarray(state["start"], dtype=np.float64)
+        self.ready = np.asarray(state["ready"], dtype=np.float64)
 
 
 def _edge_values(graph: nx.Graph, src: np.ndarray, dst: np.ndarray, name: str,

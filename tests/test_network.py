@@ -142,3 +142,39 @@ def test_time_to_accuracy_in_the_table_and_on_the_plot(tmp_path, capsys):
     capsys.readouterr()
     assert main(["plot", str(tmp_path / "rounds"), "--x", "time", "--out", str(out)]) == 2
     assert "has no simulated time" in capsys.readouterr().err
+
+
+def test_network_study_table_reads_time_to_target():
+    from analysis.network_study import seconds_to, table
+
+    def history(pace: float, accs: list[float]) -> list[dict]:
+        return [{"round": t + 1, "sim_time_s": pace * (t + 1), "test_acc": a}
+                for t, a in enumerate(accs)]
+
+    results = {0.0: {"a": history(1.0, [0.5, 0.8, 0.9]), "b": history(0.5, [0.4, 0.5, 0.6])},
+               0.3: {"a": history(2.0, [0.5, 0.7, 0.8]), "b": history(0.5, [0.4, 0.5, 0.8])}}
+    assert seconds_to(results[0.3]["a"], 0.8) == 6.0
+    assert seconds_to(results[0.0]["b"], 0.8) is None
+    lines = table(results, 0.8, shown=0.3).splitlines()
+    assert lines[0] == "| variant | final acc @ 0.3 | s/round @ 0.3 | s to 80% @ 0 | s to 80% @ 0.3 |"
+    assert lines[2] == "| a | 80.0 % | 2.00 | 2.0 | 6.0 |"
+    assert lines[3] == "| b | 80.0 % | 0.50 | not reached | 1.5 |"
+
+
+def test_overlap_rounds_are_slots_and_a_straggler_takes_part_when_its_phase_ends():
+    """Slots of 1 s; node 2 takes 3 s per local phase: it trains and sends in slots 2, 5, 8
+    only, the others in every slot; a message (latency 0.5 s) is one slot late."""
+    c = clock(3, latency_s=0.5, overlap=True)
+    c.step_s = np.array([1.0, 1.0, 3.0])
+    c.ready = c.compute(0, np.ones(3, dtype=bool))
+    G = nx.DiGraph([(0, 1), (1, 2), (2, 0)])
+    active_slots, records = [], []
+    for t in range(9):
+        busy = c.busy(t)
+        timing = c.plan_round(t, G, T.Faults(np.zeros((3, 3), dtype=bool), busy))
+        records.append(c.commit(timing))
+        if not busy[2]:
+            active_slots.append(t)
+        assert timing.delays[2].tolist() == [1] * len(timing.delays[0])
+    assert active_slots == [2, 5, 8]
+    assert [r["sim_time_s"] for r in records] == [float(t + 1) for t in range(9)]

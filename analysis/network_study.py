@@ -1,0 +1,141 @@
+"""The network-time study: a [[compare]] config with [network] enabled, run at several slow
+fractions (the share of slow links and of stragglers), summarized as accuracy against simulated
+time and seconds to a target accuracy against the slow fraction.
+
+    python -m analysis.network_study configs/network_study.toml --out runs/network \\
+        [--vary slow_links,stragglers] [--fractions 0,0.1,0.2,0.4] [--target 0.75] \\
+        [--set network.stragglers=0] [--figure docs/figures/network_study.png]
+
+Each fraction's runs go to OUT/<varied fields>-<fraction>/<variant>/; a rerun continues what is
+there.
+Prints a Markdown table (one row per variant, seconds to target and simulated seconds per round
+at each fraction) and writes the figure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+History = list[dict[str, Any]]
+
+
+VARIED = ("slow_links", "stragglers")  # the [network] fractions a study can vary
+
+
+def run_fractions(cfg: Any, out: Path, fractions: list[float], vary: tuple[str, ...] = VARIED,
+                  progress: bool = False) -> dict[float, dict[str, History]]:
+    """{fraction: {variant label: history}}: the config's variants with each [network] field in
+    `vary` set to each fraction (the others as configured)."""
+    from p2pfl.config import with_overrides
+    from p2pfl.engine import run_compare
+
+    results = {}
+    for fraction in fractions:
+        where = out / f"{'+'.join(vary)}-{fraction:g}"
+        overrides = {f"network.{field}": fraction for field in vary}
+        fcfg = dataclasses.replace(with_overrides(cfg, overrides), compare=cfg.compare)
+        results[fraction] = run_compare(fcfg, where, progress=progress,
+                                        resume=(where / "config.json").exists())
+    return results
+
+
+def seconds_to(history: History, target: float) -> float | None:
+    """Simulated seconds at the first evaluation reaching `target` test accuracy (None: never)."""
+    return next((r["sim_time_s"] for r in history if r.get("test_acc", 0) >= target), None)
+
+
+def table(results: dict[float, dict[str, History]], target: float, shown: float) -> str:
+    """Markdown: per variant, the final accuracy and simulated seconds per round at fraction
+    `shown`, and the simulated seconds to `target` at each fraction."""
+    fractions = sorted(results)
+    reach_heads = " | ".join(f"s to {target:.0%} @ {f:g}" for f in fractions)
+    lines = [f"| variant | final acc @ {shown:g} | s/round @ {shown:g} | {reach_heads} |",
+             "|---" * (3 + len(fractions)) + "|"]
+    for label, history in results[shown].items():
+        reach = [seconds_to(results[f][label], target) for f in fractions]
+        cells = " | ".join("not reached" if s is None else f"{s:.1f}" for s in reach)
+        lines.append(f"| {label} | {100 * history[-1]['test_acc']:.1f} % | "
+                     f"{history[-1]['sim_time_s'] / len(history):.2f} | {cells} |")
+    return "\n".join(lines) + "\n"
+
+
+def figure(results: dict[float, dict[str, History]], target: float, shown: float,
+           path: Path, varied: str = "slow links and stragglers") -> list[Path]:
+    """Left: test accuracy against simulated time at fraction `shown`; right: seconds to
+    `target` against the slow fraction (a variant that never reaches it is left out there)."""
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.6))
+    fractions = sorted(results)
+    colours = plt.get_cmap("tab10")
+    for i, label in enumerate(results[shown]):
+        style = "--" if "overlap" in label else "-"
+        history = [r for r in results[shown][label] if "test_acc" in r]
+        left.plot([r["sim_time_s"] for r in history], [r["test_acc"] for r in history], style,
+                  color=colours(i), label=label)
+        reach = [(f, seconds_to(results[f][label], target)) for f in fractions]
+        reach = [(f, s) for f, s in reach if s is not None]
+        right.plot([f for f, _ in reach], [s for _, s in reach], style, marker="o",
+                   color=colours(i), label=label)
+    left.axhline(target, color="grey", lw=0.8, ls=":")
+    left.set(xlabel="simulated time (s)", ylabel="test accuracy (average model)",
+             title=f"{shown:.0%} {varied}")
+    right.set(xlabel=f"fraction of {varied}",
+              ylabel=f"simulated seconds to {target:.0%} accuracy", xticks=fractions,
+              title="time to accuracy as the network slows")
+    right.set_ylim(bottom=0)
+    for ax in (left, right):
+        ax.grid(alpha=0.3)
+    left.legend(fontsize=8, loc="lower right")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    paths = [path.with_suffix(".png"), path.with_suffix(".pdf")]
+    for p in paths:
+        fig.savefig(p, dpi=120)
+    plt.close(fig)
+    return paths
+
+
+def main(argv: list[str] | None = None) -> int:
+    from p2pfl.config import ConfigError, load_config, parse_overrides
+
+    parser = argparse.ArgumentParser(prog="python -m analysis.network_study",
+                                     description=__doc__.splitlines()[0])
+    parser.add_argument("config")
+    parser.add_argument("--out", default="runs/network")
+    parser.add_argument("--fractions", default="0,0.1,0.2,0.4")
+    parser.add_argument("--vary", default=",".join(VARIED),
+                        help="[network] fields set to each fraction: slow_links, stragglers")
+    parser.add_argument("--target", type=float, default=0.75)
+    parser.add_argument("--figure", default="runs/network/network_study.png")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        dest="overrides", help="config override, e.g. network.stragglers=0")
+    parser.add_argument("--quiet", action="store_true")
+    args = parser.parse_args(argv)
+    try:
+        fractions = sorted({float(f) for f in args.fractions.split(",")})
+        vary = tuple(v.strip() for v in args.vary.split(","))
+        if not set(vary) <= set(VARIED):
+            raise ConfigError("--vary", f"choose among {', '.join(VARIED)}, got {args.vary!r}")
+        cfg = load_config(args.config, parse_overrides(args.overrides))
+        results = run_fractions(cfg, Path(args.out), fractions, vary, not args.quiet)
+    except (ConfigError, ValueError) as err:
+        print(f"network_study: error: {err}", file=sys.stderr)
+        return 2
+    shown = 0.1 if 0.1 in results else fractions[len(fractions) // 2]
+    print(table(results, args.target, shown), end="")
+    varied = " and ".join(v.replace("_", " ") for v in vary)
+    for p in figure(results, args.target, shown, Path(args.figure), varied):
+        print(p)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
