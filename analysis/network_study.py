@@ -72,8 +72,10 @@ def figure(results: dict[float, dict[str, History]], target: float, shown: float
            path: Path, varied: str = "slow links and stragglers") -> list[Path]:
     """Left: test accuracy against simulated time at fraction `shown`; right: seconds to
     `target` against the slow fraction (a variant that never reaches it is left out there)."""
-    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.6))
     fractions = sorted(results)
+    fig, axes = plt.subplots(1, 2 if len(fractions) > 1 else 1,
+                             figsize=(12 if len(fractions) > 1 else 7, 4.6), squeeze=False)
+    left, right = axes[0][0], (axes[0][1] if len(fractions) > 1 else None)
     colours = plt.get_cmap("tab10")
     for i, label in enumerate(results[shown]):
         style = "--" if "overlap" in label else "-"
@@ -82,16 +84,18 @@ def figure(results: dict[float, dict[str, History]], target: float, shown: float
                   color=colours(i), label=label)
         reach = [(f, seconds_to(results[f][label], target)) for f in fractions]
         reach = [(f, s) for f, s in reach if s is not None]
-        right.plot([f for f, _ in reach], [s for _, s in reach], style, marker="o",
-                   color=colours(i), label=label)
+        if right is not None:
+            right.plot([f for f, _ in reach], [s for _, s in reach], style, marker="o",
+                       color=colours(i), label=label)
     left.axhline(target, color="grey", lw=0.8, ls=":")
     left.set(xlabel="simulated time (s)", ylabel="test accuracy (average model)",
              title=f"{shown:.0%} {varied}")
-    right.set(xlabel=f"fraction of {varied}",
-              ylabel=f"simulated seconds to {target:.0%} accuracy", xticks=fractions,
-              title="time to accuracy as the network slows")
-    right.set_ylim(bottom=0)
-    for ax in (left, right):
+    if right is not None:
+        right.set(xlabel=f"fraction of {varied}",
+                  ylabel=f"simulated seconds to {target:.0%} accuracy", xticks=fractions,
+                  title="time to accuracy as the network slows")
+        right.set_ylim(bottom=0)
+    for ax in axes[0]:
         ax.grid(alpha=0.3)
     left.legend(fontsize=8, loc="lower right")
     fig.tight_layout()
