@@ -7,43 +7,50 @@ Matrices follow the column convention of topologies (W[j, i]: share of i's mass 
 graph stands for its natural matrix (Metropolis-Hastings if undirected, push rule if directed).
 """
 
-from analysis.connectivity import (
-    BConnectivity,
-    b_connectivity,
-    diameter,
-    is_b_connected,
-    is_strongly_connected,
-    largest_component_diameter,
-    min_b,
-    number_of_components,
-    union_graph,
-)
-from analysis.consensus import (
-    consensus_distance,
-    consensus_error,
-    contraction_rate,
-    gossip_consensus,
-    pushsum_consensus,
-    rounds_to_consensus,
-)
-from analysis.matrices import sparse_mixing
-from analysis.spectral import (
-    algebraic_connectivity,
-    eigenvalues,
-    ergodicity_coefficient,
-    mixing_time,
-    perron_vector,
-    slem,
-    spectral_gap,
-)
-from analysis.summary import summary
-from analysis.timevarying import per_round_rate, product, schedule_mixing_time
+import importlib
+import sys
+import types
+from typing import Any
 
-__all__ = [
-    "BConnectivity", "algebraic_connectivity", "b_connectivity", "consensus_distance",
-    "consensus_error", "contraction_rate", "diameter", "eigenvalues", "ergodicity_coefficient",
-    "gossip_consensus", "is_b_connected", "is_strongly_connected", "largest_component_diameter",
-    "min_b", "mixing_time", "number_of_components", "per_round_rate", "perron_vector", "product",
-    "pushsum_consensus", "rounds_to_consensus", "schedule_mixing_time", "slem", "sparse_mixing",
-    "spectral_gap", "summary", "union_graph",
-]
+_HOMES = {
+    "analysis.connectivity": (
+        "BConnectivity", "b_connectivity", "diameter", "is_b_connected", "is_strongly_connected",
+        "largest_component_diameter", "min_b", "number_of_components", "union_graph"),
+    "analysis.consensus": (
+        "consensus_distance", "consensus_error", "contraction_rate", "gossip_consensus",
+        "pushsum_consensus", "rounds_to_consensus"),
+    "analysis.matrices": ("sparse_mixing",),
+    "analysis.spectral": (
+        "algebraic_connectivity", "eigenvalues", "ergodicity_coefficient", "mixing_time",
+        "perron_vector", "slem", "spectral_gap"),
+    "analysis.summary": ("summary",),
+    "analysis.timevarying": ("per_round_rate", "product", "schedule_mixing_time"),
+}
+_HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
+
+__all__ = sorted(_HOME_OF)
+
+
+def __getattr__(name: str) -> Any:
+    """The public names come from their modules on first use: `import analysis.cli` (as the
+    `p2pfl` command does to list its commands) loads neither networkx nor scipy."""
+    if name in _HOME_OF:
+        return getattr(importlib.import_module(_HOME_OF[name]), name)
+    raise AttributeError(f"module 'analysis' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
+
+class _Package(types.ModuleType):
+    """Importing a submodule binds it as an attribute of its package; for `analysis.summary`
+    that would hide the function `summary` (an eager `from analysis.summary import summary` here
+    used to rebind it), so a submodule named like a public function is not bound."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if not (name in _HOME_OF and isinstance(value, types.ModuleType)):
+            super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package

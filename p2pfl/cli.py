@@ -6,20 +6,25 @@ from __future__ import annotations
 
 import argparse
 import errno
+import importlib
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from analysis import cli as analysis_cli
-from p2pfl.checkpoint import read_run_config
-from p2pfl.config import Config, ConfigError, load_config, parse_overrides
-from p2pfl.engine import DivergenceError, RunInterrupted, run, run_compare
-from p2pfl.entry import EXIT_INTERRUPTED
-from p2pfl.plots import plot_histories
-from p2pfl.results import read_metrics
+from p2pfl.entry import EXIT_INTERRUPTED, interrupted_while_starting
+from p2pfl.errors import ConfigError, DivergenceError, RunInterrupted
+
+if TYPE_CHECKING:
+    from p2pfl.config import Config
+
+# Each command imports what it needs when it runs: the engine (torch, seconds) only for the
+# commands that train, so `--help`, `analyze` and `table` start in a fraction of a second.
 
 EXIT_CONFIG = 2
 EXIT_DIVERGED = 3
+TRAINING = ("run", "resume", "compare", "study")  # the commands that need the engine
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -87,7 +92,6 @@ def _bench(args: argparse.Namespace) -> int:
 
 
 def _table(args: argparse.Namespace) -> int:
-    from p2pfl.compare import run_subset
     from p2pfl.table import comparison_table, find_runs, parse_target
 
     if args.last < 1:
@@ -103,6 +107,9 @@ def _table(args: argparse.Namespace) -> int:
                           ) from None
     if seeds and len(set(seeds)) < len(seeds):
         raise ConfigError("--seeds", f"names a seed twice ({args.seeds}): each seed is one run")
+    from p2pfl.compare import run_subset
+    from p2pfl.config import load_config, parse_overrides
+
     cfg = load_config(args.config, parse_overrides(args.overrides))
     only = args.only.split(",") if args.only else None
     print(run_subset(cfg, Path(args.out), only, seeds, args.last, target, not args.quiet),
@@ -111,6 +118,8 @@ def _table(args: argparse.Namespace) -> int:
 
 
 def _overrides(args: argparse.Namespace) -> dict:
+    from p2pfl.config import parse_overrides
+
     overrides = parse_overrides(args.overrides)
     if args.device:
         overrides["device"] = args.device
@@ -118,6 +127,8 @@ def _overrides(args: argparse.Namespace) -> dict:
 
 
 def _execute(cfg: Config, out: str | None, progress: bool, resume: bool) -> int:
+    from p2pfl.engine import run, run_compare
+
     if cfg.compare:
         histories = run_compare(cfg, out, progress=progress, resume=resume)
         for label, history in histories.items():
@@ -131,16 +142,23 @@ def _execute(cfg: Config, out: str | None, progress: bool, resume: bool) -> int:
 def _run(args: argparse.Namespace) -> int:
     if args.resume and args.out and Path(args.out) != Path(args.resume):
         raise ConfigError("--out", f"--resume {args.resume} already names the run directory")
+    from p2pfl.config import load_config
+
     cfg = load_config(args.config, _overrides(args))
     return _execute(cfg, args.resume or args.out, not args.quiet, resume=bool(args.resume))
 
 
 def _resume(args: argparse.Namespace) -> int:
+    from p2pfl.checkpoint import read_run_config
+
     cfg = read_run_config(Path(args.run_dir), _overrides(args))
     return _execute(cfg, args.run_dir, not args.quiet, resume=True)
 
 
 def _plot(args: argparse.Namespace) -> int:
+    from p2pfl.plots import plot_histories
+    from p2pfl.results import read_metrics
+
     histories = {}
     for run_dir in map(Path, args.runs):
         metrics = run_dir / "metrics.jsonl"
@@ -153,6 +171,13 @@ def _plot(args: argparse.Namespace) -> int:
     for path in plot_histories(histories, Path(args.out), x=args.x):
         print(path)
     return 0
+
+
+def _start(command: str) -> None:
+    """Import the engine for a command that trains, before it does anything: a Ctrl-C meanwhile
+    (torch takes seconds) is then "interrupted while starting"."""
+    if command in TRAINING:
+        importlib.import_module("p2pfl.engine")
 
 
 def _os_error(err: OSError) -> str:
@@ -173,6 +198,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
     commands = {"run": _run, "resume": _resume, "plot": _plot, "table": _table,
                 "compare": _table, "bench": _bench, **analysis_cli.COMMANDS}
+    try:
+        _start(args.command)
+    except KeyboardInterrupt:
+        return interrupted_while_starting()
     try:
         return commands[args.command](args)
     except ConfigError as err:

@@ -29,6 +29,7 @@ from p2pfl.callbacks import Callback, RoundEnd, call_all
 from p2pfl.checkpoint import save_checkpoint
 from p2pfl.config import Config
 from p2pfl.context import RunContext
+from p2pfl.errors import DivergenceError, RunInterrupted
 from p2pfl.evaluation import Evaluation
 from p2pfl.guard import cut_links, finite_rows
 from p2pfl.network_time import NetworkTime
@@ -37,15 +38,6 @@ from p2pfl.results import METRICS, append_jsonl
 from p2pfl.rundir import History, finish
 
 AUTO_CHECKPOINT_RATIO = 20  # checkpoint_every = 0: save when 20x the last save's time has passed
-
-
-class DivergenceError(RuntimeError):
-    """Training produced a non-finite loss or parameters; the message (one line) names the round,
-    the nodes and the last finite loss."""
-
-
-class RunInterrupted(KeyboardInterrupt):
-    """Ctrl-C stopped the run at the end of a round, after writing a checkpoint."""
 
 
 def _clone(tree: Any) -> Any:

@@ -1,4 +1,5 @@
-"""The config's sections (typed dataclasses), their allowed names and ranges, and `ConfigError`."""
+"""The config's sections (typed dataclasses), their allowed names and ranges, and `ConfigError`
+(defined in p2pfl.errors, which the command line imports without the config)."""
 
 from __future__ import annotations
 
@@ -6,17 +7,9 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from p2pfl.errors import ConfigError
 from p2pfl.options import AlgorithmOptions
 from topologies.params import TopologyParams, param
-
-
-class ConfigError(ValueError):
-    """An invalid configuration; `str(err)` is one line that names the field."""
-
-    def __init__(self, field_name: str, message: str) -> None:
-        shown = field_name if field_name.isprintable() else repr(field_name)
-        super().__init__(f"{shown}: {' '.join(str(message).splitlines())}")
-        self.field, self.message = field_name, str(message)
 
 
 @dataclass

@@ -1,0 +1,22 @@
+"""The errors the `p2pfl` command turns into one line and an exit status, in a module that
+imports nothing: the command loads the engine (torch) only for the commands that run it."""
+
+from __future__ import annotations
+
+
+class ConfigError(ValueError):
+    """An invalid configuration; `str(err)` is one line that names the field."""
+
+    def __init__(self, field_name: str, message: str) -> None:
+        shown = field_name if field_name.isprintable() else repr(field_name)
+        super().__init__(f"{shown}: {' '.join(str(message).splitlines())}")
+        self.field, self.message = field_name, str(message)
+
+
+class DivergenceError(RuntimeError):
+    """Training produced a non-finite loss or parameters; the message (one line) names the round,
+    the nodes and the last finite loss."""
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C stopped the run at the end of a round, after writing a checkpoint."""
