@@ -32,20 +32,13 @@ from typing import Any
 import torch
 
 from p2pfl.config import Config, ConfigError, config_with_overrides
+from p2pfl.config.diff import RESUMABLE, config_diff
 from p2pfl.results import atomic_file, write_json_atomic
 from p2pfl.seeding import STREAMS
 
 CHECKPOINT = "checkpoint.pt"
 MANIFEST = "checkpoint.json"
 VERSION = 1
-# Fields a resumed run may change: the number of rounds (extended, or cut back to no earlier than
-# the checkpoint), where and how it runs, and what it does on a later divergence. Any other
-# difference would make the resumed rounds those of another experiment.
-# engine.chunk_size is not among them: batched kernels round differently for other batch counts
-# (about 1e-8 in float32 parameters after one round), and the checkpoint keeps the chunk sizes
-# an automatic plan chose so that a resume batches as the run did.
-RESUMABLE = ("rounds", "device", "engine.checkpoint_every", "engine.on_divergence")
-
 
 _SECTIONS = {"round": int, "config": dict, "population": dict, "algorithm": dict,
              "metrics": list, "streams": dict}  # what a checkpoint must hold, and as what
@@ -157,20 +150,6 @@ def restore(state: dict[str, Any], population: Any, algorithm: Any,
                           f"callbacks, this run has {len(callbacks)}")
     for callback, callback_state in zip(callbacks, saved, strict=True):
         callback.load_state_dict(callback_state)
-
-
-def config_diff(old: dict[str, Any], new: dict[str, Any], prefix: str = "") -> list[str]:
-    """Dotted names of the fields whose values differ between two config dicts, as
-    'name (old -> new)'."""
-    out = []
-    for key in sorted(set(old) | set(new)):
-        name = f"{prefix}{key}"
-        a, b = old.get(key), new.get(key)
-        if isinstance(a, dict) and isinstance(b, dict):
-            out += config_diff(a, b, f"{name}.")
-        elif a != b:
-            out.append(f"{name} ({a!r} -> {b!r})")
-    return out
 
 
 def check_resumable(old: dict[str, Any], cfg: Config, rounds_done: int, run_dir: Path) -> None:

@@ -46,7 +46,8 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--device", choices=("cpu", "cuda", "auto"), help="overrides config.device")
     c.add_argument("--quiet", action="store_true", help="no progress bar")
     p = sub.add_parser("plot", help="draw the curves of one or more run directories")
-    p.add_argument("runs", nargs="+", help="run directories (holding metrics.jsonl)")
+    p.add_argument("runs", nargs="+", help="run directories (holding metrics.jsonl); a curve "
+                   "per run, labelled by the trailing path parts that tell them apart")
     p.add_argument("--out", default="comparison", help="output file stem (.png and .pdf)")
     p.add_argument("--x", choices=("round", "time"), default="round",
                    help="x axis: the round, or the simulated time of runs with [network]")
@@ -69,7 +70,8 @@ def _add_table_parsers(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--quiet", action="store_true", help="no progress bar")
     for q in (t, c):
         q.add_argument("--last", type=int, default=10,
-                       help="rounds averaged for the accuracy column (default 10)")
+                       help="evaluated rounds averaged for the accuracy columns (default 10; "
+                       "fewer where a run has fewer)")
         q.add_argument("--target", help="accuracy for the rounds-to-target column (0.8 or 80)")
 
 
@@ -155,19 +157,29 @@ def _resume(args: argparse.Namespace) -> int:
     return _execute(cfg, args.run_dir, not args.quiet, resume=True)
 
 
-def _plot(args: argparse.Namespace) -> int:
-    from p2pfl.plots import plot_histories
+def _plot_history(run_dir: Path, x: str) -> list[dict]:
+    """The metrics of one run directory to plot against `x` ("round" or "time")."""
     from p2pfl.results import read_metrics
 
-    histories = {}
-    for run_dir in map(Path, args.runs):
-        metrics = run_dir / "metrics.jsonl"
-        if not metrics.exists():
-            raise ConfigError("runs", f"{run_dir} holds no metrics.jsonl")
-        histories[run_dir.name] = read_metrics(metrics)
-        if args.x == "time" and not any("sim_time_s" in r for r in histories[run_dir.name]):
-            raise ConfigError("--x", f"{run_dir} has no simulated time (run it with "
-                              "network.enabled = true)")
+    metrics = run_dir / "metrics.jsonl"
+    if not metrics.exists():
+        raise ConfigError("runs", f"{run_dir} holds no metrics.jsonl")
+    history = read_metrics(metrics)
+    if x == "time" and not any("sim_time_s" in r for r in history):
+        raise ConfigError("--x", f"{run_dir} has no simulated time (run it with "
+                          "network.enabled = true)")
+    return history
+
+
+def _plot(args: argparse.Namespace) -> int:
+    """One curve per run directory (a directory given twice is drawn once), labelled by the
+    fewest trailing path parts that tell the runs apart: "ring/seed0", "exponential/seed0"."""
+    from p2pfl.labels import distinct_labels, unique_paths
+    from p2pfl.plots import plot_histories
+
+    run_dirs = unique_paths(args.runs)
+    histories = {label: _plot_history(run_dir, args.x)
+                 for label, run_dir in zip(distinct_labels(run_dirs), run_dirs)}
     for path in plot_histories(histories, Path(args.out), x=args.x):
         print(path)
     return 0

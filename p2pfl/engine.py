@@ -48,7 +48,7 @@ def run(cfg: Config, out_dir: str | Path | None = None, progress: bool = False,
     """Run one experiment; per-round metrics are returned and written to `out_dir`.
 
     With `resume`, continue the run in `out_dir` from its last checkpoint (a directory without
-    one starts over); `cfg` may differ from the run's config only in `checkpoint.RESUMABLE`.
+    one starts over); `cfg` may differ from the run's config only in `config.diff.RESUMABLE`.
     Any part may be a Python object instead of the config's name, recorded in `out_dir`
     (p2pfl.objects), and a resume must get the same one again:
     `topology`: a networkx graph, a sequence of graphs, a mixing matrix (or a sequence of them),

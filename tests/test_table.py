@@ -9,17 +9,37 @@ import pytest
 
 from p2pfl.cli import main
 from p2pfl.config import ConfigError
+from p2pfl.labels import distinct_labels, unique_paths
 from p2pfl.table import comparison_table, find_runs, parse_target, summarize
 from tests.conftest import tiny_toml
 
 
-def _fake_run(path: Path, accs: list[float], messages: int = 8) -> Path:
+def _fake_run(path: Path, accs: list[float], messages: int = 8,
+              config: dict | None = None, **series: list[float]) -> Path:
+    """A run directory with one evaluated round per accuracy; `series` adds metrics by round
+    (e.g. test_acc_personal=[...]), `config` writes config.json."""
     path.mkdir(parents=True)
     with open(path / "metrics.jsonl", "w") as f:
         for t, acc in enumerate(accs, start=1):
+            extra = {key: values[t - 1] for key, values in series.items()}
             f.write(json.dumps({"round": t, "test_acc": acc, "messages": messages,
-                                "bytes_sent": 1e6}) + "\n")
+                                "bytes_sent": 1e6, **extra}) + "\n")
+    if config is not None:
+        (path / "config.json").write_text(json.dumps(config))
     return path
+
+
+def _config(lr: float = 0.1, seed: int = 0, **top: object) -> dict:
+    """A config.json as a run writes it (the fields the table compares)."""
+    return {"seed": seed, "rounds": 2, "device": "cpu", **top,
+            "algorithm": {"name": "dfedavg", "lr": lr},
+            "engine": {"checkpoint_every": 0, "chunk_size": 0}}
+
+
+def _rows(table: str) -> dict[str, list[str]]:
+    """The table's rows as label -> cells (the header row included, under "run")."""
+    lines = [line.strip("|").split(" | ") for line in table.splitlines() if "---" not in line]
+    return {cells[0].strip(): [c.strip() for c in cells[1:]] for cells in lines}
 
 
 def test_summary_takes_the_mean_of_the_last_rounds_and_the_first_round_at_target(tmp_path):
@@ -42,6 +62,74 @@ def test_table_groups_seeds_and_sorts_by_accuracy(tmp_path):
     _fake_run(tmp_path / "slow" / "seed1", [0.2, 0.4, 0.5])
     (tmp_path / "slow" / "seed1" / "summary.json").write_text("{}")
     assert "| slow | 2 | 2-3 (1 unfinished) |" in comparison_table(find_runs([tmp_path]))
+
+
+def test_seeds_pool_across_folders_and_other_configs_get_rows_named_by_their_path(tmp_path):
+    """runs/a/ring and runs/c/ring ran one config (seeds 0-2, one extended to more rounds on
+    another device), runs/b/ring another: two rows, never one mean of both."""
+    _fake_run(tmp_path / "a" / "ring" / "seed0", [0.5, 0.6], config=_config(seed=0))
+    _fake_run(tmp_path / "a" / "ring" / "seed1", [0.5, 0.8],
+              config={**_config(seed=1), "rounds": 3, "device": "cuda"})
+    _fake_run(tmp_path / "c" / "ring" / "seed2", [0.5, 0.7], config=_config(seed=2))
+    _fake_run(tmp_path / "b" / "ring" / "seed0", [0.5, 0.2], config=_config(lr=0.5))
+    _fake_run(tmp_path / "b" / "star" / "seed0", [0.5, 0.9], config=_config(lr=0.5))
+    rows = _rows(comparison_table(find_runs([tmp_path]), last=1))
+    assert list(rows) == ["run", "star", "a/ring + c/ring", "b/ring"]
+    assert rows["a/ring + c/ring"][:3] == ["3", "2 (3 unfinished)", "70.00 ± 8.16"]
+    assert rows["b/ring"][:3] == ["1", "2 (1 unfinished)", "20.00"]
+    assert list(_rows(comparison_table(find_runs([tmp_path / "a", tmp_path / "c"]))))[1:] == [
+        "ring"]
+
+
+def test_a_folder_whose_seeds_ran_different_configs_is_refused(tmp_path, capsys):
+    _fake_run(tmp_path / "x" / "ring" / "seed0", [0.5], config=_config(lr=0.1))
+    _fake_run(tmp_path / "x" / "ring" / "seed1", [0.5], config=_config(lr=0.2, seed=1))
+    with pytest.raises(ConfigError, match=r"seed0 and seed1 differ in algorithm.lr "
+                       r"\(0.1 -> 0.2\)\); the seed folders of one variant may differ only"):
+        comparison_table(find_runs([tmp_path]))
+    assert main(["table", str(tmp_path)]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_a_run_given_twice_counts_once(tmp_path, capsys):
+    _fake_run(tmp_path / "ring" / "seed0", [0.5, 0.6])
+    _fake_run(tmp_path / "ring" / "seed1", [0.5, 0.8])
+    assert main(["table", str(tmp_path), str(tmp_path / "ring" / "seed1"), "--last", "1"]) == 0
+    assert _rows(capsys.readouterr().out)["ring"][:3] == ["2", "2 (2 unfinished)", "70.00 ± 10.00"]
+
+
+def test_the_header_names_the_evaluations_averaged(tmp_path):
+    _fake_run(tmp_path / "long", [0.1] * 8)
+    assert "test_acc % (mean of last 8 evaluations)" in _rows(
+        comparison_table([tmp_path / "long"], last=10))["run"]
+    _fake_run(tmp_path / "short" / "seed0", [0.1] * 3)
+    _fake_run(tmp_path / "short" / "seed1", [0.1] * 9)
+    rows = _rows(comparison_table(find_runs([tmp_path]), last=10))
+    assert rows["run"][2:4] == ["test_acc % (mean of last k evaluations)", "k"]
+    assert rows["long"][3] == "8" and rows["short"][3] == "3-9"
+
+
+def test_an_algorithms_own_accuracies_get_columns(tmp_path):
+    _fake_run(tmp_path / "fedfsa" / "seed0", [0.5, 0.6, 0.7], test_acc_personal=[0.2, 0.8, 0.9],
+              test_acc_local_mean=[0.1, 0.1, 0.1])
+    _fake_run(tmp_path / "fedfsa" / "seed1", [0.5, 0.6, 0.7], test_acc_personal=[0.2, 0.8, 0.7])
+    _fake_run(tmp_path / "dfedavg", [0.5, 0.6, 0.8])
+    rows = _rows(comparison_table(find_runs([tmp_path]), last=2))
+    assert rows["run"][3] == "test_acc_personal %" and rows["run"][4] == "best %"
+    assert rows["fedfsa"][3] == "80.00 ± 5.00" and rows["dfedavg"][3] == "-"
+    assert "test_acc_personal" not in comparison_table([tmp_path / "dfedavg"])
+
+
+def test_plot_draws_one_curve_per_run_labelled_by_its_distinct_path(tmp_path, monkeypatch,
+                                                                    capsys):
+    drawn = {}
+    monkeypatch.setattr("p2pfl.plots.plot_histories",
+                        lambda histories, path, x: drawn.update(histories) or [path])
+    runs = [_fake_run(tmp_path / "x" / name / "seed0", [0.5]) for name in ("ring", "exp")]
+    assert main(["plot", *map(str, runs), str(runs[0]), "--out", str(tmp_path / "f")]) == 0
+    assert list(drawn) == ["ring/seed0", "exp/seed0"]
+    assert distinct_labels(unique_paths([tmp_path / "a" / "r", tmp_path / "b" / "r",
+                                         tmp_path / "b" / "s"])) == ["a/r", "b/r", "b/s"]
 
 
 def test_bad_inputs_give_one_line_errors(tmp_path, capsys):

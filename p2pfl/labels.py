@@ -1,0 +1,41 @@
+"""Short labels that tell run directories apart: the fewest trailing path parts that differ,
+e.g. "ring/seed0" and "exponential/seed0" for runs/x/ring/seed0 and runs/x/exponential/seed0."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+
+def unique_paths(paths: Iterable[str | Path]) -> list[Path]:
+    """The absolute form of each path (".." resolved, links kept), in order, each once."""
+    seen: dict[Path, None] = {}
+    for path in paths:
+        seen.setdefault(Path(os.path.abspath(path)), None)
+    return list(seen)
+
+
+def suffix(path: Path, depth: int) -> str:
+    """The last `depth` parts of an absolute path, joined by "/"."""
+    return "/".join(path.parts[1:][-depth:])
+
+
+def separating_depth(groups: Sequence[Sequence[Path]]) -> int | None:
+    """The fewest trailing parts at which no two groups of absolute paths share a suffix; None if
+    two groups share a path."""
+    longest = max(len(path.parts) for group in groups for path in group)
+    for depth in range(1, longest):
+        suffixes = [{suffix(path, depth) for path in group} for group in groups]
+        if sum(map(len, suffixes)) == len(set().union(*suffixes)):
+            return depth
+    return None
+
+
+def distinct_labels(paths: Sequence[Path]) -> list[str]:
+    """One label per path (distinct absolute paths, as `unique_paths` gives): its last parts, as
+    many for every path as it takes to tell them all apart."""
+    depth = separating_depth([[path] for path in paths])
+    if depth is None:
+        raise ValueError("distinct_labels needs distinct paths")
+    return [suffix(path, depth) for path in paths]
