@@ -225,6 +225,32 @@ def test_invalid_config_is_one_clean_line_naming_the_field(tmp_path, capsys, mon
     assert not out.exists()
 
 
+@pytest.mark.parametrize(("sets", "line"), [
+    (["algoritm.lr=0.1"], "algoritm: did you mean 'algorithm'? unknown field (allowed: "),
+    (["algorithm.lrr=0.1"], "algorithm.lrr: did you mean 'algorithm.lr'? unknown field"),
+    (["topology.nmae='ring'"], "topology.nmae: did you mean 'topology.name'? unknown field"),
+    (["topology.name='rnig'"], "topology.name: did you mean 'ring'? unknown value 'rnig' "
+                               "(allowed: ring, "),
+    (["algorithm.name='dfedav'"], "algorithm.name: did you mean 'dfedavg'? unknown value"),
+    (["compare=[{'topology.name' = 'torsu'}]"], "compare[0].topology.name: did you mean "
+                                                "'torus'? unknown value"),
+    (["topology.name='zzzz'"], "topology.name: unknown value 'zzzz' (allowed: "),
+])
+def test_a_misspelt_field_or_name_gets_a_suggestion(tmp_path, capsys, base_file, sets, line):
+    argv = ["run", str(base_file), "--out", str(tmp_path / "run")]
+    for item in sets:
+        argv += ["--set", item]
+    assert _expect_clean_error(capsys, argv, line.split(":")[0]).startswith(
+        f"p2pfl: error: {line}")
+
+
+def test_analyze_suggests_a_topology_and_a_parameter(capsys):
+    err = _expect_clean_error(capsys, ["analyze", "rnig"], "topology")
+    assert "'rnig' is not a topology; did you mean 'ring'? choose one of ring, " in err
+    err = _expect_clean_error(capsys, ["analyze", "ring", "--set", "directd=false"], "topology")
+    assert "directd is not a topology parameter (did you mean 'directed'? allowed: " in err
+
+
 @pytest.mark.parametrize(("field", "text"), [
     ("config", "rounds = = 3\n"),
     ("config", "[data\nname = 'x'\n"),

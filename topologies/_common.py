@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import difflib
 import operator
+from collections.abc import Iterable
 
 import networkx as nx
 import numpy as np
@@ -15,6 +17,13 @@ class ParameterError(ValueError):
         super().__init__(f"{name} {message}")
         self.name = name
         self.message = message
+
+
+def did_you_mean(given: object, allowed: Iterable[str], prefix: str = "") -> str:
+    """"did you mean 'ring'? " where `given` is close to a name in `allowed`, else ""; `prefix`
+    goes before the match ("algorithm." to suggest a config field by its dotted name)."""
+    close = difflib.get_close_matches(given, list(allowed), n=1) if isinstance(given, str) else []
+    return f"did you mean {prefix + close[0]!r}? " if close else ""
 
 
 def check_int(value: int, name: str, low: int, high: int | None = None) -> int:

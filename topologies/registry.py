@@ -20,7 +20,7 @@ import scipy.sparse as sp
 
 from topologies import builders as b
 from topologies import random_graphs as rg
-from topologies._common import ParameterError, check_int
+from topologies._common import ParameterError, check_int, did_you_mean
 from topologies.convert import from_adjacency, from_edges
 from topologies.params import TopologyParams
 from topologies.schedules import (
@@ -145,12 +145,14 @@ def build_schedule(name: str, n: int, *, seed: int = 0, **params: object) -> Sch
     topologies: round t of a schedule draws from (seed, t).
     """
     if name not in TOPOLOGIES:
-        raise ParameterError("name", f"{name!r} is not a topology; choose one of "
+        raise ParameterError("name", f"{name!r} is not a topology; "
+                             f"{did_you_mean(name, TOPOLOGIES)}choose one of "
                              f"{', '.join(TOPOLOGIES)}")
-    unknown = sorted(set(params) - {f.name for f in fields(TopologyParams)})
+    known = [f.name for f in fields(TopologyParams)]
+    unknown = sorted(set(params) - set(known))
     if unknown:
-        raise ParameterError(unknown[0], "is not a topology parameter (allowed: "
-                             f"{', '.join(f.name for f in fields(TopologyParams))})")
+        raise ParameterError(unknown[0], "is not a topology parameter "
+                             f"({did_you_mean(unknown[0], known)}allowed: {', '.join(known)})")
     o = TopologyParams(**params)
     n = check_int(n, "n", 1)
     window = check_int(o.window, "window", 1)

@@ -8,6 +8,7 @@ from typing import Any
 
 from p2pfl.config.sections import ConfigError, coerce
 from p2pfl.options import AlgorithmOptions, field_types
+from topologies._common import did_you_mean
 
 
 def declared_options() -> dict[str, tuple[dataclasses.Field, type]]:
@@ -40,8 +41,8 @@ def build_algorithm(values: Any, prefix: str, compare_root: bool) -> AlgorithmOp
         raise ConfigError(prefix, f"must be a table, got {values!r}")
     name = coerce(values.get("name", AlgorithmOptions.name), str, f"{prefix}.name")
     if name not in ALGORITHMS:
-        raise ConfigError(f"{prefix}.name", f"unknown value {name!r} (allowed: "
-                          f"{', '.join(ALGORITHMS)})")
+        raise ConfigError(f"{prefix}.name", f"{did_you_mean(name, ALGORITHMS)}unknown value "
+                          f"{name!r} (allowed: {', '.join(ALGORITHMS)})")
     cls = _any_options() if compare_root else ALGORITHMS[name].Options
     own, declared = field_types(cls), declared_options()
     kwargs: dict[str, Any] = {}
@@ -50,8 +51,8 @@ def build_algorithm(values: Any, prefix: str, compare_root: bool) -> AlgorithmOp
             kwargs[key] = coerce(value, own[key], f"{prefix}.{key}")
             continue
         if key not in declared:
-            raise ConfigError(f"{prefix}.{key}", f"unknown field (allowed: "
-                              f"{', '.join(sorted(own))})")
+            raise ConfigError(f"{prefix}.{key}", f"{did_you_mean(key, own, f'{prefix}.')}unknown "
+                              f"field (allowed: {', '.join(sorted(own))})")
         other, tp = declared[key]
         if coerce(value, tp, f"{prefix}.{key}") != other.default:
             raise ConfigError(f"{prefix}.{key}", f"{name} does not use {key} (got {value!r}); "

@@ -27,6 +27,7 @@ from p2pfl.config.sections import (
     coerce,
 )
 from topologies import ParameterError
+from topologies._common import did_you_mean
 from topologies.params import check_number, check_values
 
 if sys.version_info >= (3, 11):
@@ -42,8 +43,9 @@ def _build_section(cls: type, values: Any, prefix: str) -> Any:
     known = {f.name for f in fields(cls)}
     unknown = sorted(set(values) - known)
     if unknown:
-        allowed = ", ".join(sorted(known))
-        raise ConfigError(f"{prefix}.{unknown[0]}", f"unknown field (allowed: {allowed})")
+        hint = did_you_mean(unknown[0], known, f"{prefix}.")
+        raise ConfigError(f"{prefix}.{unknown[0]}",
+                          f"{hint}unknown field (allowed: {', '.join(sorted(known))})")
     kwargs = {k: coerce(v, hints[k], f"{prefix}.{k}") for k, v in values.items()}
     return cls(**kwargs)
 
@@ -74,8 +76,8 @@ def config_from_dict(raw: dict[str, Any]) -> Config:
         elif key in top_hints:
             kwargs[key] = coerce(value, top_hints[key], key)
         else:
-            allowed = ", ".join(sorted(top_hints))
-            raise ConfigError(key, f"unknown field (allowed: {allowed})")
+            raise ConfigError(key, f"{did_you_mean(key, top_hints)}unknown field (allowed: "
+                              f"{', '.join(sorted(top_hints))})")
     cfg = _with_implied(Config(**kwargs))
     # A [[compare]] root is never run itself: only its variants are checked against their
     # algorithm (its own algorithm name may be a placeholder).
@@ -163,7 +165,8 @@ def check_fields(cfg: Config) -> None:
         value = getattr(obj, key)
         if value not in allowed:
             name = f"{section}.{key}" if section else key
-            raise ConfigError(name, f"unknown value {value!r} (allowed: {', '.join(allowed)})")
+            raise ConfigError(name, f"{did_you_mean(value, allowed)}unknown value {value!r} "
+                              f"(allowed: {', '.join(allowed)})")
     for (section, key), bounds in _RANGES.items():
         obj = getattr(cfg, section) if section else cfg
         _check_range(f"{section}.{key}" if section else key, getattr(obj, key), bounds)
