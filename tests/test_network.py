@@ -156,7 +156,8 @@ def test_network_study_table_reads_time_to_target():
     assert seconds_to(results[0.3]["a"], 0.8) == 6.0
     assert seconds_to(results[0.0]["b"], 0.8) is None
     lines = table(results, 0.8, shown=0.3).splitlines()
-    assert lines[0] == "| variant | final acc @ 0.3 | s/round @ 0.3 | s to 80% @ 0 | s to 80% @ 0.3 |"
+    assert lines[0] == ("| variant | final acc @ 0.3 | s/round @ 0.3 | s to 80% @ 0 "
+                        "| s to 80% @ 0.3 |")
     assert lines[2] == "| a | 80.0 % | 2.00 | 2.0 | 6.0 |"
     assert lines[3] == "| b | 80.0 % | 0.50 | not reached | 1.5 |"
 
