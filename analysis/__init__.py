@@ -17,6 +17,7 @@ from analysis.connectivity import (
     min_b,
     number_of_components,
     union_graph,
+    why_not_strongly_connected,
 )
 from analysis.consensus import (
     consensus_distance,
@@ -45,5 +46,5 @@ __all__ = [
     "gossip_consensus", "is_b_connected", "is_strongly_connected", "largest_component_diameter",
     "min_b", "mixing_time", "number_of_components", "per_round_rate", "perron_vector", "product",
     "pushsum_consensus", "rounds_to_consensus", "schedule_mixing_time", "slem", "sparse_mixing",
-    "spectral_gap", "summary", "union_graph",
+    "spectral_gap", "summary", "union_graph", "why_not_strongly_connected",
 ]
