@@ -88,7 +88,8 @@ def _log_slem_of_product(matrices: Iterable[np.ndarray], n: int) -> float:
             return -math.inf
         log_scale += math.log(scale)
         X, size = X / scale, 1.0
-    return log_scale + math.log(float(np.abs(np.linalg.eigvals(X)).max()))
+    radius = float(np.abs(np.linalg.eigvals(X)).max())
+    return log_scale + math.log(radius) if radius > 0.0 else -math.inf
 
 
 def schedule_mixing_time(schedule: ScheduleLike, eps: float = 1e-3, max_rounds: int = 10_000,
@@ -105,8 +106,7 @@ def schedule_mixing_time(schedule: ScheduleLike, eps: float = 1e-3, max_rounds: 
     if not 0 < eps < 1:
         raise ValueError(f"eps must be in (0, 1), got {eps}")
     sched, length = rounds_of(schedule)
-    if sched.period is not None and not is_strongly_connected(union_graph(sched, 0,
-                                                                          sched.period)):
+    if sched.period and not is_strongly_connected(union_graph(sched, 0, sched.period)):
         return None
     n = sched.n
     P = np.eye(n) - 1.0 / n
