@@ -15,7 +15,8 @@ from typing import Any
 _HOMES = {
     "analysis.connectivity": (
         "BConnectivity", "b_connectivity", "diameter", "is_b_connected", "is_strongly_connected",
-        "largest_component_diameter", "min_b", "number_of_components", "union_graph"),
+        "largest_component_diameter", "min_b", "number_of_components", "union_graph",
+        "why_not_strongly_connected"),
     "analysis.consensus": (
         "consensus_distance", "consensus_error", "contraction_rate", "gossip_consensus",
         "pushsum_consensus", "rounds_to_consensus"),

@@ -13,7 +13,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     a.add_argument("topology", help="topology name (see topologies.TOPOLOGIES)")
     a.add_argument("--n", type=int, default=16, help="number of nodes (default 16)")
     a.add_argument("--set", dest="params", action="append", default=[], metavar="KEY=VALUE",
-                   help="a parameter of the topology, e.g. --set directed=false (repeatable)")
+                   help="a parameter of the topology, e.g. --set directed=false, or horizon=40 "
+                   "(rounds of a time-varying schedule to analyse) (repeatable)")
     a.add_argument("--mixing", choices=("natural", "column_stochastic", "doubly_stochastic"),
                    default="natural", help="round matrix (natural: MH if undirected, push rule "
                    "if directed)")
@@ -40,12 +41,24 @@ def _fmt(value: Any) -> str:
     return "-" if value is None else str(value)
 
 
+def _horizon(params: dict[str, Any]) -> int | None:
+    """Take `horizon` (an analysis parameter, not a topology one) out of the --set pairs."""
+    from p2pfl.config import ConfigError
+
+    horizon = params.pop("horizon", None)
+    if horizon is not None and (isinstance(horizon, bool) or not isinstance(horizon, int)
+                                or horizon < 1):
+        raise ConfigError("--set", f"horizon must be an integer >= 1, got {horizon!r}")
+    return horizon
+
+
 def analyze(args: argparse.Namespace) -> int:
     import topologies as T
     from analysis.summary import summary
     from p2pfl.config import ConfigError, parse_overrides
 
     params = parse_overrides(args.params)
+    horizon = _horizon(params)
     try:
         schedule = T.build_schedule(args.topology, args.n, **params)
     except TypeError as err:
@@ -54,7 +67,7 @@ def analyze(args: argparse.Namespace) -> int:
         raise ConfigError("topology", str(err)) from None
     mixing = None if args.mixing == "natural" else args.mixing
     try:
-        result = summary(schedule, mixing=mixing, eps=args.eps)
+        result = summary(schedule, mixing=mixing, eps=args.eps, horizon=horizon)
     except ValueError as err:
         raise ConfigError("--mixing" if mixing else "topology", str(err)) from None
     result = {"topology": args.topology, **{k: v for k, v in params.items()}, **result}

@@ -39,6 +39,20 @@ def number_of_components(G: MatrixLike) -> int:
     return int(connected_components(adjacency(G), directed=True, connection="strong")[0])
 
 
+def why_not_strongly_connected(G: MatrixLike) -> str | None:
+    """None if G is strongly connected (connected, for an nx.Graph), else the reason in words:
+    "not strongly connected: k strongly connected components". O(n + m)."""
+    k = number_of_components(G)
+    if k == 1:
+        return None
+    return f"not {_kind(G)}: {k} {_kind(G)} components"
+
+
+def _kind(G: MatrixLike) -> str:
+    """'connected' for an undirected nx.Graph, 'strongly connected' otherwise."""
+    return "connected" if isinstance(G, nx.Graph) and not G.is_directed() else "strongly connected"
+
+
 def _eccentricity_max(A: sp.csr_array) -> float:
     n, best = A.shape[0], 0.0
     for lo in range(0, n, BFS_BLOCK):
@@ -55,9 +69,7 @@ def diameter(G: MatrixLike) -> int:
     DENSE_MAX nodes the exact value comes from batched BFS (scipy.sparse.csgraph), O(n m).
     """
     if not is_strongly_connected(G):
-        kind = ("connected" if isinstance(G, nx.Graph) and not G.is_directed()
-                else "strongly connected")
-        raise ValueError(f"the graph is not {kind}, so its diameter is infinite")
+        raise ValueError(f"the graph is not {_kind(G)}, so its diameter is infinite")
     graph_n = G.number_of_nodes() if isinstance(G, nx.Graph) else G.shape[0]
     if graph_n > matrices.DENSE_MAX or not isinstance(G, nx.Graph):
         return int(_eccentricity_max(adjacency(G)))
@@ -94,8 +106,9 @@ class _Trace:
 def rounds_of(schedule: ScheduleLike) -> tuple[Schedule | _Trace, int | None]:
     """(object with at(t) and n, number of rounds it holds: None when unbounded)."""
     if isinstance(schedule, (list, tuple)):
-        trace = _Trace(schedule)
-        return trace, len(trace.items)
+        schedule = _Trace(schedule)
+    if isinstance(schedule, _Trace):
+        return schedule, len(schedule.items)
     if not isinstance(schedule, nx.Graph) and hasattr(schedule, "at") and hasattr(schedule, "n"):
         return schedule, None  # any object with at(t), n and period is a schedule
     return as_schedule(schedule), None

@@ -15,9 +15,13 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as sla
 
 from analysis import matrices
-from analysis.matrices import MatrixLike, as_matrix, is_symmetric
+from analysis.connectivity import why_not_strongly_connected
+from analysis.matrices import Matrix, MatrixLike, as_matrix, is_symmetric
 
 SPARSE_K = 20  # eigenpairs asked from ARPACK for a non-symmetric SLEM (k = 1 stops too early)
+SPARSE_POWER = 4  # ARPACK runs on B^4: a quarter of its orthogonalisation per product with W
+SPARSE_TOL = 1e-4  # ARPACK residual tolerance of the non-symmetric SLEM
+SPARSE_RESTARTS = 60  # ARPACK restarts of the non-symmetric SLEM: ~20 s, 15-out, n = 10^5
 
 
 def _sort_by_modulus(ev: np.ndarray) -> np.ndarray:
@@ -43,45 +47,63 @@ def eigenvalues(W: MatrixLike, k: int | None = None) -> np.ndarray:
     return ev if k is None else ev[:k]
 
 
+def _require_strongly_connected(W: Matrix, what: str) -> None:
+    """ValueError naming the components unless the graph of W is strongly connected."""
+    reason = why_not_strongly_connected(W)
+    if reason is not None:
+        raise ValueError(f"{what} needs a strongly connected graph; W is {reason}")
+
+
 def perron_vector(W: MatrixLike, tol: float = 1e-12) -> np.ndarray:
     """Right Perron vector pi of a column-stochastic W: ``W pi = pi``, ``sum(pi) = 1`` ([n]).
 
     The stationary weights of Push-Sum: ``x(t) -> pi * sum(x(0))``, ``w(t) -> n * pi``.
-    ValueError if eigenvalue 1 is not simple (the graph of W is not strongly connected).
+    ValueError if the graph of W is not strongly connected: then pi is not unique (several sink
+    components) or has zeros (one sink component keeps all the mass), and Push-Sum does not
+    reach the average. Dense W: LAPACK. Sparse W: ARPACK for the one eigenvalue of largest
+    modulus of the lazy ``(I + W) / 2`` (same pi; 1 is its only eigenvalue of modulus 1), to
+    relative residual `tol`.
     """
     W = as_matrix(W)
-    n = W.shape[0]
-    if sp.issparse(W):
-        # (I + W) / 2: same Perron vector, and 1 is its only eigenvalue of modulus 1
-        lazy = sla.LinearOperator((n, n), matvec=lambda x: 0.5 * (x + W @ x), dtype=float)
-        vals, vecs = sla.eigs(lazy, k=2, which="LM", tol=tol, v0=np.full(n, 1.0 / n))
-        order = np.argsort(-np.abs(vals))
-        v, simple = np.real(vecs[:, order[0]]), abs(vals[order[1]]) < 1.0 - 1e-9
-    else:
-        vals, vecs = np.linalg.eig(W)
-        order = np.argsort(np.abs(vals - 1.0))
-        v = np.real(vecs[:, order[0]])
-        simple = n == 1 or abs(vals[order[1]] - 1.0) > 1e-9
-    if not simple:
-        raise ValueError("eigenvalue 1 of W is not simple (its graph is not strongly connected): "
-                         "the Perron vector is not unique")
+    _require_strongly_connected(W, "the Perron vector")
+    v = _perron_sparse(W, tol) if sp.issparse(W) else _perron_dense(W)
     pi = v / v.sum()
     if (pi < -1e-9).any():
         raise ValueError("W has no non-negative Perron vector: is it column-stochastic?")
     return np.clip(pi, 0.0, None) / np.clip(pi, 0.0, None).sum()
 
 
+def _perron_dense(W: np.ndarray) -> np.ndarray:
+    """Eigenvector [n] of the eigenvalue of W closest to 1 (LAPACK), unnormalised."""
+    vals, vecs = np.linalg.eig(W)
+    return np.real(vecs[:, np.argmin(np.abs(vals - 1.0))])
+
+
+def _perron_sparse(W: sp.csr_array, tol: float) -> np.ndarray:
+    """Eigenvector [n] of the largest-modulus eigenvalue of (I + W) / 2 (ARPACK, k = 1)."""
+    n = W.shape[0]
+    lazy = sla.LinearOperator((n, n), matvec=lambda x: 0.5 * (x + W @ x), dtype=float)
+    vecs = sla.eigs(lazy, k=1, which="LM", tol=tol, v0=np.full(n, 1.0 / n))[1]
+    return np.real(vecs[:, 0])
+
+
 def slem(W: MatrixLike) -> float:
     """Second-largest eigenvalue modulus: max |lambda_k| once the eigenvalue 1 is removed.
 
-    Equals 1 when eigenvalue 1 is not simple (graph not strongly connected). Sparse W: the
-    largest modulus of the deflated operator ``x -> W x - pi * sum(x)`` (pi = 1/n when W is
-    symmetric, else the Perron vector), by ARPACK.
+    1 (spectral gap 0) when the graph of W is not strongly connected, checked first in
+    O(n + m): averaging then never reaches consensus, even where the other eigenvalues are
+    smaller (one sink component, e.g. 0 -> 1 <-> 2, keeps 1 simple). A strongly connected W
+    can have slem 1 too: a periodic one (the directed ring without self-weights).
+    Sparse W: symmetric, Lanczos on ``x -> W x - mean(x)`` (see _slem_symmetric_sparse);
+    otherwise the largest modulus ARPACK finds for ``B x = W x - pi sum(x)`` (pi the Perron
+    vector), see _slem_nonsymmetric_sparse.
     """
     W = as_matrix(W)
     n = W.shape[0]
     if n <= 1:
         return 0.0
+    if why_not_strongly_connected(W) is not None:
+        return 1.0
     if not sp.issparse(W):
         ev = eigenvalues(W)
         return float(np.abs(np.delete(ev, np.argmin(np.abs(ev - 1.0)))).max())
@@ -89,16 +111,39 @@ def slem(W: MatrixLike) -> float:
     try:
         if is_symmetric(W):
             return _slem_symmetric_sparse(W, v0 - v0.mean())
-        try:
-            pi = perron_vector(W)
-        except ValueError:
-            return 1.0
-        op = sla.LinearOperator((n, n), matvec=lambda x: W @ x - pi * x.sum(), dtype=float)
-        ev = sla.eigs(op, k=SPARSE_K, which="LM", tol=1e-10, v0=v0, return_eigenvectors=False)
+        return _slem_nonsymmetric_sparse(W, v0)
     except sla.ArpackNoConvergence:
         raise ValueError(f"the sparse eigensolver did not converge for n = {n} (eigenvalues "
                          "clustered near 1?); use a closed form (topologies.md 2)") from None
-    return float(np.abs(ev).max())
+
+
+def _slem_nonsymmetric_sparse(W: sp.csr_array, v0: np.ndarray) -> float:
+    """Largest modulus among the eigenvalues ARPACK resolves for B = W - pi 1^T.
+
+    ARPACK runs on B^SPARSE_POWER (moduli to that power: a quarter of the orthogonalisation
+    per product) for SPARSE_K eigenpairs to residual SPARSE_TOL (slem within 1e-10 of dense
+    LAPACK on the test matrices), at most SPARSE_RESTARTS restarts; if they run out, the
+    largest converged one counts. Exact when the second eigenvalue stands apart; on a crowded
+    edge (random digraphs: a disk of eigenvalues) a lower bound, ~1e-6 relative at n = 10^5
+    (bench.analysis). ArpackNoConvergence if none converged.
+    """
+    n = W.shape[0]
+    pi = perron_vector(W)
+
+    def power(x: np.ndarray) -> np.ndarray:
+        for _ in range(SPARSE_POWER):
+            x = W @ x - pi * x.sum()
+        return x
+
+    op = sla.LinearOperator((n, n), matvec=power, dtype=float)
+    try:
+        ev = sla.eigs(op, k=min(SPARSE_K, n - 2), which="LM", tol=SPARSE_TOL, v0=v0,
+                      maxiter=SPARSE_RESTARTS, return_eigenvectors=False)
+    except sla.ArpackNoConvergence as err:
+        if len(err.eigenvalues) == 0:
+            raise
+        ev = err.eigenvalues
+    return float(np.abs(ev).max() ** (1.0 / SPARSE_POWER))
 
 
 def _slem_symmetric_sparse(W: sp.csr_array, v0: np.ndarray) -> float:
@@ -154,21 +199,23 @@ def _limit(W: np.ndarray) -> np.ndarray:
     return np.outer(pi, np.ones(n))
 
 
-def mixing_time(W: MatrixLike, eps: float = 1e-3, max_rounds: int = 10**6) -> int:
+def mixing_time(W: MatrixLike, eps: float = 1e-3, max_rounds: int = 10**6) -> int | None:
     """epsilon-averaging time ``min{t : ||W^t - pi 1^T||_2 <= eps}`` (topologies.md 4.6).
 
     pi 1^T = J for a doubly-stochastic W. Exact: since ``||W^t - pi 1^T||_2 >= slem^t``, no
     t below ``ln(1/eps) / ln(1/slem)`` can qualify; from there the norm is checked round by
     round (for a normal W the first candidate is the answer). Sparse W (n > DENSE_MAX): the
     candidate ``ceil(ln(1/eps) / ln(1/slem))`` itself, exact for normal W.
-    ValueError if W does not mix (slem = 1) or no t <= max_rounds qualifies.
+    None when W never mixes (slem = 1): its graph is not strongly connected
+    (`why_not_strongly_connected` says how) or it is periodic. ValueError if eps is not in
+    (0, 1) or no t <= max_rounds qualifies.
     """
     if not 0 < eps < 1:
         raise ValueError(f"eps must be in (0, 1), got {eps}")
     W = as_matrix(W)
     rate = slem(W)
     if rate >= 1.0 - 1e-12:
-        raise ValueError("W does not mix (slem = 1: its graph is not strongly connected)")
+        return None
     start = 1 if rate == 0.0 else max(1, math.ceil(math.log(eps) / math.log(rate) - 1e-9))
     if sp.issparse(W):
         return start

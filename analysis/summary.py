@@ -14,11 +14,12 @@ from analysis.connectivity import (
     ScheduleLike,
     b_connectivity,
     diameter,
-    is_strongly_connected,
     largest_component_diameter,
     min_b,
     number_of_components,
     rounds_of,
+    union_graph,
+    why_not_strongly_connected,
 )
 from analysis.matrices import (
     Matrix,
@@ -34,7 +35,7 @@ from analysis.spectral import (
     perron_vector,
     slem,
 )
-from analysis.timevarying import product, rate_of_product, round_matrix, schedule_mixing_time
+from analysis.timevarying import per_round_rate, product, round_matrix, schedule_mixing_time
 
 APERIODIC_HORIZON = 20  # rounds examined for a schedule without a period
 
@@ -57,10 +58,13 @@ def _matrix_name(graph: nx.Graph | None, mixing: str | None) -> str:
 def _static(graph: nx.Graph | None, W: Matrix, eps: float) -> dict[str, Any]:
     n = W.shape[0]
     target = graph if graph is not None else W
-    connected = is_strongly_connected(target)
+    reason = why_not_strongly_connected(target)
+    connected = reason is None
     out: dict[str, Any] = {"strongly_connected": connected,
                            "components": number_of_components(target),
                            "min_B": 1 if connected else None}
+    if reason is not None:
+        out["no_consensus"] = reason
     if connected:
         out["diameter"] = diameter(target)
     else:
@@ -88,6 +92,9 @@ def _time_varying(schedule: ScheduleLike, mixing: str | None, eps: float,
     period = sched.period
     window = horizon or period or length or APERIODIC_HORIZON
     out: dict[str, Any] = {"period": period, "horizon": window}
+    reason = why_not_strongly_connected(union_graph(sched, 0, window))
+    if reason is not None:
+        out["no_consensus"] = f"the union of rounds 0..{window - 1} is {reason}"
     b = min_b(sched, horizon=window if period is None else horizon)
     out["min_B"] = b
     if b is None:
@@ -97,12 +104,12 @@ def _time_varying(schedule: ScheduleLike, mixing: str | None, eps: float,
                                 else window)
         out["diameter"] = int(report.max_union_diameter)  # SGP's Delta: union over a B-window
     if sched.n <= matrices.DENSE_MAX:
-        P = product(sched, 0, window, mixing)
-        rate = rate_of_product(P, window)
+        rate = per_round_rate(sched, window, mixing)
         out["per_round_rate"] = rate
         out["spectral_gap"] = 1.0 - rate
         out[f"mixing_time({eps:g})"] = schedule_mixing_time(sched, eps, mixing=mixing)
-        out["ergodicity_coefficient_of_window"] = ergodicity_coefficient(P)
+        out["ergodicity_coefficient_of_window"] = ergodicity_coefficient(
+            product(sched, 0, window, mixing))
     return out
 
 
@@ -121,11 +128,14 @@ def summary(topology: ScheduleLike | Matrix, *, mixing: str | None = None, eps: 
     Returns
     -------
     Static: n, directed, edges (messages per round: an undirected edge counts twice), matrix,
-    strongly_connected, components, min_B (1), diameter (math.inf if not strongly connected,
+    strongly_connected, components, min_B (1), no_consensus (only when not strongly connected:
+    "not strongly connected: k strongly connected components"; then slem 1, spectral_gap 0,
+    mixing_time None), diameter (math.inf if not strongly connected,
     with largest_component_diameter), slem, spectral_gap, lambda2
     (symmetric W), relaxation_time, mixing_time(eps), ergodicity_coefficient, n_min_perron
     (n * min_i pi_i, the limit of the smallest Push-Sum weight), algebraic_connectivity
-    (undirected). Time-varying: n, directed, period, horizon, min_B, diameter (the largest
+    (undirected). Time-varying: n, directed, period, horizon, no_consensus (only when the union
+    of the horizon's rounds is not strongly connected), min_B, diameter (the largest
     diameter of a union over an aligned min_B-window), per_round_rate (slem of the product over
     the horizon, to the power 1 / horizon), spectral_gap (1 - per_round_rate), mixing_time(eps)
     and ergodicity_coefficient_of_window.

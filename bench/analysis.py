@@ -2,8 +2,11 @@
 
 Rows: SLEM of a random 4-regular graph with Metropolis-Hastings weights (n = 10^4 and 10^5,
 sparse Lanczos on the deflated operator), the same at n = 2000 against dense LAPACK, the
-Push-Sum SLEM of a random 15-out digraph (n = 10^4, ARPACK with 20 eigenpairs) and the exact
-diameter of the 4-regular graph at n = 10^4 (batched BFS). Prints a table and one JSON line.
+Push-Sum SLEM of a random 15-out digraph (n = 10^4 and 10^5, ARPACK for 20 eigenpairs of B^4,
+B the deflated operator; at 10^5 also its Perron vector and spectral gap), the SLEM of a
+digraph that is not strongly connected (random 2-out, n = 10^5: nodes nobody sends to;
+answered by the graph, slem 1) and the exact diameter of the 4-regular graph at n = 10^4
+(batched BFS). Prints a table and one JSON line.
 `python -m bench.analysis [--n N]`; timings mean something only on an otherwise idle machine.
 """
 
@@ -21,7 +24,7 @@ import scipy.sparse as sp
 
 import analysis as A
 from analysis import matrices
-from topologies.builders import random_out_graph
+from topologies.random_graphs import random_out_graph
 
 
 def regular_mh(n: int, d: int = 4, seed: int = 0) -> tuple[nx.Graph, sp.csr_array]:
@@ -36,9 +39,25 @@ def timed(fn: Callable[[], Any]) -> tuple[Any, float]:
     return value, time.perf_counter() - start
 
 
+def directed_rows(n: int) -> list[tuple[str, int, float, float]]:
+    """Perron vector, SLEM and spectral gap of a strongly connected random 15-out digraph, and
+    the SLEM of a random 2-out one (not strongly connected), n nodes, push-sum matrices."""
+    K = A.sparse_mixing(random_out_graph(n, 15, seed=0))
+    pi, t_pi = timed(lambda: A.perron_vector(K))
+    value, t_slem = timed(lambda: A.slem(K))
+    gap, t_gap = timed(lambda: A.spectral_gap(K))
+    loose = A.sparse_mixing(random_out_graph(n, 2, seed=0))
+    one, t_one = timed(lambda: A.slem(loose))
+    return [("15-out push-sum perron vector (n min pi)", n, float(n * pi.min()), t_pi),
+            ("15-out push-sum slem, ARPACK k=20 on B^4", n, value, t_slem),
+            ("15-out push-sum spectral gap", n, gap, t_gap),
+            ("2-out push-sum slem, not strongly connected", n, one, t_one)]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--n", type=int, default=100_000, help="nodes of the large 4-regular row")
+    parser.add_argument("--n", type=int, default=100_000,
+                        help="nodes of the large 4-regular and directed rows")
     args = parser.parse_args()
     rows: list[tuple[str, int, float, float]] = []
 
@@ -55,7 +74,8 @@ def main() -> None:
         rows.append(("4-regular MH slem, sparse Lanczos", n, value, seconds))
     K = A.sparse_mixing(random_out_graph(10_000, 15, seed=0))
     value, seconds = timed(lambda: A.slem(K))
-    rows.append(("15-out push-sum slem, sparse ARPACK k=20", 10_000, value, seconds))
+    rows.append(("15-out push-sum slem, ARPACK k=20 on B^4", 10_000, value, seconds))
+    rows += directed_rows(args.n)
     G, _ = regular_mh(10_000)
     value, seconds = timed(lambda: A.diameter(G))
     rows.append(("4-regular exact diameter, batched BFS", 10_000, value, seconds))

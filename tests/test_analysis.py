@@ -125,6 +125,35 @@ def test_slem_is_one_when_disconnected() -> None:
         A.diameter(G)
 
 
+SINK = nx.DiGraph([(0, 1), (1, 2), (2, 1)])  # one sink component {1, 2}: eigenvalue 1 is simple
+
+
+def test_no_consensus_without_strong_connectivity() -> None:
+    W = T.column_stochastic(SINK)  # columns: node 0 keeps 1/2, sends 1/2 to 1; 1 and 2 swap halves
+    ev = np.sort(np.abs(np.linalg.eigvals(W)))[::-1]
+    np.testing.assert_allclose(ev, [1.0, 0.5, 0.0], atol=1e-12)  # a gap of 1/2 on paper ...
+    for G in (SINK, W, nx.disjoint_union(T.ring(3), T.ring(4))):
+        assert A.slem(G) == 1.0 and A.spectral_gap(G) == 0.0  # ... but z_0 never moves
+        assert A.mixing_time(G) is None
+        assert A.per_round_rate(G) == 1.0
+    assert A.why_not_strongly_connected(SINK) == (
+        "not strongly connected: 2 strongly connected components")
+    assert A.why_not_strongly_connected(nx.disjoint_union(T.ring(3), T.ring(4))) == (
+        "not connected: 2 connected components")
+    assert A.why_not_strongly_connected(T.ring(5)) is None
+    assert A.schedule_mixing_time(SINK) is None  # the columns agree, node 0 is never reached
+    with pytest.raises(ValueError, match="W is not strongly connected: 2 strongly connected"):
+        A.perron_vector(W)
+
+
+def test_periodic_graph_is_strongly_connected_but_never_mixes() -> None:
+    P = np.roll(np.eye(5), 1, axis=0)  # i -> i + 1 with no self-weight: eigenvalue 1 is simple
+    assert A.is_strongly_connected(P) and A.why_not_strongly_connected(P) is None
+    assert A.slem(P) == pytest.approx(1.0, abs=1e-12)
+    assert A.mixing_time(P) is None
+    np.testing.assert_allclose(A.perron_vector(P), np.full(5, 0.2), atol=1e-12)
+
+
 def test_directed_connectivity() -> None:
     path = nx.DiGraph([(0, 1), (1, 2)])
     assert A.is_strongly_connected(path.to_undirected())
@@ -196,7 +225,8 @@ def test_perron_vector_of_worked_example() -> None:
     np.testing.assert_allclose(pi, np.array([4, 4, 3, 2]) / 13, atol=1e-12)
     np.testing.assert_allclose(W @ pi, pi, atol=1e-12)
     np.testing.assert_allclose(A.perron_vector(T.ring(7)), np.full(7, 1 / 7), atol=1e-12)
-    with pytest.raises(ValueError, match="not simple"):
+    with pytest.raises(ValueError, match="^the Perron vector needs a strongly connected graph; "
+                       "W is not strongly connected: 2 strongly connected components$"):
         A.perron_vector(nx.disjoint_union(T.ring(3), T.ring(4)))
 
 
@@ -225,8 +255,7 @@ def test_mixing_time_golden(G: nx.Graph, expected: int) -> None:
 
 def test_mixing_time_non_normal_and_errors() -> None:
     assert A.mixing_time(T.column_stochastic(G4), 1e-6) == 26  # ln(1e6)/ln(1/slem) = 24.69
-    with pytest.raises(ValueError, match="does not mix"):
-        A.mixing_time(nx.disjoint_union(T.ring(3), T.ring(4)))
+    assert A.mixing_time(nx.disjoint_union(T.ring(3), T.ring(4))) is None
     with pytest.raises(ValueError, match="eps"):
         A.mixing_time(T.ring(5), 0.0)
 
@@ -311,6 +340,22 @@ def test_per_round_rate_one_peer_golden(n: int, rate: float) -> None:  # topolog
     assert A.per_round_rate(Shifts(16, [1, 15, 2, 14, 4, 12, 8])) == 0.0
 
 
+def test_per_round_rate_over_long_horizons() -> None:
+    # a product's slem falls below rounding (0.676^400 = 1e-68): the rate per round must not
+    assert A.per_round_rate(T.one_peer_exponential(12), 400) == pytest.approx(0.6762442799,
+                                                                              abs=ATOL)
+    assert A.per_round_rate(T.exponential(16), 100) == pytest.approx(0.6, abs=ATOL)
+    assert A.per_round_rate(G4, 300) == pytest.approx(0.5715213299, abs=ATOL)  # non-normal
+    assert A.per_round_rate(T.one_peer_exponential(16), 40) == 0.0  # exact averaging stays 0
+    s = T.random_out(16, 2, seed=0)
+    base = A.per_round_rate(s, 30)
+    assert 0.4 < base < 0.6
+    for rounds in (40, 100, 400):
+        assert A.per_round_rate(s, rounds) == pytest.approx(base, abs=0.02)
+    with pytest.raises(ValueError, match="rounds must be an integer >= 1"):
+        A.per_round_rate(s, -3)
+
+
 def test_schedule_mixing_time() -> None:
     assert A.schedule_mixing_time(T.one_peer_exponential(16)) == 4  # topologies.md 3.6
     assert A.schedule_mixing_time(T.ring(16)) == A.mixing_time(T.ring(16)) == 133
@@ -343,6 +388,43 @@ def test_sparse_solvers_match_dense(G: nx.Graph, sparse_only: None) -> None:
     np.testing.assert_allclose(A.perron_vector(S), expected_pi, atol=1e-8)
     assert A.diameter(G) == A.diameter(S) == expected_d
     assert A.is_strongly_connected(S)
+
+
+def random_push_matrix(n: int, seed: int) -> np.ndarray:
+    """Column-stochastic [n, n]: a directed ring plus random weighted edges, random self-weights
+    (strongly connected, non-normal, eigenvalues in a disk rather than on a circle)."""
+    rng = np.random.default_rng(seed)
+    M = (rng.random((n, n)) < 4 / n) * rng.random((n, n)) + np.roll(np.eye(n), 1, axis=0)
+    np.fill_diagonal(M, rng.random(n))
+    return M / M.sum(axis=0)
+
+
+@pytest.mark.parametrize("W", [
+    random_push_matrix(150, 0), random_push_matrix(200, 1),
+    T.column_stochastic(T.random_out_graph(200, 12, seed=3)),
+    T.column_stochastic(T.directed_ring(60)), T.column_stochastic(T.exponential(100)),
+])
+def test_sparse_directed_slem_and_perron_match_dense_eigenvalues(W: np.ndarray,
+                                                                 sparse_only: None) -> None:
+    import scipy.linalg
+    import scipy.sparse as sp
+    ev = np.linalg.eigvals(W)
+    expected = np.abs(np.delete(ev, np.argmin(np.abs(ev - 1.0)))).max()
+    pi = scipy.linalg.null_space(W - np.eye(len(W)))[:, 0]
+    S = sp.csr_array(W)
+    assert A.slem(S) == pytest.approx(expected, abs=1e-10)
+    assert A.spectral_gap(S) == pytest.approx(1 - expected, abs=1e-10)
+    np.testing.assert_allclose(A.perron_vector(S), pi / pi.sum(), rtol=0, atol=1e-12)
+
+
+def test_sparse_not_strongly_connected_is_answered_by_the_graph(sparse_only: None) -> None:
+    import scipy.sparse as sp
+    M = random_push_matrix(120, 2)
+    M[5] = 0.0  # nobody sends to node 5 any more (columns renormalised): 2 components
+    W = sp.csr_array(M / M.sum(axis=0))
+    assert A.slem(W) == 1.0 and A.mixing_time(W) is None
+    with pytest.raises(ValueError, match="2 strongly connected components"):
+        A.perron_vector(W)
 
 
 def test_sparse_ergodicity_and_eigenvalues(sparse_only: None) -> None:
@@ -380,8 +462,23 @@ def test_summary_static_and_time_varying() -> None:
     s = A.summary(nx.disjoint_union(T.ring(5), T.ring(3)))
     assert s["diameter"] == np.inf and s["largest_component_diameter"] == 2
     assert s["mixing_time(0.001)"] is None and s["spectral_gap"] == pytest.approx(0, abs=ATOL)
+    assert s["no_consensus"] == "not connected: 2 connected components"
+    assert "no_consensus" not in A.summary(T.ring(5))
     s = A.summary(T.column_stochastic(G4))
     assert s["matrix"] == "given" and s["diameter"] == 3 and s["edges"] == 5
     assert s["n_min_perron"] == pytest.approx(4 * 2 / 13, abs=1e-12)
     s = A.summary(T.random_out(12, 2, seed=0), horizon=10)
     assert s["horizon"] == 10 and 0 < s["spectral_gap"] <= 1
+
+
+def test_summary_names_why_there_is_no_consensus() -> None:
+    s = A.summary(SINK)
+    assert s["no_consensus"] == "not strongly connected: 2 strongly connected components"
+    assert s["slem"] == 1.0 and s["spectral_gap"] == 0.0 and s["mixing_time(0.001)"] is None
+    s = A.summary(T.column_stochastic(SINK))  # a matrix stands for its graph
+    assert s["no_consensus"] == "not strongly connected: 2 strongly connected components"
+    half = nx.DiGraph([(0, 1), (2, 3)])
+    s = A.summary([half, half, half])  # a trace whose rounds never join the two pairs
+    assert s["no_consensus"] == ("the union of rounds 0..2 is not strongly connected: "
+                                 "4 strongly connected components")
+    assert s["per_round_rate"] == 1.0 and s["spectral_gap"] == 0.0

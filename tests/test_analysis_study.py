@@ -108,6 +108,34 @@ def test_analyze_cli(capsys: pytest.CaptureFixture[str]) -> None:
     assert err.count("p2pfl: error:") == 3 and "colour" in err and "undirected" in err
 
 
+def test_analyze_cli_horizon_is_an_analysis_parameter(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["analyze", "random_out", "--n", "16", "--set", "out_degree=2",
+                 "--set", "horizon=40", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["horizon"] == 40 and "topology" in result
+    assert result["per_round_rate"] == pytest.approx(
+        A.per_round_rate(T.random_out(16, 2, seed=0), 40), abs=1e-12)
+    for bad in ("0", "-2", "2.5", "many"):
+        assert main(["analyze", "random_out", "--set", f"horizon={bad}"]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("p2pfl: error: --set: horizon must be an integer >= 1, got ")
+        assert err.count("\n") == 1
+
+
+def test_analyze_cli_says_why_there_is_no_consensus(tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    edges = tmp_path / "sink.txt"
+    edges.write_text("0 1\n1 2\n2 1\n")  # node 0 sends, nobody sends to node 0
+    assert main(["analyze", "from_edges", "--n", "3", "--set", f"path={edges}"]) == 0
+    lines = dict(line.split(None, 1) for line in capsys.readouterr().out.splitlines())
+    assert lines["no_consensus"] == "not strongly connected: 2 strongly connected components"
+    assert lines["slem"] == "1" and lines["spectral_gap"] == "0"
+    assert lines["mixing_time(0.001)"] == "-"
+    assert main(["analyze", "from_edges", "--n", "16", "--set", f"path={edges}"]) == 2
+    assert capsys.readouterr().err == ("p2pfl: error: topology: path sink.txt: the edge file "
+                                       "names nodes 0..2 (3 nodes), the run has 16 nodes\n")
+
+
 def test_plots_write_png_and_pdf(tmp_path: Path) -> None:
     for paths in (
         plots.draw_topology(T.exponential(8), tmp_path / "topo"),

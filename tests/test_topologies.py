@@ -506,6 +506,16 @@ def test_grid_torus_hypercube_line_labels() -> None:
         T.hypercube(0)
 
 
+def test_hypercube_of_dimension_one_is_one_edge() -> None:
+    H = T.hypercube(1)
+    assert sorted(H.nodes) == [0, 1] and edge_set(H) == {(0, 1)}
+    assert edge_set(T.build_schedule("hypercube", 2).at(0)) == {(0, 1)}
+    for dim in (0, -3, 1.5, True):
+        with pytest.raises(T.ParameterError, match="^dim must be an integer >= 1") as err:
+            T.hypercube(dim)
+        assert "\n" not in str(err.value)
+
+
 # ---------------------------------------------------------------- random graphs
 
 
@@ -747,7 +757,7 @@ def test_registry_builds_every_topology(tmp_path) -> None:
                                  "from_edges", "random_out_graph", "random_out",
                                  "one_peer_exponential", "random_regular_schedule"}
     np.save(tmp_path / "a.npy", nx.to_numpy_array(T.ring(8)))
-    (tmp_path / "e.txt").write_text("0 1\n1 2\n2 0\n")
+    (tmp_path / "e.txt").write_text("".join(f"{i} {(i + 1) % 8}\n" for i in range(8)))
     files = {"from_adjacency": str(tmp_path / "a.npy"), "from_edges": str(tmp_path / "e.txt")}
     for name in T.TOPOLOGIES:
         n, params = _params(name)
@@ -793,6 +803,20 @@ def test_registry_options(tmp_path) -> None:
     (tmp_path / "w.txt").write_text("0 1 0.5\n1 0 0.25\n")
     W = T.column_stochastic(T.build_schedule("from_edges", 2, path=str(tmp_path / "w.txt")).at(0))
     np.testing.assert_array_equal(W, [[0.5, 0.25], [0.5, 0.75]])
+
+
+def test_edge_file_must_name_every_node(tmp_path) -> None:
+    (tmp_path / "e.txt").write_text("0 1\n1 2\n2 0\n")  # nodes 0..2
+    path = str(tmp_path / "e.txt")
+    assert T.build_schedule("from_edges", 3, path=path).n == 3
+    with pytest.raises(T.ParameterError, match=r"^path e.txt: the edge file names nodes 0\.\.2 "
+                       r"\(3 nodes\), the run has 5 nodes$"):
+        T.build_schedule("from_edges", 5, path=path)
+    with pytest.raises(T.ParameterError, match=r"^path e.txt: edge endpoint .*\[0, 1\], got 2$"):
+        T.build_schedule("from_edges", 2, path=path)
+    np.save(tmp_path / "none.npy", np.zeros((0, 2)))
+    with pytest.raises(T.ParameterError, match="names no node, the run has 3 nodes"):
+        T.build_schedule("from_edges", 3, path=str(tmp_path / "none.npy"))
 
 
 @pytest.mark.parametrize(

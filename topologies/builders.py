@@ -149,11 +149,12 @@ def hypercube(dim: int) -> nx.Graph:
     --------
     >>> sorted(hypercube(3)[5])
     [1, 4, 7]
+    >>> sorted(hypercube(1).edges)
+    [(0, 1)]
     """
     dim = check_int(dim, "dim", 1)
-    G = nx.hypercube_graph(dim)
-    # The sorted relabelling of the bit tuples reads each tuple as a binary number.
-    return nx.relabel_nodes(G, {v: int("".join(map(str, v)), 2) for v in G})
+    # Sorted bit tuples are the binary numbers 0..n-1 (dim = 1 has the integer nodes 0, 1).
+    return nx.convert_node_labels_to_integers(nx.hypercube_graph(dim), ordering="sorted")
 
 
 def complete(n: int) -> nx.Graph:

@@ -85,4 +85,4 @@ class TopologyParams:
     temperature: float = param(1.0, low=0, low_open=True, doc="loss_softmax temperature")
     path: str = param("", doc="file of from_adjacency (.npy, .npz sparse, .csv or whitespace "
                       "text; A[i, j] != 0 is the edge i -> j) or from_edges (text, one 'i j' "
-                      "or 'i j weight' per line)")
+                      "or 'i j weight' per line; its node ids are 0..n-1, the largest is n - 1)")

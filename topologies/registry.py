@@ -92,6 +92,16 @@ def _adjacency(n: int, o: TopologyParams) -> nx.Graph:
     return from_adjacency(A, directed=None if o.directed else False)
 
 
+def _check_node_count(ends: np.ndarray, n: int, name: str) -> None:
+    """ParameterError unless the largest node id among the endpoints [m, 2] is n - 1: an edge
+    file naming fewer nodes than the run would leave the others isolated."""
+    top = int(ends.max()) + 1 if ends.size else 0
+    if top < n:
+        named = f"nodes 0..{top - 1} ({top} nodes)" if top else "no node"
+        raise ParameterError("path", f"{name}: the edge file names {named}, the run has {n} "
+                             "nodes")
+
+
 def _edge_list(n: int, o: TopologyParams) -> nx.Graph:
     E = _load_matrix(o.path)
     if sp.issparse(E):
@@ -107,9 +117,11 @@ def _edge_list(n: int, o: TopologyParams) -> nx.Graph:
                              f"{E[row, 0]:g} {E[row, 1]:g}")
     edges = [(int(r[0]), int(r[1]), *r[2:]) for r in E.tolist()]
     try:
-        return from_edges(edges, n, directed=o.directed)
+        G = from_edges(edges, n, directed=o.directed)
     except ValueError as err:
         raise ParameterError("path", f"{Path(o.path).name}: {err}") from None
+    _check_node_count(ends, n, Path(o.path).name)
+    return G
 
 
 _STATIC: dict[str, Callable[[int, TopologyParams, int], nx.Graph]] = {
