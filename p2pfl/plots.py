@@ -9,6 +9,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 History = list[dict[str, Any]]
 
@@ -41,6 +42,8 @@ def plot_histories(histories: dict[str, History], path: Path, title: str = "",
             if xs:
                 ax.plot(xs, values, marker="o" if len(xs) < 40 else None, ms=3, label=name)
         ax.set_xlabel(X_AXES[x])
+        if x == "round":
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_ylabel(label)
         if key == "consensus_dist" and any(_series(h, key, x)[1] for h in histories.values()):
             ax.set_yscale("symlog", linthresh=1e-6)
