@@ -33,7 +33,7 @@ import torch
 
 from p2pfl.config import Config, ConfigError, config_with_overrides
 from p2pfl.config.diff import RESUMABLE, config_diff
-from p2pfl.results import atomic_file, write_json_atomic
+from p2pfl.results import atomic_file, file_sha256, write_json_atomic
 from p2pfl.seeding import STREAMS
 
 CHECKPOINT = "checkpoint.pt"
@@ -98,20 +98,12 @@ def _listed_digests(run_dir: Path) -> list[str]:
     return [d for d in digests if isinstance(d, str)] if isinstance(digests, list) else []
 
 
-def _file_digest(path: Path) -> str:
-    sha = hashlib.sha256()
-    with path.open("rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            sha.update(chunk)
-    return sha.hexdigest()
-
-
 def load_checkpoint(run_dir: Path, device: torch.device) -> dict[str, Any] | None:
     """The checkpoint of `run_dir` with its tensors on `device`; None if there is none."""
     path = Path(run_dir) / CHECKPOINT
     if not path.exists():
         return None
-    if (Path(run_dir) / MANIFEST).exists() and _file_digest(path) not in _listed_digests(
+    if (Path(run_dir) / MANIFEST).exists() and file_sha256(path) not in _listed_digests(
             Path(run_dir)):
         raise ConfigError("resume", f"{path} does not match its SHA-256 in {MANIFEST}: the file "
                           "is corrupt or was changed, and cannot be resumed")

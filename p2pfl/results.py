@@ -8,6 +8,7 @@ last line torn, and readers drop such a line.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -55,6 +56,15 @@ def atomic_file(path: Path, mode: str = "w") -> Iterator[IO[Any]]:
         Path(tmp).unlink(missing_ok=True)
         raise
     _fsync_dir(path.parent)
+
+
+def file_sha256(path: Path) -> str:
+    """The SHA-256 of a file's bytes, as hex (read in 1 MiB blocks)."""
+    digest = hashlib.sha256()
+    with Path(path).open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def strict(obj: Any) -> Any:

@@ -12,6 +12,7 @@ from p2pfl.config import OBJECT, Config, ConfigError
 from p2pfl.federated import FederatedData
 from p2pfl.objects.data import tensor_digest
 from p2pfl.objects.records import read_record
+from p2pfl.results import file_sha256
 
 INPUTS_RECORD = "inputs.json"
 FILE_TOPOLOGIES = ("from_edges", "from_adjacency")
@@ -28,14 +29,6 @@ def with_absolute_paths(cfg: Config) -> Config:
     return dataclasses.replace(cfg, topology=topology, data=data)
 
 
-def _file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def describe_inputs(cfg: Config, data: FederatedData) -> dict[str, Any]:
     """{"topology.path": {path, sha256}, "data": {name, sha256}} for the parts `cfg` reads from
     disk: a file topology, and a named dataset (its tensors as loaded; synthetic data is made
@@ -43,7 +36,7 @@ def describe_inputs(cfg: Config, data: FederatedData) -> dict[str, Any]:
     record: dict[str, Any] = {}
     if cfg.topology.name in FILE_TOPOLOGIES:
         path = Path(cfg.topology.path)
-        record["topology.path"] = {"path": str(path), "sha256": _file_sha256(path)}
+        record["topology.path"] = {"path": str(path), "sha256": file_sha256(path)}
     if cfg.data.name not in ("synthetic", OBJECT):
         digest = hashlib.sha256()
         for value in (data.x_train, data.y_train, data.x_test, data.y_test):
