@@ -1,4 +1,4 @@
-"""DFedAvg (Sun, Li, Wang 2021; spec 2.2): K local SGD steps, then x_i <- sum_j W_ij y_j^K."""
+"""DFedAvg (Sun, Li, Wang 2021): K local SGD steps, then x_i <- sum_j W_ij y_j^K."""
 
 from __future__ import annotations
 

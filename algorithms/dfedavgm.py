@@ -1,4 +1,4 @@
-"""DFedAvgM (Sun, Li, Wang 2021; spec 2.3): DFedAvg whose local steps use heavy-ball momentum.
+"""DFedAvgM (Sun, Li, Wang 2021): DFedAvg whose local steps use heavy-ball momentum.
 
 y^{k+1} = y^k - lr * g(y^k) + momentum * (y^k - y^{k-1}), y^{-1} = y^0 = x_i: the solver's
 buffer b <- momentum * b + g, y <- y - lr * b, restarted at zero every round.

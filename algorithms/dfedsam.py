@@ -1,4 +1,4 @@
-"""DFedSAM and DFedSAM-MGS (Shi et al. 2023; spec 2.4).
+"""DFedSAM and DFedSAM-MGS (Shi et al. 2023).
 
 DFedSAM: K local SAM steps of radius rho (one global norm, same minibatch for both passes), then
 x_i <- sum_j W_ij y_j^K. DFedSAM-MGS: Q = `gossip_steps` exchanges over the round's W_t,

@@ -1,4 +1,4 @@
-"""DFedSGPM (ablation of Li et al. 2023, spec 2.7): local SGP with heavy-ball local momentum.
+"""DFedSGPM (ablation of Li et al. 2023): local SGP with heavy-ball local momentum.
 
 m_{i,k} = momentum * m_{i,k-1} + g(z_{i,k}), x_{i,k+1} = x_{i,k} - lr * m_{i,k}, m_{i,-1} = 0,
 then Push-Sum mixing of (x, w). DFedSGPSM with rho = 0.

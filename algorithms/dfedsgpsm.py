@@ -1,10 +1,10 @@
-"""DFedSGPSM (Li et al., "Asymmetrically Decentralized Federated Learning", Algorithm 1; spec 2.8).
+"""DFedSGPSM (Li et al., "Asymmetrically Decentralized Federated Learning", Algorithm 1).
 
 Round t, node i, w_i frozen during the local phase, for k = 0..K-1:
   1. de-bias z = x_{i,k} / w_i;            2. g = grad F_i(z; xi);
   3. ascent z' = z + rho * g / ||g||;      4. g~ = grad F_i(z'; xi) (same minibatch);
   5. m = momentum * m + g~ (m_{-1} = 0);    6. x_{i,k+1} = x_{i,k} - lr * m.
-`momentum_form = "dampened"` uses m = momentum * m + (1 - momentum) * g~ instead (spec 2.8 [U]).
+`momentum_form = "dampened"` uses m = momentum * m + (1 - momentum) * g~ instead.
 Then node i pushes (P_ji x_{i,K}, P_ji w_i) to its out-neighbours and itself; x and w are mixed
 with the same column-stochastic P and z = x / w is de-biased again.
 """

@@ -1,4 +1,4 @@
-"""DFedSGPSM-S (Li et al. 2023, Appendix A.1; spec 2.9): DFedSGPSM whose nodes choose their
+"""DFedSGPSM-S (Li et al. 2023, Appendix A.1): DFedSGPSM whose nodes choose their
 out-neighbours by loss, preferring nodes whose loss differs from their own; f = each node's
 latest training loss. The paper's Eq. 2 is lost from its text. Default (`topology.selection`
 unset): "loss_softmax", Pr(i picks j) proportional to exp(|f_i - f_j| / temperature), under which

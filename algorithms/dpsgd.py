@@ -1,4 +1,4 @@
-"""D-PSGD (Lian et al. 2017; spec 2.1): x_i <- sum_j W_ij x_j - lr * g_i(x_i), one step a round.
+"""D-PSGD (Lian et al. 2017): x_i <- sum_j W_ij x_j - lr * g_i(x_i), one step a round.
 
 Combine-then-adapt by default: the gradient is taken at the node's own pre-mixing model and
 added to the mixed OLD models. With K > 1 local steps (`local_epochs = 1`, the spec's alternative

@@ -1,5 +1,5 @@
-"""FedAvg (McMahan et al. 2017; spec 3.10) and the algorithms that only change its local step or
-its server optimizer: FedSAM (3.16), FedProx (3.11), FedAdam (3.12)."""
+"""FedAvg (McMahan et al. 2017) and the algorithms that only change its local step or
+its server optimizer: FedSAM, FedProx, FedAdam."""
 
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ class FedAvg(Server):
 
 
 class FedSAM(FedAvg):
-    """FedAvg whose clients take SAM steps of radius `rho` (spec 1.2)."""
+    """FedAvg whose clients take SAM steps of radius `rho`."""
 
     name = "fedsam"
 

@@ -1,4 +1,4 @@
-"""FedCM (Xu et al. 2021; spec 3.13) and MoFedSAM (Qu et al. 2022; spec 3.17): client-level
+"""FedCM (Xu et al. 2021) and MoFedSAM (Qu et al. 2022): client-level
 momentum. The server broadcasts Delta = -U^{t-1} / (K * lr^{t-1}), an estimate of the previous
 round's mean gradient, and clients step along alpha * g + (1 - alpha) * Delta (alpha = cm_alpha,
 the weight of the LOCAL gradient; Delta = 0 in the first round)."""

@@ -1,5 +1,5 @@
-"""FedDyn (Acar et al. 2021; spec 3.15) and its SAM descendants FedSpeed (3.20) and FedSMOO
-(3.19), all on the shared drift dual (`algorithms.dual`).
+"""FedDyn (Acar et al. 2021) and its SAM descendants FedSpeed and FedSMOO,
+all on the shared drift dual (`algorithms.dual`).
 
 Local direction g + alpha (x - x^t) + alpha h_i; after training h_i += x_i^K - x^t; server
 x^{t+1} = mean_{S_t} x_i^K + mean_{all N} h_i (alpha = dyn_alpha; the server lr is unused).
@@ -59,7 +59,7 @@ class FedSpeed(FedDyn):
     """FedDyn with SAM local gradients.
 
     reference_code (FL-Simulator): exactly FedDyn with the SAM gradient at radius rho.
-    paper (best reading, spec 3.20): the quasi-gradient (1 - quasi_alpha) g1 + quasi_alpha g2 and
+    paper (best reading): the quasi-gradient (1 - quasi_alpha) g1 + quasi_alpha g2 and
     the server mean over the sampled clients of x_i^K - lambda g_i = x_i^K + h_i (the dual
     averaged over the active set, not all clients). The perturbation is normalised in both.
     """

@@ -1,4 +1,4 @@
-"""FedFSA (Xing et al. 2025; spec 3.24): MoFedSAM with layer-wise perturbation radii chosen by
+"""FedFSA (Xing et al. 2025): MoFedSAM with layer-wise perturbation radii chosen by
 perturbation sensitivity, evaluated as personalised FL.
 
 Local step (MoFedSAM): e_k = rho_k g1_k / ||g1|| with the GLOBAL norm, rho_k = rho_larger for the

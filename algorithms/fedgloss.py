@@ -1,4 +1,4 @@
-"""FedGloSS and NaiveFedGloSS (Caldarola et al. 2025; spec 3.23): server-side SAM with the
+"""FedGloSS and NaiveFedGloSS (Caldarola et al. 2025): server-side SAM with the
 previous round's pseudo-gradient, on an ADMM-corrected client step.
 
 Round t of FedGloSS (beta = 1 / dyn_alpha, rho_s = server_rho, server optimizer SGD with

@@ -1,4 +1,4 @@
-"""FedGMT (Li et al. 2025; spec 3.22): sharpness from the global model trajectory.
+"""FedGMT (Li et al. 2025): sharpness from the global model trajectory.
 
 The server keeps an EMA e_t = ema_alpha e_{t-1} + (1 - ema_alpha) w_t of its models (e_0 = w_0)
 and sends (w_t, e_t). Clients minimise CE + gamma tau^2 KL(softmax(f(e_t)/tau) || softmax(f(w)/tau))

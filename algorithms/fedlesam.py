@@ -1,4 +1,4 @@
-"""FedLESAM, FedLESAM-S and FedLESAM-D (Fan et al. 2024; spec 3.21): locally estimated global
+"""FedLESAM, FedLESAM-S and FedLESAM-D (Fan et al. 2024): locally estimated global
 perturbations.
 
 Each client stores the global model it received the last time it was sampled, x_i^old. In a

@@ -1,4 +1,4 @@
-"""OSGP in the DFedSGPSM paper's sense (spec 2.6b): local SGP.
+"""OSGP in the DFedSGPSM paper's sense: local SGP.
 
 K local SGD steps on the numerator x_i with gradients at z_i = x_i / w_i, then one Push-Sum
 mixing of (x, w) over a column-stochastic P. Not Assran's overlapped SGP.

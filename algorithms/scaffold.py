@@ -1,5 +1,5 @@
-"""SCAFFOLD (Karimireddy et al. 2020; spec 3.14, option II) and FedGamma (Dai et al. 2023;
-spec 3.18, SCAFFOLD with SAM local gradients).
+"""SCAFFOLD (Karimireddy et al. 2020, option II) and FedGamma (Dai et al. 2023: SCAFFOLD with
+SAM local gradients).
 
 Local direction g + scale * (c - c_i). After training c_i+ = c_i - c + (x^t - x_i^K) / (K lr);
 the server adds (1/N) sum_i (c_i+ - c_i) to c (N = ALL clients) and x += server_lr * U.

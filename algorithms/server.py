@@ -93,7 +93,7 @@ class Server(Algorithm):
         self.trainer = ctx.trainer
 
     def sample(self, ctx: RunContext, t: int) -> torch.Tensor:
-        """The clients of round t (int64 [m], sorted); spec 1.5.
+        """The clients of round t (int64 [m], sorted).
 
         fixed: m = max(1, round(participation * N)) clients without replacement. bernoulli
         (FL-Simulator): each client independently with probability `participation`, redrawn

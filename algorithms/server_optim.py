@@ -30,7 +30,7 @@ class ServerSGD:
 
 
 class ServerAdam:
-    """FedAdam (Reddi et al. 2021; spec 3.12), no bias correction:
+    """FedAdam (Reddi et al. 2021), no bias correction:
     m <- b1 m + (1 - b1) U; v <- b2 v + (1 - b2) U^2; x <- x + lr * m / (sqrt(v) + tau)."""
 
     def __init__(self, lr: float, beta1: float, beta2: float, tau: float) -> None:

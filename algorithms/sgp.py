@@ -1,4 +1,4 @@
-"""SGP, Stochastic Gradient Push (Assran et al. 2019; spec 2.5).
+"""SGP, Stochastic Gradient Push (Assran et al. 2019).
 
 Gradient at the de-biased z_i = x_i / w_i, step on the numerator x_i, then (x, w) pushed over a
 column-stochastic P. SGP proper is one step a round (`local_steps = 1`); more steps make it local

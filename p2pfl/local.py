@@ -18,7 +18,7 @@ from p2pfl.federated import BatchPlan, FederatedData
 from p2pfl.models import StackedForward
 from p2pfl.population import Params, per_node_sq_norm, row_scale
 
-SAM_EPS = 1e-7  # added to ||g|| in the SAM ascent (FL-Simulator's value, spec 1.2)
+SAM_EPS = 1e-7  # added to ||g|| in the SAM ascent (FL-Simulator's value)
 CLIP_EPS = 1e-6  # as torch.nn.utils.clip_grad_norm_
 
 

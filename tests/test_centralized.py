@@ -1,5 +1,5 @@
 """The centralized family against a per-client reference written from the spec (3.10-3.24), the
-reduction identities of spec 1.11, communication accounting and exact resume."""
+reduction identities, communication accounting and exact resume."""
 
 from __future__ import annotations
 
@@ -72,7 +72,7 @@ def _unit(v: torch.Tensor, eps: float = SAM_EPS) -> torch.Tensor:
 
 
 def reference(ctx, algorithm, rounds: int) -> torch.Tensor:
-    """The server model after `rounds` rounds, one client and one step at a time (spec 3.x)."""
+    """The server model after `rounds` rounds, one client and one step at a time."""
     a = every_option(ctx.cfg.algorithm)
     name, N, R = a.name, ctx.num_nodes, Flat(ctx)
     w = R.flat({k: v[0] for k, v in ctx.population.params.items()})
@@ -338,7 +338,7 @@ def test_fedsam_and_fedlesam_differ_from_fedavg_when_rho_is_positive():
     assert (servers["fedlesam"] - servers["fedavg"]).abs().max() > 1e-6
 
 
-# Model copies per sampled client per round (down, up): spec 3.10-3.24.
+# Model copies per sampled client per round (down, up).
 COPIES = {"fedavg": (1, 1), "fedprox": (1, 1), "fedadam": (1, 1), "fedcm": (2, 1),
           "scaffold": (2, 2), "feddyn": (1, 1), "fedsam": (1, 1), "mofedsam": (2, 1),
           "fedgamma": (2, 2), "fedsmoo": (2, 2), "fedspeed": (1, 1), "fedlesam": (1, 1),

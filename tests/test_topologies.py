@@ -381,7 +381,7 @@ def test_check_doubly_stochastic_messages() -> None:
 
 
 
-# ---------------------------------------------------------------- golden spectra (spec 3.1)
+# ---------------------------------------------------------------- golden spectra
 
 
 def slem(W: np.ndarray) -> float:
@@ -666,7 +666,7 @@ def test_union_window_of_one_peer_is_the_exponential_graph() -> None:
 
 
 def test_b_connectivity_finite_trace_pitfall() -> None:
-    # spec 3.2: one-peer n = 100 looks aligned-6-connected over 28 rounds, but the window of
+    # one-peer n = 100 looks aligned-6-connected over 28 rounds, but the window of
     # rounds 36..41 (offsets 2..64, all even) is not strongly connected; B = 7 always works.
     six = T.union_window(T.one_peer_exponential(100), 6)
     assert all(nx.is_strongly_connected(six.at(window)) for window in range(4))

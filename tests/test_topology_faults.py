@@ -1,4 +1,4 @@
-"""Lost messages and offline nodes: golden dropped-message example (spec topologies.md 3.4),
+"""Lost messages and offline nodes: golden dropped-message example (docs/topologies.md),
 mass conservation and exact averaging under random faults, symmetric re-weighting."""
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ def test_faults_container() -> None:
 
 
 def test_golden_lost_message_sender_keeps_share() -> None:
-    # spec 3.4 (a): message 2 -> 3 lost in round 0; later rounds use the full W.
+    # Message 2 -> 3 lost in round 0; later rounds use the full W.
     W0 = T.column_stochastic(G4, lose(4, (2, 3)))
     assert np.array_equal(W0[:, 2], [1 / 3, 0, 2 / 3, 0])
     W = T.column_stochastic(G4)
@@ -145,7 +145,7 @@ def test_push_sum_mass_conserved_under_random_faults() -> None:
         G = s.at(t)
         W = T.column_stochastic(G, T.sample_faults(G, 0.3, 0.1, seed=t), sparse=t % 2 == 1)
         x, w = W @ x, W @ w
-        # spec 3.9: |sum x(t) - sum x(0)| <= 1e-12 t sum|x(0)|, the same for w (sum w = n)
+        # |sum x(t) - sum x(0)| <= 1e-12 t sum|x(0)|, the same for w (sum w = n)
         assert abs(w.sum() - n) <= 1e-12 * (t + 1) * n
         assert np.abs(x.sum(axis=0) - total).max() <= 1e-12 * (t + 1) * scale
     assert abs(w.sum() - n) <= 1e-11  # measured: about 1e-12 after 400 rounds

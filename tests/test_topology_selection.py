@@ -1,4 +1,4 @@
-"""Neighbour selection (DFedSGPSM-S, spec algorithms.md 2.9): selection frequencies against their
+"""Neighbour selection (DFedSGPSM-S, docs/algorithms.md): selection frequencies against their
 exact probabilities, fallbacks, determinism and the loss-driven random_out schedule."""
 
 from __future__ import annotations

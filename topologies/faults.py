@@ -1,6 +1,6 @@
 """Per-round faults: lost messages and offline nodes, and how mixing matrices absorb them.
 
-Convention (spec topologies.md section 1.6). A round plans its messages on the full graph G(t);
+Convention (docs/topologies.md). A round plans its messages on the full graph G(t);
 ``sample_faults`` then draws which of them are lost and which nodes are offline:
 
 * ``links[j, i]`` is True when the message i -> j is lost (each directed message independently

@@ -261,7 +261,7 @@ def random_regular_schedule(n: int, d: int, seed: Seed = None) -> RandomRegularS
 def union_window(schedule: Schedule | nx.Graph, B: int) -> UnionWindow:
     """Round t of the result is the union of rounds tB .. tB + B - 1 of `schedule`.
 
-    Aligned windows as in B-strong connectivity (spec topologies.md 1.7): `schedule` is
+    Aligned windows as in B-strong connectivity (docs/topologies.md): `schedule` is
     B-strongly connected iff every graph of ``union_window(schedule, B)`` is strongly connected.
     Edge attributes are dropped.
 

@@ -9,7 +9,7 @@ A selector is a function ``select(losses, candidates, k, rng) -> targets``:
 * ``targets`` : int array [n, k], row i the k distinct out-neighbours of node i.
 
 All nodes are handled at once (no Python loop over nodes). Built-in selectors: ``select_random``
-(uniform k-subsets), ``select_loss_based`` (DFedSGPSM-S, spec algorithms.md 2.9: probability
+(uniform k-subsets), ``select_loss_based`` (DFedSGPSM-S, docs/algorithms.md: probability
 proportional to ``|f_i - f_j|``, drawn without replacement) and ``loss_softmax(temperature)``
 (probability proportional to ``exp(|f_i - f_j| / temperature)``).
 """
