@@ -69,9 +69,11 @@ def table(results: dict[float, dict[str, History]], target: float, shown: float)
 
 
 def figure(results: dict[float, dict[str, History]], target: float, shown: float,
-           path: Path, varied: str = "slow links and stragglers") -> list[Path]:
+           path: Path, varied: str = "slow links and stragglers",
+           title: str = "") -> list[Path]:
     """Left: test accuracy against simulated time at fraction `shown`; right: seconds to
-    `target` against the slow fraction (a variant that never reaches it is left out there)."""
+    `target` against the slow fraction (a variant that never reaches it is left out there).
+    One legend below both panels; `title` above them."""
     fractions = sorted(results)
     fig, axes = plt.subplots(1, 2 if len(fractions) > 1 else 1,
                              figsize=(12 if len(fractions) > 1 else 7, 4.6), squeeze=False)
@@ -88,6 +90,9 @@ def figure(results: dict[float, dict[str, History]], target: float, shown: float
             right.plot([f for f, _ in reach], [s for _, s in reach], style, marker="o",
                        color=colours(i), label=label)
     left.axhline(target, color="grey", lw=0.8, ls=":")
+    left.annotate(f"target {target:.0%}", (1, target), xycoords=("axes fraction", "data"),
+                  xytext=(-4, 3), textcoords="offset points", ha="right", fontsize=8,
+                  color="grey")
     left.set(xlabel="simulated time (s)", ylabel="test accuracy (average model)",
              title=f"{shown:.0%} {varied}")
     if right is not None:
@@ -97,8 +102,11 @@ def figure(results: dict[float, dict[str, History]], target: float, shown: float
         right.set_ylim(bottom=0)
     for ax in axes[0]:
         ax.grid(alpha=0.3)
-    left.legend(fontsize=8, loc="lower right")
-    fig.tight_layout()
+    handles, labels = left.get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=8, frameon=False)
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout(rect=(0, 0.1, 1, 1))
     path.parent.mkdir(parents=True, exist_ok=True)
     paths = [path.with_suffix(".png"), path.with_suffix(".pdf")]
     for p in paths:
@@ -136,7 +144,10 @@ def main(argv: list[str] | None = None) -> int:
     shown = 0.1 if 0.1 in results else fractions[len(fractions) // 2]
     print(table(results, args.target, shown), end="")
     varied = " and ".join(v.replace("_", " ") for v in vary)
-    for p in figure(results, args.target, shown, Path(args.figure), varied):
+    d = cfg.data
+    title = (f"{d.name}, {d.num_nodes} nodes, Dirichlet({d.alpha}), {cfg.model.name}, "
+             f"seed {cfg.seed}; dashed: overlap")
+    for p in figure(results, args.target, shown, Path(args.figure), varied, title):
         print(p)
     return 0
 

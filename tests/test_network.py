@@ -179,3 +179,35 @@ def test_overlap_rounds_are_slots_and_a_straggler_takes_part_when_its_phase_ends
         assert timing.delays[2].tolist() == [1] * len(timing.delays[0])
     assert active_slots == [2, 5, 8]
     assert [r["sim_time_s"] for r in records] == [float(t + 1) for t in range(9)]
+
+
+def test_the_delayed_path_with_no_delay_equals_the_synchronous_mix():
+    """InFlight.mix (numerators x = w z mixed, then z = x / w) against PushSum.mix (the scaled
+    operator on z): two code paths, one Push-Sum step, float64."""
+    from algorithms.delayed import InFlight
+
+    ctx, algorithm = build(overlap(topology__name="one_peer_exponential"))
+    rng = torch.Generator().manual_seed(1)
+    for v in ctx.population.params.values():
+        v.copy_(torch.randn(v.shape, generator=rng, dtype=v.dtype))
+    algorithm.weights = torch.rand(6, generator=rng, dtype=torch.float64) + 0.5
+    graph = ctx.schedule.at(1)
+    P = T.column_stochastic(graph)
+    src, dst, _ = T.messages(graph)
+    start = {k: v.clone() for k, v in ctx.population.params.items()}
+    weights = algorithm.weights.clone()
+    algorithm.mix(ctx, P)
+    synchronous = {k: v.clone() for k, v in ctx.population.params.items()}
+    for k, v in ctx.population.params.items():
+        v.copy_(start[k])
+    delayed_w = InFlight().mix(ctx, 1, P, (src, dst, np.zeros(len(src), dtype=np.int64)),
+                               weights)
+    assert torch.allclose(delayed_w, algorithm.weights, rtol=0, atol=1e-14)
+    for k, v in ctx.population.params.items():
+        assert (v - synchronous[k]).abs().max().item() < 1e-12
+        assert (v - start[k]).abs().max().item() > 1e-3  # the step mixed something
+
+
+def test_delay_options_without_overlap_are_refused():
+    with pytest.raises(ConfigError, match="^network.max_delay: is set but network.overlap"):
+        small_config(network__enabled=True, network__max_delay=3)

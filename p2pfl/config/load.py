@@ -152,6 +152,11 @@ def _check_network(cfg: Config, mixing: str) -> None:
             if getattr(net, f.name) != getattr(default, f.name):
                 raise ConfigError(f"network.{f.name}", "is set but network.enabled is false: "
                                   "enable the simulated network, or leave it out")
+    if not net.overlap:
+        for name in ("delays", "max_delay"):
+            if getattr(net, name) != getattr(default, name):
+                raise ConfigError(f"network.{name}", "is set but network.overlap is false: "
+                                  "only overlapped messages are late")
     if net.overlap and mixing != "column_stochastic":
         raise ConfigError("network.overlap", f"{cfg.algorithm.name} does not use Push-Sum; "
                           "overlap (messages added when they arrive) is for sgp, osgp, dfedsgpm,"
