@@ -1,4 +1,4 @@
-"""`p2pfl analyze TOPOLOGY` and `p2pfl study CONFIG --topologies ...` (wired into p2pfl.cli)."""
+"""`p2pfl analyze TOPOLOGY` and `p2pfl study CONFIG` (wired into p2pfl.cli)."""
 
 from __future__ import annotations
 
@@ -20,12 +20,13 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                    "if directed)")
     a.add_argument("--eps", type=float, default=1e-3, help="accuracy of the mixing time")
     a.add_argument("--json", action="store_true", help="print one JSON object")
-    s = sub.add_parser("study", help="one run per topology, then convergence vs diameter and "
-                       "spectral gap")
-    s.add_argument("config", help="TOML experiment file (without [[compare]])")
-    s.add_argument("--topologies", required=True,
-                   help="comma-separated names, options after colons: "
-                   "ring,exponential:directed=false,complete")
+    s = sub.add_parser("study", help="one run per topology, sweep value and seed, then "
+                       "convergence vs diameter and spectral gap")
+    s.add_argument("config", help="TOML experiment file with a [study] table (or none, with "
+                   "--topologies), without [[compare]]")
+    s.add_argument("--topologies", help="comma-separated names, options after colons, instead "
+                   "of the config's: ring,exponential:directed=false,complete (sweeps are kept)")
+    s.add_argument("--seeds", help="comma-separated seeds, instead of the config's")
     s.add_argument("--out", default="runs/study", help="output directory (default runs/study)")
     s.add_argument("--target", type=float, help="test accuracy for 'rounds to target' "
                    "(default: 90%% of the best final accuracy)")
@@ -82,15 +83,28 @@ def analyze(args: argparse.Namespace) -> int:
 
 
 def study(args: argparse.Namespace) -> int:
-    from analysis.study import format_table, run_study
-    from p2pfl.config import load_config, parse_overrides
+    from analysis.study import run_study
+    from analysis.study_results import format_table
+    from analysis.study_spec import check_seeds, check_target, load_study
+    from p2pfl.config import ConfigError, parse_overrides
 
     overrides = parse_overrides(args.overrides)
     if args.device:
         overrides["device"] = args.device
-    cfg = load_config(args.config, overrides)
-    specs = [s for s in args.topologies.split(",") if s.strip()]
-    result = run_study(cfg, specs, args.out, target=args.target, progress=not args.quiet)
+    cfg, spec = load_study(args.config, overrides)
+    topologies = ([s for s in args.topologies.split(",") if s.strip()] if args.topologies
+                  else list(spec.topologies))
+    seeds = spec.seeds or None
+    if args.seeds:
+        try:
+            seeds = [int(s) for s in args.seeds.split(",")]
+        except ValueError:
+            raise ConfigError("--seeds", f"must be comma-separated integers, got "
+                              f"{args.seeds!r}") from None
+        seeds = check_seeds(seeds, "--seeds")
+    target = check_target(args.target, "--target") if args.target is not None else spec.target
+    result = run_study(cfg, topologies, args.out, seeds=seeds, sweeps=spec.sweeps,
+                       target=target, progress=not args.quiet)
     print(format_table(result))
     for path in result.files:
         print(path)

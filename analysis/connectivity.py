@@ -1,4 +1,4 @@
-"""Connectivity of graphs and of time-varying schedules (topologies.md 1.7, 4.4, 4.5).
+"""Connectivity of graphs and of time-varying schedules.
 
 ``G`` may be a graph or a matrix (edge i -> j when ``W[j, i] > 0``). A ``schedule`` may be a
 topologies Schedule (``at(t)``, ``period``), a single graph (static), or a finite list of graphs
@@ -78,7 +78,7 @@ def diameter(G: MatrixLike) -> int:
 
 def largest_component_diameter(G: MatrixLike) -> int:
     """Diameter of the largest (strongly) connected component: the finite part of an infinite
-    diameter (topologies.md 4.5)."""
+    diameter."""
     graph = as_graph(G)
     parts = (nx.strongly_connected_components(graph) if graph.is_directed()
              else nx.connected_components(graph))
@@ -159,7 +159,7 @@ def _window_starts(B: int, horizon: int | None, period: int | None, aligned: boo
 
 def b_connectivity(schedule: ScheduleLike, B: int, horizon: int | None = None,
                    aligned: bool = True) -> BConnectivity:
-    """Check B-bounded strong connectivity over rounds 0..horizon-1 (topologies.md 1.7, 4.4).
+    """Check B-bounded strong connectivity over rounds 0..horizon-1.
 
     aligned=True (default, Nedic-Olshevsky and SGP): the unions over rounds [lB, (l+1)B) must be
     strongly connected for every full window; aligned=False: every B consecutive rounds.
@@ -193,7 +193,7 @@ def min_b(schedule: ScheduleLike, horizon: int | None = None, aligned: bool = Tr
     """Smallest B for which `is_b_connected` holds (None if none up to max_b).
 
     max_b defaults to 3 * period for a periodic schedule, else horizon. A finite horizon can
-    under-estimate B of the infinite sequence (topologies.md 3.2).
+    under-estimate B of the infinite sequence.
     """
     sched, length = rounds_of(schedule)
     limit = max_b or (3 * sched.period if sched.period else (horizon or length))

@@ -1,15 +1,16 @@
 """Consensus simulation: Push-Sum (column-stochastic) and gossip (doubly-stochastic) averaging.
 
-Node values are the rows of ``x0`` ([n, ...]); one round is ``x <- W(t) x`` (column convention,
-topologies.md 0). W(t) is the natural matrix of the graph of round t, or whatever the
-``matrices(t)`` hook returns: that is where link drops or any other per-round change plug in
-(e.g. the sender-keeps-the-undelivered-share rule of topologies.md 1.6). Hook matrices are used
-as given, so an uncompensated loss (a column summing to less than 1) can be simulated too.
+Node values are the rows of ``x0`` ([n, ...]); one round is ``x <- W(t) x`` (column
+convention: W[j, i] is the share of i's mass sent to j). W(t) is the natural matrix of the graph
+of round t, or whatever the ``matrices(t)`` hook returns: that is where link drops or any other
+per-round change plug in (e.g. a rule where the sender keeps the undelivered share). Hook
+matrices are used as given, so an uncompensated loss (a column summing to less than 1) can be
+simulated too.
 
 Built-in faults: with ``link_drop`` / ``node_drop`` > 0 the faults of round t are drawn with
 ``sample_faults(G(t), link_drop, node_drop, seed=[seed, t])`` and W(t) is the faulty matrix of
-topologies.md 1.6 (Push-Sum: the sender keeps the undelivered share, so columns still sum to 1;
-gossip: Metropolis-Hastings on the surviving links).
+``topologies.column_stochastic(G, faults)`` (Push-Sum: the sender keeps the undelivered share,
+so columns still sum to 1; gossip: Metropolis-Hastings on the surviving links).
 """
 
 from __future__ import annotations
@@ -89,7 +90,7 @@ def pushsum_consensus(schedule: ScheduleLike | Matrix | None, x0: np.ndarray, ro
     Returns
     -------
     z : [rounds + 1, n, ...], the de-biased estimates; z[0] = x0. With a column-stochastic
-    W(t) whose graphs are B-strongly connected, every z_i(t) -> mean(x0) (topologies.md 1.3).
+    W(t) whose graphs are B-strongly connected, every z_i(t) -> mean(x0).
     """
     x = _check_x0(x0)
     n = x.shape[0]
@@ -147,7 +148,8 @@ def consensus_error(trajectory: np.ndarray, target: np.ndarray | None = None) ->
 def contraction_rate(errors: np.ndarray, start: int, stop: int) -> float:
     """Observed per-round rate ``(errors[stop] / errors[start]) ** (1 / (stop - start))``.
 
-    For a static W it tends to slem(W) (topologies.md 3.3: 0.5728 vs 0.5715 over rounds 20-50).
+    For a static W it tends to slem(W) (the tests' worked 4-node example: 0.5728 vs 0.5715
+    over rounds 20-50).
     """
     if not 0 <= start < stop < len(errors):
         raise ValueError(f"need 0 <= start < stop < {len(errors)}, got {start}, {stop}")

@@ -1,7 +1,7 @@
 """Inputs of the analysis functions: a graph, a dense numpy matrix or a scipy.sparse matrix.
 
 A graph stands for its natural mixing matrix (Metropolis-Hastings if undirected, the uniform push
-rule if directed; topologies.md 1.3-1.4); a matrix stands for its graph, edge i -> j when
+rule if directed); a matrix stands for its graph, edge i -> j when
 ``W[j, i] > 0`` (column convention). Graphs with more than DENSE_MAX nodes and sparse matrices
 with more than DENSE_MAX rows stay sparse (CSR) and go to the iterative solvers.
 """
@@ -14,7 +14,7 @@ import scipy.sparse as sp
 
 from topologies.mixing import column_stochastic, doubly_stochastic
 
-DENSE_MAX = 2000  # dense LAPACK up to this n (topologies.md 5: O(n^3), 0.4 s at n = 1000)
+DENSE_MAX = 2000  # dense LAPACK up to this n (O(n^3): 0.4 s at n = 1000)
 
 Matrix = np.ndarray | sp.sparray | sp.spmatrix
 MatrixLike = Matrix | nx.Graph

@@ -20,10 +20,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+from p2pfl.figures import plt, save, series_style
 
 History = list[dict[str, Any]]
 
@@ -78,17 +75,17 @@ def figure(results: dict[float, dict[str, History]], target: float, shown: float
     fig, axes = plt.subplots(1, 2 if len(fractions) > 1 else 1,
                              figsize=(12 if len(fractions) > 1 else 7, 4.6), squeeze=False)
     left, right = axes[0][0], (axes[0][1] if len(fractions) > 1 else None)
-    colours = plt.get_cmap("tab10")
     for i, label in enumerate(results[shown]):
         style = "--" if "overlap" in label else "-"
+        colour = series_style(i)["color"]
         history = [r for r in results[shown][label] if "test_acc" in r]
         left.plot([r["sim_time_s"] for r in history], [r["test_acc"] for r in history], style,
-                  color=colours(i), label=label)
+                  color=colour, label=label)
         reach = [(f, seconds_to(results[f][label], target)) for f in fractions]
         reach = [(f, s) for f, s in reach if s is not None]
         if right is not None:
             right.plot([f for f, _ in reach], [s for _, s in reach], style, marker="o",
-                       color=colours(i), label=label)
+                       color=colour, label=label)
     left.axhline(target, color="grey", lw=0.8, ls=":")
     left.annotate(f"target {target:.0%}", (1, target), xycoords=("axes fraction", "data"),
                   xytext=(-4, 3), textcoords="offset points", ha="right", fontsize=8,
@@ -103,16 +100,11 @@ def figure(results: dict[float, dict[str, History]], target: float, shown: float
     for ax in axes[0]:
         ax.grid(alpha=0.3)
     handles, labels = left.get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=8, frameon=False)
+    fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=3,
+               fontsize=8, frameon=False)  # below the panels: the saved figure grows to hold it
     if title:
         fig.suptitle(title)
-    fig.tight_layout(rect=(0, 0.1, 1, 1))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    paths = [path.with_suffix(".png"), path.with_suffix(".pdf")]
-    for p in paths:
-        fig.savefig(p, dpi=120)
-    plt.close(fig)
-    return paths
+    return save(fig, path)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,7 +1,7 @@
 """Figures for papers (matplotlib Agg; every function writes `path`.png and `path`.pdf).
 
-Run curves reuse p2pfl.plots; the rest draws topologies, spectra, consensus, data partitions and
-the convergence-vs-topology study.
+Run curves reuse p2pfl.plots; the rest draws topologies, spectra, consensus and data partitions
+(the topology study's figures are in analysis.study_plots). Style: p2pfl.figures.
 """
 
 from __future__ import annotations
@@ -11,29 +11,15 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import matplotlib
+import networkx as nx
+import numpy as np
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import networkx as nx  # noqa: E402
-import numpy as np  # noqa: E402
-
-from analysis.matrices import MatrixLike  # noqa: E402
-from analysis.spectral import eigenvalues  # noqa: E402
+from analysis.matrices import MatrixLike
+from analysis.spectral import eigenvalues
+from p2pfl.figures import legend_outside, log_axis, plt, round_axis, save, series_style
 
 ZERO_FLOOR = 1e-16  # where plot_consensus draws an exact 0
 DRAW_MAX_NODES = 200  # draw_topology refuses larger graphs: nothing readable comes out
-
-
-def _save(fig: plt.Figure, path: str | Path) -> list[Path]:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    paths = [path.with_suffix(".png"), path.with_suffix(".pdf")]
-    fig.tight_layout()
-    for p in paths:
-        fig.savefig(p, dpi=150)
-    plt.close(fig)
-    return paths
 
 
 def plot_runs(run_dirs: Sequence[str | Path], path: str | Path, title: str = "") -> list[Path]:
@@ -61,7 +47,6 @@ def plot_seed_bands(groups: Mapping[str, Sequence[Sequence[Mapping[str, Any]]]],
     or still running) counts only in the rounds it reached."""
     fig, ax = plt.subplots(figsize=(9.5, 5))
     curves: list[tuple[np.ndarray, np.ndarray]] = []  # (rounds, mean) of each label
-    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for i, (label, histories) in enumerate(groups.items()):
         by_round: dict[int, list[float]] = {}
         for history in histories:
@@ -75,8 +60,8 @@ def plot_seed_bands(groups: Mapping[str, Sequence[Sequence[Mapping[str, Any]]]],
         mean = np.array([np.mean(v) for v in values])
         seeds = f", {len(histories)} seeds" if len(histories) > 1 else ""
         curves.append((rounds, mean))
-        style = ("-", "--", ":")[i // len(colors) % 3]  # past the colours, a new dash
-        (line,) = ax.plot(rounds, mean, style, color=colors[i % len(colors)],
+        style = series_style(i)
+        (line,) = ax.plot(rounds, mean, color=style["color"], linestyle=style["linestyle"],
                           label=f"{label}{seeds}", linewidth=1.2)
         if len(histories) > 1:
             ax.fill_between(rounds, [min(v) for v in values], [max(v) for v in values],
@@ -87,6 +72,7 @@ def plot_seed_bands(groups: Mapping[str, Sequence[Sequence[Mapping[str, Any]]]],
         low = [min(m[len(m) // 10], m[r >= half].min(initial=np.inf)) for r, m in curves]
         ax.set_ylim(bottom=max(0.0, min(low) - 3))
     ax.set_xlabel("round")
+    round_axis(ax)
     ax.set_ylabel(ylabel)
     if title:
         ax.set_title(title, fontsize=10)
@@ -94,9 +80,8 @@ def plot_seed_bands(groups: Mapping[str, Sequence[Sequence[Mapping[str, Any]]]],
     handles, labels = ax.get_legend_handles_labels()
     ends = [h.get_ydata()[-1] for h in handles]
     order = sorted(range(len(handles)), key=lambda i: -ends[i])  # legend in the final order
-    ax.legend([handles[i] for i in order], [labels[i] for i in order], fontsize=8,
-              loc="upper left", bbox_to_anchor=(1.01, 1.0))  # outside: never over a curve
-    return _save(fig, path)
+    legend_outside(ax, [handles[i] for i in order], [labels[i] for i in order])
+    return save(fig, path)
 
 
 def plot_consensus(curves: Mapping[str, np.ndarray], path: str | Path,
@@ -104,14 +89,21 @@ def plot_consensus(curves: Mapping[str, np.ndarray], path: str | Path,
     """One line per label of a per-round quantity ([T], e.g. `consensus_distance(trajectory)`)
     on a log scale; exact zeros (exact consensus) are drawn at 1e-16."""
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    for label, values in curves.items():
-        values = np.asarray(values, dtype=float)
-        ax.semilogy(np.arange(len(values)), np.maximum(values, ZERO_FLOOR), label=label)
+    arrays = {label: np.maximum(np.asarray(v, dtype=float), ZERO_FLOOR)
+              for label, v in curves.items()}
+    for i, (label, values) in enumerate(arrays.items()):
+        style = series_style(i)
+        ax.plot(np.arange(len(values)), values, label=label, color=style["color"],
+                linestyle=style["linestyle"])
+    if arrays:
+        log_axis(ax, "y", min(v.min() for v in arrays.values()),
+                 max(v.max() for v in arrays.values()))
     ax.set_xlabel("round")
+    round_axis(ax)
     ax.set_ylabel(ylabel)
     ax.grid(alpha=0.3, which="both")
-    ax.legend(fontsize=7, loc="upper right")
-    return _save(fig, path)
+    legend_outside(ax)
+    return save(fig, path)
 
 
 def draw_topology(G: nx.Graph, path: str | Path, title: str = "") -> list[Path]:
@@ -127,7 +119,7 @@ def draw_topology(G: nx.Graph, path: str | Path, title: str = "") -> list[Path]:
                      font_color="white", edge_color="#555555")
     ax.set_title(title or f"{n} nodes, {G.number_of_edges()} edges")
     ax.set_axis_off()
-    return _save(fig, path)
+    return save(fig, path)
 
 
 def plot_partition(counts: np.ndarray, path: str | Path, title: str = "") -> list[Path]:
@@ -142,7 +134,7 @@ def plot_partition(counts: np.ndarray, path: str | Path, title: str = "") -> lis
     ax.set_xlabel("class")
     ax.set_ylabel("node")
     ax.set_title(title or "data partition")
-    return _save(fig, path)
+    return save(fig, path)
 
 
 def label_counts(labels: np.ndarray, node_indices: np.ndarray, num_classes: int) -> np.ndarray:
@@ -164,50 +156,5 @@ def plot_spectrum(matrices: Mapping[str, MatrixLike], path: str | Path) -> list[
     ax.set_xlabel("Re lambda")
     ax.set_ylabel("Im lambda")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8, loc="lower left")
-    return _save(fig, path)
-
-
-def plot_convergence_vs_topology(rows: Sequence[Mapping[str, Any]], path: str | Path,
-                                 target: float | None = None, title: str = "") -> list[Path]:
-    """Rounds to the target accuracy and final accuracy against diameter and spectral gap.
-
-    rows: dicts with label, diameter, spectral_gap, final_acc, rounds_to_target (None: not
-    reached, drawn as an open marker at the top of the axis) and rounds. Topologies with an
-    infinite diameter are left out of the diameter panels and named in the caption.
-    """
-    rows = [r for r in rows if r.get("final_acc") is not None]
-    fig, axes = plt.subplots(2, 2, figsize=(10, 7.5))
-    max_rounds = max((r["rounds"] for r in rows), default=1)
-    infinite = [r["label"] for r in rows if not math.isfinite(r["diameter"])]
-    panels = [("diameter", "rounds_to_target"), ("spectral_gap", "rounds_to_target"),
-              ("diameter", "final_acc"), ("spectral_gap", "final_acc")]
-    for ax, (x_key, y_key) in zip(axes.flat, panels):
-        for i, r in enumerate(rows):
-            x = r[x_key]
-            if x is None or not math.isfinite(x):
-                continue
-            color = f"C{i % 10}"
-            y = r[y_key]
-            if y is None:  # target never reached
-                ax.scatter([x], [max_rounds], marker="^", facecolors="none", edgecolors=color,
-                           s=60)
-            else:
-                ax.scatter([x], [y], color=color, s=40)
-            ax.annotate(r["label"], (x, max_rounds if y is None else y), fontsize=7,
-                        xytext=(4, 3), textcoords="offset points")
-        ax.set_xlabel("diameter (hops)" if x_key == "diameter" else "spectral gap 1 - slem")
-        if x_key == "spectral_gap":
-            ax.set_xscale("log")
-        ax.set_ylabel(f"rounds to {target:.1%} test acc" if y_key == "rounds_to_target" and target
-                      else "rounds to target" if y_key == "rounds_to_target"
-                      else "final test accuracy (average model)")
-        ax.grid(alpha=0.3, which="both")
-    caption = "open triangle: target not reached"
-    if infinite:
-        caption += "; infinite diameter (not drawn on the diameter axis): " + ", ".join(infinite)
-    fig.text(0.5, 0.005, caption, ha="center", fontsize=8)
-    if title:
-        fig.suptitle(title)
-    paths = _save(fig, path)
-    return paths
+    legend_outside(ax)
+    return save(fig, path)

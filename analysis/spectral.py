@@ -1,8 +1,8 @@
-"""Spectral metrics of mixing matrices (topologies.md 4.1-4.3, 4.6, 4.7).
+"""Spectral metrics of mixing matrices.
 
 Functions taking ``W`` accept a dense matrix, a scipy.sparse matrix or a graph (its natural
 mixing matrix, see analysis.matrices). Up to DENSE_MAX nodes everything is dense LAPACK; above,
-the iterative solvers of scipy.sparse.linalg (ARPACK) on deflated operators (topologies.md 5).
+the iterative solvers of scipy.sparse.linalg (ARPACK) on deflated operators.
 """
 
 from __future__ import annotations
@@ -114,7 +114,7 @@ def slem(W: MatrixLike) -> float:
         return _slem_nonsymmetric_sparse(W, v0)
     except sla.ArpackNoConvergence:
         raise ValueError(f"the sparse eigensolver did not converge for n = {n} (eigenvalues "
-                         "clustered near 1?); use a closed form (topologies.md 2)") from None
+                         "clustered near 1?); use a closed form") from None
 
 
 def _slem_nonsymmetric_sparse(W: sp.csr_array, v0: np.ndarray) -> float:
@@ -150,7 +150,7 @@ def _slem_symmetric_sparse(W: sp.csr_array, v0: np.ndarray) -> float:
     """max(lambda_2, -lambda_n) of a symmetric stochastic W from the deflated operator W - J.
 
     Lanczos for the top of the spectrum; the bottom only when Gershgorin
-    (lambda_n >= 2 min_i W_ii - 1, topologies.md 5) cannot rule it out.
+    (lambda_n >= 2 min_i W_ii - 1) cannot rule it out.
     """
     n = W.shape[0]
     op = sla.LinearOperator((n, n), matvec=lambda x: W @ x - x.mean(), dtype=float)
@@ -169,7 +169,7 @@ def spectral_gap(W: MatrixLike) -> float:
 
 
 def ergodicity_coefficient(W: MatrixLike) -> float:
-    """Dobrushin coefficient of a column-stochastic W (topologies.md 4.3, item 2).
+    """Dobrushin coefficient of a column-stochastic W.
 
     ``tau(W) = 1 - min_{i,j} sum_k min(W[k, i], W[k, j])``: how far two senders' columns are
     from sharing their recipients. ``slem(W) <= tau(W)`` and ``tau(AB) <= tau(A) tau(B)``;
@@ -200,7 +200,7 @@ def _limit(W: np.ndarray) -> np.ndarray:
 
 
 def mixing_time(W: MatrixLike, eps: float = 1e-3, max_rounds: int = 10**6) -> int | None:
-    """epsilon-averaging time ``min{t : ||W^t - pi 1^T||_2 <= eps}`` (topologies.md 4.6).
+    """epsilon-averaging time ``min{t : ||W^t - pi 1^T||_2 <= eps}``.
 
     pi 1^T = J for a doubly-stochastic W. Exact: since ``||W^t - pi 1^T||_2 >= slem^t``, no
     t below ``ln(1/eps) / ln(1/slem)`` can qualify; from there the norm is checked round by

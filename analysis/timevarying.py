@@ -1,7 +1,7 @@
 """Mixing over time-varying schedules: products of round matrices, per-round rate, mixing time.
 
 Round t uses W(t) = mixing(schedule.at(t)); the product of rounds t0..t1-1 is
-``W(t1-1) ... W(t0)`` (topologies.md 0). Dense, for n <= DENSE_MAX.
+``W(t1-1) ... W(t0)``. Dense, for n <= DENSE_MAX.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ def per_round_rate(schedule: ScheduleLike, rounds: int | None = None,
     rounds defaults to the period. 1 when the union of the rounds is not strongly connected
     (slem's convention: no consensus); 0 for exact averaging (the product is pi 1^T). For a
     static W it equals slem(W); for circulant schedules ``||Pi - J||_2 ** (1 / period)``
-    (topologies.md 3.2: one-peer n = 12 -> 0.6762). Accurate for any number of rounds: the
+    (one-peer exponential, n = 12: 0.6762). Accurate for any number of rounds: the
     product is never formed (its slem, 0.5^400 say, is far below its rounding error); see
     `_log_slem_of_product`.
     """
@@ -97,7 +97,7 @@ def schedule_mixing_time(schedule: ScheduleLike, eps: float = 1e-3, max_rounds: 
     """First t with ``||W(t-1) ... W(0) (I - J)||_2 <= eps`` whose rounds 0..t-1 have a strongly
     connected union, or None within max_rounds.
 
-    For doubly-stochastic rounds this is ``||W(t:0) - J||_2`` (topologies.md 4.6, T_2); for
+    For doubly-stochastic rounds this is ``||W(t:0) - J||_2``; for
     column-stochastic ones it measures how far the columns of the product still differ, which
     says nothing while some node has not heard from another (0 -> 1 <-> 2: the columns agree,
     node 0 keeps its own value). None at once for a periodic schedule whose union over a

@@ -1,6 +1,6 @@
 """Command line: `p2pfl run CONFIG ...`, `p2pfl resume RUN_DIR`, `p2pfl plot RUN_DIR ...`,
 `p2pfl table RUN_DIR ...`, `p2pfl compare CONFIG --only a,b --seeds 0,1,2 --out DIR`,
-`p2pfl analyze TOPOLOGY`, `p2pfl study CONFIG --topologies ...`, `p2pfl bench [--quick]`."""
+`p2pfl analyze TOPOLOGY`, `p2pfl study CONFIG`, `p2pfl bench [--quick]`."""
 
 from __future__ import annotations
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from p2pfl.build import check_variants
+from p2pfl.checkpoint import check_resumable, read_run_config
 from p2pfl.config import (
     Config,
     ConfigError,
@@ -25,6 +26,8 @@ from p2pfl.config import (
     with_overrides,
 )
 from p2pfl.engine import DivergenceError, run
+from p2pfl.objects.inputs import with_absolute_paths
+from p2pfl.objects.topology import resolve_topology
 from p2pfl.results import METRICS, read_metrics
 from p2pfl.table import comparison_table
 
@@ -65,7 +68,7 @@ def run_subset(cfg: Config, out: Path, only: list[str] | None = None,
     run_dirs, diverged = [], []
     for label, seed, run_cfg in plans:
         run_dir = out / folder_name(label) / f"seed{seed}"
-        if finished_rounds(run_dir) < run_cfg.rounds:
+        if not reusable(run_dir, run_cfg):
             try:
                 run(run_cfg, run_dir, progress, f"{label} (seed {seed})",
                     resume=(run_dir / "config.json").exists())
@@ -88,6 +91,18 @@ def evaluated(run_dir: Path) -> bool:
     has none: the DivergenceError names it, the table cannot)."""
     metrics = run_dir / METRICS
     return metrics.exists() and any("test_acc" in r for r in read_metrics(metrics))
+
+
+def reusable(run_dir: Path, cfg: Config, topology: object | None = None) -> bool:
+    """Whether `run_dir` holds a finished run of `cfg` with at least its rounds (then it is
+    kept); a finished run with another config is refused (ConfigError naming the fields), one
+    with fewer rounds is not reusable (it is extended)."""
+    done = finished_rounds(run_dir)
+    if done == 0:
+        return False
+    recorded, _, _ = resolve_topology(with_absolute_paths(cfg), run_dir, True, topology)
+    check_resumable(read_run_config(run_dir).to_dict(), recorded, 0, run_dir)
+    return done >= cfg.rounds
 
 
 def finished_rounds(run_dir: Path) -> int:

@@ -5,11 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.ticker import MaxNLocator  # noqa: E402
+from p2pfl.figures import (
+    legend_outside,
+    log_axis,
+    log_floor,
+    plt,
+    round_axis,
+    save,
+    series_style,
+)
 
 History = list[dict[str, Any]]
 
@@ -34,26 +38,36 @@ def _series(history: History, key: str, x: str = "round") -> tuple[list[float], 
 def plot_histories(histories: dict[str, History], path: Path, title: str = "",
                    x: str = "round") -> list[Path]:
     """One figure of accuracy, loss and consensus against the round (or, `x` = "time", the
-    simulated time of runs with [network] enabled), one line per run; returns the files."""
+    simulated time of runs with [network] enabled), one line per run; returns the files.
+    Consensus is on a log axis; a run at exact consensus is drawn along its floor."""
     fig, axes = plt.subplots(2, 2, figsize=(11, 7.5))
+    floor = log_floor([_series(h, "consensus_dist", x)[1] for h in histories.values()])
+    clipped: list[str] = []  # runs at exact consensus, drawn along the floor
     for ax, (key, label) in zip(axes.flat, PANELS):
-        for name, history in histories.items():
+        for i, (name, history) in enumerate(histories.items()):
             xs, values = _series(history, key, x)
+            if key == "consensus_dist" and floor is not None:
+                if values and max(values) < floor:
+                    clipped.append(name)
+                values = [max(v, floor) for v in values]
             if xs:
-                ax.plot(xs, values, marker="o" if len(xs) < 40 else None, ms=3, label=name)
+                style = series_style(i)
+                ax.plot(xs, values, color=style["color"], linestyle=style["linestyle"],
+                        marker=style["marker"] if len(xs) < 40 else None, ms=3, label=name)
         ax.set_xlabel(X_AXES[x])
         if x == "round":
-            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+            round_axis(ax)
         ax.set_ylabel(label)
-        if key == "consensus_dist" and any(_series(h, key, x)[1] for h in histories.values()):
-            ax.set_yscale("symlog", linthresh=1e-6)
+        if key == "consensus_dist" and floor is not None:
+            top = max(max(_series(h, key, x)[1] or [floor]) for h in histories.values())
+            ax.set_ylim(floor / 2, top * 2)
+            log_axis(ax, "y", floor / 2, top * 2)
+            if clipped:
+                ax.text(0.01, 0.01, f"at exact consensus, drawn on the floor: "
+                        f"{', '.join(clipped)}", transform=ax.transAxes, fontsize=7,
+                        color="0.3")
         ax.grid(alpha=0.3)
-    axes.flat[0].legend(fontsize=8)
+    legend_outside(axes.flat[1])
     if title:
         fig.suptitle(title)
-    fig.tight_layout()
-    paths = [path.with_suffix(".png"), path.with_suffix(".pdf")]
-    for p in paths:
-        fig.savefig(p, dpi=120)
-    plt.close(fig)
-    return paths
+    return save(fig, path, make_parents=False)  # `p2pfl plot --out` names an existing folder

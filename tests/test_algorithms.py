@@ -128,7 +128,7 @@ def _spec_digraph() -> nx.DiGraph:
 
 
 def test_pushsum_mixing_matches_spec_worked_example():
-    """spec/topologies.md 3.3: x(0) = [1, 2, 3, 4] on a 4-node irregular digraph."""
+    """Worked by hand: x(0) = [1, 2, 3, 4] on a 4-node irregular digraph."""
     cfg = small_config(algorithm__name="sgp", topology__name="random_out",
                        topology__out_degree=1, data__num_nodes=4, rounds=20)
     ctx, algorithm = build(cfg)

@@ -9,7 +9,7 @@ import pytest
 import analysis as A
 import topologies as T
 
-ATOL = 1e-9  # topologies.md 3.9: closed-form spectral quantities, n <= 100
+ATOL = 1e-9  # closed-form spectral quantities, n <= 100
 
 
 def natural(name: str, n: int) -> tuple[np.ndarray, nx.Graph]:
@@ -33,7 +33,7 @@ def natural(name: str, n: int) -> tuple[np.ndarray, nx.Graph]:
     return W, G
 
 
-GOLDEN = [  # (topology, n, SLEM, diameter), topologies.md 3.1
+GOLDEN = [  # (topology, n, SLEM, diameter), closed forms
     ("ring", 8, 0.8047378541, 4),
     ("ring", 16, 0.9492530217, 8),
     ("ring", 100, 0.9986844856, 50),
@@ -216,7 +216,7 @@ def test_torus_hypercube_grid_golden(G: nx.Graph, expected_slem: float,
 
 
 # ---------------------------------------------------------------- Perron, Dobrushin, mixing time
-G4 = nx.DiGraph([(0, 1), (1, 2), (2, 0), (2, 3), (3, 0)])  # topologies.md 3.3
+G4 = nx.DiGraph([(0, 1), (1, 2), (2, 0), (2, 3), (3, 0)])  # the worked Push-Sum example
 
 
 def test_perron_vector_of_worked_example() -> None:
@@ -244,7 +244,7 @@ def test_ergodicity_coefficient_of_worked_example() -> None:
         A.ergodicity_coefficient(P) * A.ergodicity_coefficient(Q) + 1e-12)
 
 
-@pytest.mark.parametrize(("G", "expected"), [  # topologies.md 3.6, T_2(1e-3), n = 16
+@pytest.mark.parametrize(("G", "expected"), [  # rounds to 1e-3 from node 2, n = 16
     (T.complete(16), 1), (T.star(16), 108), (T.exponential(16), 14), (hypercube(4), 14),
     (torus(4, 4), 14), (nx.convert_node_labels_to_integers(nx.grid_2d_graph(4, 4)), 50),
     (T.ring(16), 133), (T.directed_ring(16), 357),
@@ -260,7 +260,7 @@ def test_mixing_time_non_normal_and_errors() -> None:
         A.mixing_time(T.ring(5), 0.0)
 
 
-@pytest.mark.parametrize(("G", "expected"), [  # topologies.md 3.5
+@pytest.mark.parametrize(("G", "expected"), [
     (T.ring(8), 2 - np.sqrt(2)), (T.ring(100), 2 - 2 * np.cos(2 * np.pi / 100)),
     (T.complete(16), 16.0), (T.star(100), 1.0), (hypercube(4), 2.0),
     (torus(10, 10), (3 - np.sqrt(5)) / 2), (T.exponential(16, directed=False), 4.0),
@@ -302,7 +302,7 @@ def test_b_connected_although_every_graph_is_disconnected() -> None:
 
 
 @pytest.mark.parametrize(("n", "B", "delta"), [(16, 4, 4), (12, 4, None), (100, 7, 5)])
-def test_min_b_one_peer_golden(n: int, B: int, delta: int | None) -> None:  # topologies.md 4.4
+def test_min_b_one_peer_golden(n: int, B: int, delta: int | None) -> None:
     s = T.one_peer_exponential(n)
     assert A.min_b(s) == B
     assert not A.is_b_connected(s, B - 1)
@@ -311,7 +311,7 @@ def test_min_b_one_peer_golden(n: int, B: int, delta: int | None) -> None:  # to
 
 
 class Shifts:
-    """Round t: i -> i + offsets[t mod len] (the SGP phone book of topologies.md 2.1)."""
+    """Round t: i -> i + offsets[t mod len] (SGP's schedule of one peer per round)."""
 
     def __init__(self, n: int, offsets: list[int]) -> None:
         self.n, self.offsets, self.period, self.directed = n, offsets, len(offsets), True
@@ -335,7 +335,7 @@ def test_min_b_sgp_phone_book_and_finite_trace_pitfall() -> None:
 
 
 @pytest.mark.parametrize(("n", "rate"), [(12, 0.6762442799), (100, 0.7897666947), (16, 0.0)])
-def test_per_round_rate_one_peer_golden(n: int, rate: float) -> None:  # topologies.md 3.2
+def test_per_round_rate_one_peer_golden(n: int, rate: float) -> None:
     assert A.per_round_rate(T.one_peer_exponential(n)) == pytest.approx(rate, abs=ATOL)
     assert A.per_round_rate(Shifts(16, [1, 15, 2, 14, 4, 12, 8])) == 0.0
 
@@ -357,7 +357,7 @@ def test_per_round_rate_over_long_horizons() -> None:
 
 
 def test_schedule_mixing_time() -> None:
-    assert A.schedule_mixing_time(T.one_peer_exponential(16)) == 4  # topologies.md 3.6
+    assert A.schedule_mixing_time(T.one_peer_exponential(16)) == 4
     assert A.schedule_mixing_time(T.ring(16)) == A.mixing_time(T.ring(16)) == 133
     assert A.per_round_rate(T.ring(16)) == pytest.approx(A.slem(T.ring(16)), abs=ATOL)
 

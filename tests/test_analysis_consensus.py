@@ -1,4 +1,4 @@
-"""Consensus simulation: exact averages, worked examples and rates of topologies.md 3.3-3.4."""
+"""Consensus simulation: exact averages, Push-Sum examples worked by hand, and rates."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ G4 = nx.DiGraph([(0, 1), (1, 2), (2, 0), (2, 3), (3, 0)])
 X4 = np.array([1.0, 2.0, 3.0, 4.0])
 
 
-def test_pushsum_worked_example_iterates() -> None:  # topologies.md 3.3
+def test_pushsum_worked_example_iterates() -> None:
     z, w = A.pushsum_consensus(G4, X4, 3, return_weights=True)
     np.testing.assert_allclose(z[1], [21 / 8, 3 / 2, 12 / 5, 18 / 5], rtol=1e-12)
     np.testing.assert_allclose(z[2], [141 / 49, 15 / 7, 51 / 28, 78 / 25], rtol=1e-12)
@@ -22,7 +22,7 @@ def test_pushsum_worked_example_iterates() -> None:  # topologies.md 3.3
     np.testing.assert_allclose(w.sum(axis=1), 4.0, rtol=1e-14)
 
 
-def test_pushsum_error_checkpoints_and_rate_vs_slem() -> None:  # topologies.md 3.3
+def test_pushsum_error_checkpoints_and_rate_vs_slem() -> None:
     errors = A.consensus_error(A.pushsum_consensus(G4, X4, 50))
     assert errors[10] == pytest.approx(8.158e-3, rel=1e-3)
     assert errors[20] == pytest.approx(3.083e-5, rel=1e-3)
@@ -101,7 +101,7 @@ def test_static_matrix_input_and_one_peer_exact_averaging() -> None:
 
 
 def dropped(keep: bool):
-    """Hook: message 2 -> 3 lost in round 0 (topologies.md 3.4); the sender keeps its share
+    """Hook: message 2 -> 3 lost in round 0; the sender keeps its share
     (rule 1) or the share is lost (rule 3)."""
     W = T.column_stochastic(G4)
 
@@ -148,7 +148,7 @@ def test_consensus_helpers_and_errors() -> None:
 GRID = nx.convert_node_labels_to_integers(nx.grid_2d_graph(4, 4), ordering="sorted")
 
 
-@pytest.mark.parametrize(("topology", "src", "expected"), [  # topologies.md 3.6, T_src(1e-3)
+@pytest.mark.parametrize(("topology", "src", "expected"), [  # rounds to 1e-3 from node src
     (T.complete(16), 0, 1), (T.star(16), 15, 149), (T.exponential(16), 0, 15),
     (T.one_peer_exponential(16), 0, 4), (GRID, 15, 58), (T.ring(16), 0, 146),
     (T.directed_ring(16), 0, 391),

@@ -13,8 +13,10 @@ import pytest
 import analysis as A
 import topologies as T
 from analysis import plots
-from analysis.study import format_table, parse_topology, rounds_to_target
+from analysis.study_results import format_table, means
+from analysis.study_spec import parse_topology
 from p2pfl.cli import main
+from p2pfl.config import ConfigError
 
 TINY = """
 seed = 1
@@ -39,35 +41,156 @@ local_samples = 50
 """
 
 
+STUDY = """
+[study]
+seeds = [0, 2]
+topologies = ["complete", "ring", "directed_ring"]
+
+[[study.sweep]]
+label = "ring"
+vary = "num_nodes"
+values = [4, 6]
+topology = "ring"
+"""
+
+
+def _csv(path: Path) -> list[dict[str, str]]:
+    return list(csv.DictReader(path.read_text().splitlines()))
+
+
 def test_study_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     config = tmp_path / "tiny.toml"
-    config.write_text(TINY)
+    config.write_text(TINY + STUDY)
     out = tmp_path / "study"
-    rc = main(["study", str(config), "--out", str(out), "--quiet",
-               "--topologies", "complete,ring,directed_ring"])
-    assert rc == 0
+    assert main(["study", str(config), "--out", str(out), "--quiet"]) == 0
     printed = capsys.readouterr().out
-    assert "skipping 'directed_ring'" in printed and "doubly-stochastic" in printed
-    rows = list(csv.DictReader((out / "study.csv").read_text().splitlines()))
-    assert [r["label"] for r in rows] == ["complete", "ring", "directed_ring"]
-    ok = {r["label"]: r for r in rows if r["status"] == "ok"}
-    assert set(ok) == {"complete", "ring"}
-    assert ok["complete"]["diameter"] == "1" and float(ok["complete"]["spectral_gap"]) == (
-        pytest.approx(1.0))
-    assert ok["ring"]["diameter"] == "2"  # a 4-ring
-    assert float(ok["ring"]["spectral_gap"]) == pytest.approx(A.spectral_gap(T.ring(4)))
+    assert printed.count("skipping 'directed_ring'") == 2 and "doubly-stochastic" in printed
+    rows = _csv(out / "study.csv")
+    labels = ["complete", "ring", "directed_ring", "ring num_nodes=4", "ring num_nodes=6"]
+    assert [(r["label"], r["seed"]) for r in rows] == [(a, s) for a in labels for s in "02"]
+    ok = {(r["label"], r["seed"]): r for r in rows if r["status"] == "ok"}
+    assert {label for label, _ in ok} == set(labels) - {"directed_ring"}
+    assert ok[("ring", "0")]["diameter"] == "2"  # a 4-ring
+    assert float(ok[("ring", "0")]["spectral_gap"]) == pytest.approx(A.spectral_gap(T.ring(4)))
+    assert ok[("ring num_nodes=6", "2")]["diameter"] == "3"
+    for (label, seed), row in ok.items():  # each row is its own run, with its seed and size
+        config_json = json.loads((Path(row["run_dir"]) / "config.json").read_text())
+        assert config_json["seed"] == int(seed)
+        assert config_json["data"]["num_nodes"] == (6 if label.endswith("=6") else 4)
+        history = [json.loads(line) for line in
+                   (Path(row["run_dir"]) / "metrics.jsonl").read_text().splitlines()]
+        assert float(row["final_acc"]) == history[-1]["test_acc"]
+    # the aggregated rows are the mean and sample sd of the seeds' rows
     data = json.loads((out / "study.json").read_text())
-    best = max(float(r["final_acc"]) for r in ok.values())
+    means = {m["label"]: m for m in _csv(out / "study_mean.csv")}
+    for label in ("complete", "ring num_nodes=6"):
+        finals = [float(ok[(label, s)]["final_acc"]) for s in "02"]
+        assert float(means[label]["final_acc_mean"]) == pytest.approx(np.mean(finals))
+        assert float(means[label]["final_acc_sd"]) == pytest.approx(np.std(finals, ddof=1))
+        assert means[label]["finished"] == "2"
+    best = max(float(m["final_acc_mean"]) for m in means.values() if m["final_acc_mean"])
     assert data["target_acc"] == pytest.approx(round(0.9 * best, 4))
-    history = [json.loads(line) for line in
-               (out / "ring" / "metrics.jsonl").read_text().splitlines()]
-    assert int(ok["ring"]["rounds_to_target"]) == rounds_to_target(history, data["target_acc"])
-    for name in ("convergence_vs_topology.png", "convergence_vs_topology.pdf", "curves.png"):
-        assert (out / name).stat().st_size > 1000
-    assert (out / "complete" / "final.pt").exists()
-    # the same runs drawn again from their directories
-    paths = plots.plot_runs([out / "complete", out / "ring"], tmp_path / "again")
-    assert all(p.exists() for p in paths)
+    assert means["directed_ring"]["finished"] == "0" and means["directed_ring"]["seeds"] == "2"
+    for name in ("convergence_vs_topology", "curves_by_diameter", "curves_by_gap",
+                 "sweep_ring"):
+        for suffix in (".png", ".pdf"):
+            assert (out / name).with_suffix(suffix).stat().st_size > 1000
+
+
+def test_study_reuses_finished_runs_and_refuses_another_config(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    import p2pfl.engine
+
+    config = tmp_path / "tiny.toml"
+    config.write_text(TINY + '[study]\ntopologies = ["complete", "ring"]\n')
+    out = tmp_path / "study"
+    assert main(["study", str(config), "--out", str(out), "--quiet", "--seeds", "0,1"]) == 0
+    first = (out / "study.csv").read_text()
+
+    def no_run(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a finished run ran again")
+
+    monkeypatch.setattr(p2pfl.engine, "run", no_run)
+    assert main(["study", str(config), "--out", str(out), "--quiet", "--seeds", "0,1"]) == 0
+    assert (out / "study.csv").read_text() == first
+    capsys.readouterr()
+    assert main(["study", str(config), "--out", str(out), "--quiet", "--seeds", "0",
+                 "--set", "algorithm.lr=0.2"]) == 2
+    err = capsys.readouterr().err
+    assert "was run with another config" in err and "algorithm.lr (0.1 -> 0.2)" in err
+
+
+def test_study_from_python_with_objects_and_a_callable_sweep(tmp_path: Path) -> None:
+    from analysis.study import run_study
+    from analysis.study_spec import Sweep
+    from p2pfl.config import load_config
+
+    (tmp_path / "tiny.toml").write_text(TINY)
+    cfg = load_config(tmp_path / "tiny.toml")
+    hub = nx.star_graph(3)  # an nx.Graph of 4 nodes, passed as an object
+    result = run_study(cfg, {"hub": hub, "ring": "ring"}, tmp_path / "py",
+                       sweeps=[Sweep("own ring", "num_nodes", [4, 5], T.ring)], echo=print)
+    assert [(r["label"], r["status"]) for r in result.rows] == [
+        ("hub", "ok"), ("ring", "ok"), ("own ring num_nodes=4", "ok"),
+        ("own ring num_nodes=5", "ok")]
+    hub_row = result.rows[0]
+    assert hub_row["diameter"] == 2 and hub_row["kind"] == "static"
+    assert (Path(hub_row["run_dir"]) / "topology.json").exists()
+    assert result.rows[3]["diameter"] == 2 and result.rows[3]["value"] == 5
+    again = run_study(cfg, {"hub": hub, "ring": "ring"}, tmp_path / "py",
+                      sweeps=[Sweep("own ring", "num_nodes", [4, 5], T.ring)])
+    assert [r["final_acc"] for r in again.rows] == [r["final_acc"] for r in result.rows]
+    with pytest.raises(ConfigError, match="the topology object differs"):
+        run_study(cfg, {"hub": nx.cycle_graph(4)}, tmp_path / "py")  # folder 'hub' is taken
+
+
+def test_means_by_hand() -> None:
+    rows = [{"label": "a", "status": "ok", "kind": "static", "diameter": 2,
+             "spectral_gap": 0.5, "final_acc": 0.5, "best_acc": 0.6, "rounds_to_target": 4},
+            {"label": "a", "status": "ok", "kind": "static", "diameter": 2,
+             "spectral_gap": 0.5, "final_acc": 0.7, "best_acc": 0.7, "rounds_to_target": None},
+            {"label": "a", "status": "diverged: round 3"},
+            {"label": "b", "status": "skipped: not connected"}]
+    a, b = means(rows)
+    assert (a["seeds"], a["finished"], a["reached"]) == (3, 2, 1)
+    assert a["final_acc_mean"] == pytest.approx(0.6)
+    assert a["final_acc_sd"] == pytest.approx(0.1 * 2**0.5)
+    assert (a["rounds_to_target_mean"], a["rounds_to_target_sd"]) == (4, None)
+    assert a["diameter_sd"] == 0.0
+    assert b["status"] == "skipped: not connected" and b["final_acc_mean"] is None
+
+
+@pytest.mark.parametrize(("table", "message"), [
+    ('seed = [0]', "study.seed: did you mean 'seeds'? unknown field"),
+    ('seeds = [0, 0]', "names a seed twice"),
+    ('seeds = []', "must be a non-empty list"),
+    ('target = 1.5', "study.target: must be a test accuracy in (0, 1]"),
+    ('topologies = "ring"', "study.topologies: must be a list"),
+    ('topologies = [{directed = true}]', "a topology table needs a name"),
+    ('topologies = ["ring", "Ring"]', "would run in the same folder 'ring'"),
+    ('topologies = ["ring:colour=1"]',
+     "study 'ring:colour=1': topology.colour: did you mean 'topology.cols'?"),
+    ('[[study.sweep]]\nlabel = "r"\nvary = "num_nodes"\ntopology = "ring"',
+     "study.sweep[0].values: is required"),
+    ('[[study.sweep]]\nlabel = "r"\nvary = "num_nodes"\nvalues = []\ntopology = "ring"',
+     "sweep 'r' has no values"),
+])
+def test_bad_study_tables_are_one_line_errors(tmp_path: Path, table: str, message: str,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    config = tmp_path / "bad.toml"
+    config.write_text(TINY + "[study]\n" + table + "\n")
+    assert main(["study", str(config), "--out", str(tmp_path / "o"), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_study_config_is_not_one_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = tmp_path / "s.toml"
+    config.write_text(TINY + STUDY)
+    assert main(["run", str(config), "--out", str(tmp_path / "o")]) == 2
+    assert "study: a [study] table is run by `p2pfl study CONFIG`" in capsys.readouterr().err
 
 
 def test_study_rejects_compare_and_parses_options(tmp_path: Path) -> None:
@@ -82,12 +205,11 @@ def test_study_rejects_compare_and_parses_options(tmp_path: Path) -> None:
 def test_format_table_lists_skips() -> None:
     from analysis.study import StudyResult
 
-    result = StudyResult([{"label": "ring", "status": "ok", "diameter": 8, "spectral_gap": 0.05,
-                           "min_B": 1, "final_acc": 0.8, "best_acc": 0.81,
-                           "rounds_to_target": None},
-                          {"label": "torus", "status": "skipped: unknown"}], 0.7)
-    text = format_table(result)
-    assert "not reached" in text and "torus: skipped: unknown" in text
+    rows = [{"label": "ring", "seed": 0, "status": "ok", "kind": "static", "diameter": 8,
+             "spectral_gap": 0.05, "final_acc": 0.8, "best_acc": 0.81, "rounds_to_target": None},
+            {"label": "torus", "seed": 0, "status": "skipped: unknown"}]
+    text = format_table(StudyResult(rows, means(rows), 0.7))
+    assert "70.0 %" in text and "0/1" in text and "torus (seed 0): skipped: unknown" in text
 
 
 def test_analyze_cli(capsys: pytest.CaptureFixture[str]) -> None:
@@ -146,11 +268,6 @@ def test_plots_write_png_and_pdf(tmp_path: Path) -> None:
         plots.plot_partition(plots.label_counts(np.array([0, 1, 1, 2, 2, 2]),
                                                 np.array([[0, 1, 2], [3, 4, 5]]), 3),
                              tmp_path / "partition"),
-        plots.plot_convergence_vs_topology(
-            [{"label": "a", "diameter": 2, "spectral_gap": 0.5, "final_acc": 0.8,
-              "rounds_to_target": 3, "rounds": 5},
-             {"label": "b", "diameter": float("inf"), "spectral_gap": 0.1, "final_acc": 0.6,
-              "rounds_to_target": None, "rounds": 5}], tmp_path / "conv", target=0.7),
     ):
         assert [p.suffix for p in paths] == [".png", ".pdf"]
         assert all(p.stat().st_size > 1000 for p in paths)

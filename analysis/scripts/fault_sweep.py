@@ -12,13 +12,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-
-from p2pfl.config import load_config, variant_overrides, with_overrides  # noqa: E402
-from p2pfl.engine import run  # noqa: E402
+from p2pfl.config import load_config, variant_overrides, with_overrides
+from p2pfl.engine import run
+from p2pfl.figures import plt, save
 
 LINK_DROPS = (0.0, 0.1, 0.3, 0.5)
 NODE_DROPS = (0.0, 0.1, 0.3)
@@ -73,9 +69,7 @@ def figure(rows: list[dict[str, object]], out: Path) -> None:
         ax.grid(alpha=0.3)
     axes[0][0].set_ylabel("final test accuracy")
     axes[0][0].legend(fontsize=8)
-    fig.tight_layout()
-    out.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out / "fault_sweep.png", dpi=90)
+    save(fig, out / "fault_sweep")
 
 
 def main() -> None:

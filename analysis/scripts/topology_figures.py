@@ -1,5 +1,5 @@
 """The topology figures of docs/analysis.md: Push-Sum consensus error vs round and spectra of
-the n = 16 topologies of topologies.md 3.6, and two topology drawings.
+seven n = 16 topologies, and two topology drawings.
 
 `python -m analysis.scripts.topology_figures [--out docs/figures]` (about a second).
 """
@@ -36,7 +36,7 @@ def main() -> None:
     out = Path(args.out)
     curves = {}
     for name, topology in families().items():
-        # all the mass on node 0 (a leaf of the star), natural matrices: topologies.md 3.6 T_src
+        # all the mass on node 0 (a leaf of the star), natural matrices
         x0 = np.zeros(N)
         x0[N - 1 if name == "star" else 0] = N
         s = A.summary(topology)

@@ -12,6 +12,7 @@ from p2pfl.config.load import (
     folder_name,
     load_config,
     parse_overrides,
+    read_toml,
     validate,
     variant_label,
     variant_overrides,
@@ -41,5 +42,5 @@ __all__ = ["DEVICES", "DTYPES", "EXECUTORS", "OBJECT", "ON_DIVERGENCE", "Config"
            "TopologyConfig",
            "_RANGES", "_choices", "algorithm_options", "check_fields", "config_from_dict",
            "config_with_overrides", "declared_options", "folder_name", "load_config",
-           "parse_overrides", "validate", "variant_label", "variant_overrides",
+           "parse_overrides", "read_toml", "validate", "variant_label", "variant_overrides",
            "with_overrides"]

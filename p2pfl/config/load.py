@@ -73,6 +73,9 @@ def config_from_dict(raw: dict[str, Any]) -> Config:
             if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
                 raise ConfigError("compare", "must be an array of tables ([[compare]])")
             kwargs[key] = value
+        elif key == "study":
+            raise ConfigError("study", "a [study] table is run by `p2pfl study CONFIG` (or "
+                              "analysis.study.run_study), not as one experiment")
         elif key in top_hints:
             kwargs[key] = coerce(value, top_hints[key], key)
         else:
@@ -261,11 +264,11 @@ def config_with_overrides(raw: dict[str, Any], overrides: dict[str, Any]) -> Con
     return config_from_dict(raw)
 
 
-def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> Config:
-    """Read a TOML experiment file, apply dotted-key overrides, validate."""
+def read_toml(path: str | Path) -> dict[str, Any]:
+    """The parsed TOML file (ConfigError naming the problem if it cannot be read)."""
     path = Path(path)
     try:
-        raw = tomllib.loads(path.read_text())
+        return tomllib.loads(path.read_text())
     except FileNotFoundError:
         raise ConfigError("config", f"file not found: {path}") from None
     except OSError as err:
@@ -274,6 +277,11 @@ def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> Co
         raise ConfigError("config", f"{path} is not UTF-8 text: {err}") from None
     except tomllib.TOMLDecodeError as err:
         raise ConfigError("config", f"{path} is not valid TOML: {err}") from None
+
+
+def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> Config:
+    """Read a TOML experiment file, apply dotted-key overrides, validate."""
+    raw = read_toml(path)
     for key, value in (overrides or {}).items():
         _set_path(raw, key, value)
     return config_from_dict(raw)

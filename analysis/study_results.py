@@ -1,0 +1,124 @@
+"""A study's numbers: the mean and sd over seeds of each topology, the files, the printed table.
+
+study.csv: one row per (topology, seed). study_mean.csv: one row per topology with the mean and
+sample sd (over its seeds that finished) of diameter, spectral gap, final and best accuracy and
+rounds to target, and how many seeds reached the target. sd is empty with one seed.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+COLUMNS = ("label", "sweep", "vary", "value", "seed", "status", "kind", "diameter", "spectral_gap",
+           "min_B", "final_acc", "best_acc", "rounds_to_target", "seconds_to_target", "rounds",
+           "run_dir")
+AVERAGED = ("diameter", "spectral_gap", "final_acc", "best_acc", "rounds_to_target",
+            "seconds_to_target")
+MEAN_COLUMNS = ("label", "sweep", "vary", "value", "kind", "seeds", "finished", "reached",
+                *(f"{key}_{stat}" for key in AVERAGED for stat in ("mean", "sd")))
+
+
+def _stats(values: list[float]) -> tuple[float | None, float | None]:
+    """(mean, sample sd) of the values; (None, None) if there are none, sd None for one."""
+    if not values:
+        return None, None
+    mean = float(np.mean(values))
+    return mean, (float(np.std(values, ddof=1)) if len(values) > 1 else None)
+
+
+def means(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per label (in first-seen order): the mean and sd over the seeds that finished.
+    rounds_to_target is averaged over the seeds that reached the target; `reached` counts them.
+    An infinite diameter stays infinite."""
+    labels = list(dict.fromkeys(r["label"] for r in rows))
+    out = []
+    for label in labels:
+        runs = [r for r in rows if r["label"] == label]
+        ok = [r for r in runs if r["status"] == "ok"]
+        first = runs[0]
+        row: dict[str, Any] = {"label": label, "sweep": first.get("sweep", ""),
+                               "vary": first.get("vary", ""), "value": first.get("value"),
+                               "kind": first.get("kind"),
+                               "seeds": len(runs), "finished": len(ok),
+                               "reached": sum(r.get("rounds_to_target") is not None for r in ok)}
+        for key in AVERAGED:
+            values = [float(r[key]) for r in ok if r.get(key) is not None]
+            if values and not all(math.isfinite(v) for v in values):
+                row[f"{key}_mean"], row[f"{key}_sd"] = math.inf, None
+            else:
+                row[f"{key}_mean"], row[f"{key}_sd"] = _stats(values)
+        row["status"] = "ok" if ok else runs[0]["status"]
+        out.append(row)
+    return out
+
+
+def _csv(rows: list[dict[str, Any]], columns: tuple[str, ...]) -> str:
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=columns, extrasaction="ignore")
+    writer.writeheader()
+    writer.writerows(rows)
+    return buffer.getvalue()
+
+
+def write_study(out: Path, cfg: Any, result: Any) -> list[Path]:
+    """study.csv, study_mean.csv, study.json and the figures (analysis.study_plots)."""
+    from analysis.study_plots import plot_study
+    from p2pfl.results import atomic_file, write_json_atomic
+
+    files = [out / "study.csv", out / "study_mean.csv", out / "study.json"]
+    for path, rows, columns in ((files[0], result.rows, COLUMNS),
+                                (files[1], result.means, MEAN_COLUMNS)):
+        with atomic_file(path) as f:
+            f.write(_csv(rows, columns))
+    write_json_atomic(files[2], {"target_acc": result.target, "algorithm": cfg.algorithm.name,
+                                 "rows": result.rows, "means": result.means})
+    d = cfg.data
+    nodes = ("" if any(r.get("vary") == "num_nodes" for r in result.rows)
+             else f", {d.num_nodes} nodes")
+    title = f"{cfg.algorithm.name} on {d.name}{nodes}, {cfg.rounds} rounds"
+    return files + plot_study(result, out, title)
+
+
+def _cell(value: Any, sd: Any = None, scale: float = 1.0, digits: int | None = None) -> str:
+    """'mean ± sd' (sd left out when None or 0), `value` x `scale`, with `digits` decimals (None:
+    4 significant digits)."""
+    if value is None:
+        return "-"
+    if isinstance(value, float) and not math.isfinite(value):
+        return "inf"
+
+    def fmt(v: float) -> str:
+        return f"{scale * v:.{digits}f}" if digits is not None else f"{scale * v:.4g}"
+
+    return fmt(value) + (f" ± {fmt(sd)}" if sd else "")
+
+
+def format_table(result: Any) -> str:
+    """The per-topology means as aligned text (what `p2pfl study` prints)."""
+    target = f"{100 * result.target:.1f} %" if result.target else "target"
+    heads = ("topology", "kind", "seeds", "diameter", "spectral gap", "final acc (%)",
+             f"rounds to {target}", "reached")
+    body = []
+    for m in result.means:
+        if m["status"] != "ok":
+            continue
+        body.append((m["label"], m["kind"] or "-", str(m["finished"]),
+                     _cell(m["diameter_mean"], m["diameter_sd"]),
+                     _cell(m["spectral_gap_mean"], m["spectral_gap_sd"]),
+                     _cell(m["final_acc_mean"], m["final_acc_sd"], 100, 1),
+                     _cell(m["rounds_to_target_mean"], m["rounds_to_target_sd"], 1, 1),
+                     f"{m['reached']}/{m['finished']}"))
+    widths = [max(len(h), *(len(b[i]) for b in body)) if body else len(h)
+              for i, h in enumerate(heads)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(heads, widths)).rstrip(),
+             "  ".join("-" * w for w in widths)]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(b, widths)).rstrip() for b in body]
+    lines += [f"{r['label']} (seed {r['seed']}): {r['status']}" for r in result.rows
+              if r["status"] != "ok"]
+    return "\n".join(lines)

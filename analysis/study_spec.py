@@ -1,0 +1,221 @@
+"""What a topology study runs: its topologies, sweeps and seeds, from Python or a `[study]` table.
+
+A topology is a spec string (``"exponential:directed=false"``), a table of [topology] fields
+(``{"name": "exponential", "directed": False}``), or, from Python, a topology object (a networkx
+graph, a list of graphs, a callable t -> graph, a `topologies.Schedule`, mixing matrices) given
+with its label. A `Sweep` runs one family over several values of one thing: the number of nodes
+(``vary="num_nodes"``) or a topology parameter (``vary="k"``); its `topology` is the family's
+name, its fixed fields, or a callable value -> topology object.
+
+In TOML (`p2pfl study CONFIG` reads the table, every other table is the experiment):
+
+    [study]
+    seeds = [0, 1, 2]
+    target = 0.75                 # optional: test accuracy for "rounds to target"
+    topologies = ["complete", "ring", {label = "exp", name = "exponential", directed = false}]
+
+    [[study.sweep]]
+    label = "random_out"
+    vary = "k"
+    values = [1, 2, 4, 8]
+    topology = {name = "random_out"}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from p2pfl.config import (
+    Config,
+    ConfigError,
+    config_with_overrides,
+    folder_name,
+    parse_overrides,
+    read_toml,
+)
+from topologies._common import did_you_mean
+
+NUM_NODES = "num_nodes"  # a sweep over the number of nodes sets data.num_nodes
+STUDY_FIELDS = ("seeds", "target", "topologies", "sweep")
+SWEEP_FIELDS = ("label", "vary", "values", "topology")
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """One family at several values of `vary` (num_nodes or a topology parameter; with a
+    callable `topology`, any name for the x axis)."""
+
+    label: str
+    vary: str
+    values: Sequence[Any]
+    topology: str | Mapping[str, Any] | Callable[[Any], object]
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One topology of the study: its label, the config overrides that select it, or the
+    Python object it runs on; a sweep's entry names its sweep and value."""
+
+    label: str
+    overrides: Mapping[str, Any] = field(default_factory=dict)
+    obj: object | None = None
+    sweep: str = ""
+    vary: str = ""
+    value: Any = None
+
+
+@dataclass(frozen=True)
+class StudySpec:
+    """A `[study]` table: topologies (spec strings or tables), sweeps, seeds, target."""
+
+    topologies: Sequence[str | Mapping[str, Any]] = ()
+    sweeps: Sequence[Sweep] = ()
+    seeds: Sequence[int] = ()
+    target: float | None = None
+
+
+def parse_topology(spec: str) -> tuple[str, dict[str, Any]]:
+    """'exponential:directed=false:base=3' -> (label, {'topology.name': ..., ...})."""
+    name, *options = spec.strip().split(":")
+    if not name:
+        raise ConfigError("study.topologies", f"empty topology name in {spec!r}")
+    overrides = {"topology.name": name}
+    for option in options:
+        overrides.update(parse_overrides([f"topology.{option}"]))
+    return spec.strip(), overrides
+
+
+def _table_overrides(table: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """{name, param...} -> {'topology.name': ..., 'topology.param': ...}."""
+    if "name" not in table:
+        raise ConfigError(where, f"a topology table needs a name, got {dict(table)!r}")
+    return {f"topology.{k}": v for k, v in table.items() if k != "label"}
+
+
+def _table_label(table: Mapping[str, Any]) -> str:
+    params = "".join(f":{k}={v}".lower() for k, v in table.items() if k not in ("name", "label"))
+    return str(table.get("label") or f"{table['name']}{params}")
+
+
+def _entry(item: Any, label: str | None, where: str) -> Entry:
+    if isinstance(item, str):
+        spec_label, overrides = parse_topology(item)
+        return Entry(label or spec_label, overrides)
+    if isinstance(item, Mapping) and all(isinstance(k, str) for k in item):
+        overrides = _table_overrides(item, where)
+        return Entry(label or _table_label(item), overrides)
+    if label is None:
+        raise ConfigError(where, f"a topology object ({type(item).__name__}) needs a label: "
+                          "give the topologies as a dict {label: topology}")
+    return Entry(label, obj=item)
+
+
+def _sweep_entries(sweep: Sweep, where: str) -> list[Entry]:
+    if not sweep.values:
+        raise ConfigError(f"{where}.values", f"sweep {sweep.label!r} has no values")
+    entries = []
+    for value in sweep.values:
+        label = f"{sweep.label} {sweep.vary}={value}"
+        nodes = {"data.num_nodes": value} if sweep.vary == NUM_NODES else {}
+        if callable(sweep.topology):
+            entries.append(Entry(label, nodes, obj=sweep.topology(value), sweep=sweep.label,
+                                 vary=sweep.vary, value=value))
+            continue
+        family = ({"name": sweep.topology} if isinstance(sweep.topology, str)
+                  else dict(sweep.topology))
+        overrides = _table_overrides(family, f"{where}.topology")
+        if sweep.vary != NUM_NODES:
+            overrides[f"topology.{sweep.vary}"] = value
+        entries.append(Entry(label, {**overrides, **nodes}, sweep=sweep.label, vary=sweep.vary,
+                             value=value))
+    return entries
+
+
+def study_entries(topologies: Sequence[Any] | Mapping[str, Any],
+                  sweeps: Sequence[Sweep] = ()) -> list[Entry]:
+    """The study's entries, topologies first, then each sweep's values; labels must be distinct
+    as folder names (each runs in OUT/<label>/seed<k>)."""
+    if isinstance(topologies, Mapping):
+        entries = [_entry(item, str(label), f"study.topologies[{label!r}]")
+                   for label, item in topologies.items()]
+    else:
+        entries = [_entry(item, None, f"study.topologies[{i}]")
+                   for i, item in enumerate(topologies)]
+    for i, sweep in enumerate(sweeps):
+        entries += _sweep_entries(sweep, f"study.sweep[{i}]")
+    if not entries:
+        raise ConfigError("study.topologies", "give at least one topology or sweep")
+    folders: dict[str, str] = {}
+    for entry in entries:
+        folder = folder_name(entry.label)
+        if folder in folders:
+            raise ConfigError("study.topologies", f"{entry.label!r} and {folders[folder]!r} "
+                              f"would run in the same folder {folder!r}: give distinct labels")
+        folders[folder] = entry.label
+    return entries
+
+
+def _check_keys(table: Mapping[str, Any], allowed: Sequence[str], where: str) -> None:
+    for key in table:
+        if key not in allowed:
+            raise ConfigError(f"{where}.{key}", f"{did_you_mean(key, allowed)}unknown field "
+                              f"(allowed: {', '.join(allowed)})")
+
+
+def check_seeds(seeds: Any, where: str = "study.seeds") -> list[int]:
+    """A non-empty list of distinct integers >= 0."""
+    if (not isinstance(seeds, list | tuple) or not seeds
+            or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in seeds)):
+        raise ConfigError(where, f"must be a non-empty list of integers >= 0, got {seeds!r}")
+    if len(set(seeds)) < len(seeds):
+        raise ConfigError(where, f"names a seed twice ({seeds}): each seed is one run")
+    return list(seeds)
+
+
+def check_target(target: Any, where: str = "study.target") -> float | None:
+    """None, or a test accuracy in (0, 1]."""
+    if target is None:
+        return None
+    if isinstance(target, bool) or not isinstance(target, int | float) or not 0 < target <= 1:
+        raise ConfigError(where, f"must be a test accuracy in (0, 1], got {target!r}")
+    return float(target)
+
+
+def study_from_table(table: Any) -> StudySpec:
+    """The `[study]` table of a TOML config (already parsed) as a StudySpec."""
+    if not isinstance(table, Mapping):
+        raise ConfigError("study", f"must be a table, got {table!r}")
+    _check_keys(table, STUDY_FIELDS, "study")
+    topologies = table.get("topologies", [])
+    if not isinstance(topologies, list):
+        raise ConfigError("study.topologies", f"must be a list, got {topologies!r}")
+    raw_sweeps = table.get("sweep", [])
+    if not isinstance(raw_sweeps, list) or not all(isinstance(s, dict) for s in raw_sweeps):
+        raise ConfigError("study.sweep", "must be an array of tables ([[study.sweep]])")
+    sweeps = []
+    for i, raw in enumerate(raw_sweeps):
+        where = f"study.sweep[{i}]"
+        _check_keys(raw, SWEEP_FIELDS, where)
+        missing = [k for k in SWEEP_FIELDS if k not in raw]
+        if missing:
+            raise ConfigError(f"{where}.{missing[0]}", "is required (a sweep has "
+                              f"{', '.join(SWEEP_FIELDS)})")
+        if not isinstance(raw["values"], list):
+            raise ConfigError(f"{where}.values", f"must be a list, got {raw['values']!r}")
+        if not isinstance(raw["topology"], str | dict):
+            raise ConfigError(f"{where}.topology", "must be a name or a table of [topology] "
+                              f"fields, got {raw['topology']!r}")
+        sweeps.append(Sweep(str(raw["label"]), str(raw["vary"]), raw["values"], raw["topology"]))
+    seeds = check_seeds(table["seeds"]) if "seeds" in table else []
+    return StudySpec(topologies, sweeps, seeds, check_target(table.get("target")))
+
+
+def load_study(path: str, overrides: Mapping[str, Any] | None = None
+               ) -> tuple[Config, StudySpec]:
+    """A TOML file's experiment (every table but [study], with dotted-key overrides) and its
+    [study] table (empty if it has none)."""
+    raw = read_toml(path)
+    table = raw.pop("study", {})
+    return config_with_overrides(raw, dict(overrides or {})), study_from_table(table)
