@@ -1,4 +1,4 @@
-"""FLOP counting of one training step, and the machine's measured float32 matmul rate.
+"""FLOP counting of one training step, and the machine's measured matmul rate.
 
 Counting rule (FLOPs = 2 x multiply-adds; only Linear and Conv2d layers are counted, not
 activations, normalisation, pooling, the loss or the optimizer update):
@@ -62,14 +62,15 @@ def synchronize(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def matmul_gflops(device: torch.device, size: int | None = None, repeats: int = 10) -> float:
-    """The device's float32 matmul rate now (GFLOP/s): median of `repeats` square products.
+def matmul_gflops(device: torch.device, size: int | None = None, repeats: int = 10,
+                  dtype: torch.dtype = torch.float32) -> float:
+    """The device's matmul rate in `dtype` now (GFLOP/s): median of `repeats` square products.
 
     Default size: 2048 on CPU, 8192 on CUDA (large enough to saturate the GPU)."""
     size = size or (8192 if device.type == "cuda" else 2048)
-    a = torch.randn(size, size, device=device)
-    b = torch.randn(size, size, device=device)
-    out = torch.empty(size, size, device=device)
+    a = torch.randn(size, size, device=device, dtype=dtype)
+    b = torch.randn(size, size, device=device, dtype=dtype)
+    out = torch.empty(size, size, device=device, dtype=dtype)
     torch.mm(a, b, out=out)
     times = []
     for _ in range(repeats):

@@ -5,10 +5,12 @@ Push-Sum mixing), without evaluation or logging; the device is synchronized arou
 One warm-up round is run first and not counted; s/round is the median of the timed rounds, which
 alternate between the vectorized population and the loop executor.
 
-Per solver the result holds (units in the names):
+Per solver and precision (engine.precision: the vectorized population in float32 or bf16 mixed
+precision; the loop is always float32) a row holds (units in the names):
 - s_per_round, node_steps_per_s (N K / s), samples_per_s (N K B / s);
 - gflops: FLOPs of the local phase (`bench.flops` rule; a SAM step counts two gradients) over
-  the whole round's time (mixing included), and pct_of_matmul against the measured matmul rate;
+  the whole round's time (mixing included), and pct_of_matmul against the matmul rate measured
+  in the row's precision (matmul_gflops);
 - peak_mem_mb: rise of memory while building the vectorized population and running its warm-up
   round, and
   chunk_size: the nodes it trains in one batched step;
@@ -52,11 +54,16 @@ def time_rounds(ctx: RunContext, algorithm: Algorithm, rounds: int) -> list[floa
     return [timed_round(ctx, algorithm, t) for t in range(rounds + 1)][1:]
 
 
+PRECISIONS = {"fp32": torch.float32, "bf16": torch.bfloat16}  # engine.precision -> matmul dtype
+
+
 def _built(workload: Workload, solver: str, executor: str, num_nodes: int, dataset: Dataset,
-           device: str, compile: bool) -> tuple[RunContext, Algorithm, int]:
+           device: str, compile: bool, precision: str = "fp32"
+           ) -> tuple[RunContext, Algorithm, int]:
     """A built population after its untimed warm-up round (which absorbs any compilation), and
     how far memory rose (bytes) while building it and running that round."""
-    cfg = workload_config(workload, solver, executor, num_nodes, device, dataset.name, compile)
+    cfg = workload_config(workload, solver, executor, num_nodes, device, dataset.name, compile,
+                          precision)
     release_memory(torch.device(device))
     with PeakMemory(torch.device(device)) as memory:
         ctx, algorithm = build(cfg, dataset)
@@ -65,51 +72,63 @@ def _built(workload: Workload, solver: str, executor: str, num_nodes: int, datas
 
 
 def run_solver(workload: Workload, solver: str, dataset: Dataset, device: str, rounds: int,
-               matmul_gflops: float, compile: bool = False) -> dict[str, Any]:
-    """Time `solver` ("sgd" or "sam") on `workload`, vectorized (compiled when `compile`) and
-    with the loop executor.
+               matmul_gflops: dict[str, float], compile: bool = False,
+               precisions: tuple[str, ...] = ("fp32",)) -> list[dict[str, Any]]:
+    """Time `solver` ("sgd" or "sam") on `workload`, vectorized in each of `precisions`
+    (compiled when `compile`) and with the float32 loop executor; one row per precision.
 
-    The timed rounds alternate between the two executors (vectorized round t, loop round t,
-    ...), so that a slow spell of a shared machine weighs on both alike; each side's s/round is
-    the median of its rounds."""
+    The timed rounds alternate between the populations (vectorized fp32 round t, vectorized
+    bf16 round t, loop round t, ...), so that a slow spell of a shared machine weighs on all
+    alike; each side's s/round is the median of its rounds. `matmul_gflops`: the measured
+    matmul rate of each precision, for "% matmul"."""
     n, k, b = workload.num_nodes, workload.local_steps, workload.batch_size
     loop_nodes = min(max(workload.loop_nodes, 2), n)  # a Push-Sum graph needs 2 nodes
-    vec_ctx, vec_alg, peak_bytes = _built(workload, solver, "vectorized", n, dataset, device,
-                                          compile)
+    vectorized = {p: _built(workload, solver, "vectorized", n, dataset, device, compile, p)
+                  for p in precisions}
     loop_ctx, loop_alg, _ = _built(workload, solver, "loop", loop_nodes, dataset, device, False)
-    vec_times, loop_times = [], []
+    times: dict[str, list[float]] = {p: [] for p in precisions}
+    loop_times = []
     for t in range(1, rounds + 1):
-        vec_times.append(timed_round(vec_ctx, vec_alg, t))
+        for p, (ctx, algorithm, _) in vectorized.items():
+            times[p].append(timed_round(ctx, algorithm, t))
         loop_times.append(timed_round(loop_ctx, loop_alg, t))
-    seconds = statistics.median(vec_times)
     loop_seconds = statistics.median(loop_times) * n / loop_nodes
     model = build_model(workload.model, dataset.input_shape, dataset.num_classes)
     gradients = 2 if "rho" in SOLVERS[solver][1] else 1
     flops = n * k * b * gradients * gradient_flops_per_sample(model, dataset.input_shape)
-    gflops = flops / seconds / 1e9
-    return {
-        "algorithm": SOLVERS[solver][0],
-        "s_per_round": seconds,
-        "node_steps_per_s": n * k / seconds,
-        "samples_per_s": n * k * b / seconds,
-        "flops_per_round": flops,
-        "gflops": gflops,
-        "pct_of_matmul": 100 * gflops / matmul_gflops if matmul_gflops > 0 else math.nan,
-        "peak_mem_mb": peak_bytes / MIB,
-        "num_params": vec_ctx.population.num_params,
-        "chunk_size": vec_ctx.trainer.chunk_size,
-        "loop_s_per_round": loop_seconds,
-        "loop_nodes": loop_nodes,
-        "loop_scaled": loop_nodes < n,
-        "speedup": loop_seconds / seconds,
-    }
+    rows = []
+    for p, (ctx, _, peak_bytes) in vectorized.items():
+        seconds = statistics.median(times[p])
+        gflops = flops / seconds / 1e9
+        matmul = matmul_gflops[p]
+        rows.append({
+            "solver": solver,
+            "precision": p,
+            "algorithm": SOLVERS[solver][0],
+            "s_per_round": seconds,
+            "node_steps_per_s": n * k / seconds,
+            "samples_per_s": n * k * b / seconds,
+            "flops_per_round": flops,
+            "gflops": gflops,
+            "matmul_gflops": matmul,
+            "pct_of_matmul": 100 * gflops / matmul if matmul > 0 else math.nan,
+            "peak_mem_mb": peak_bytes / MIB,
+            "num_params": ctx.population.num_params,
+            "chunk_size": ctx.trainer.chunk_size,
+            "loop_s_per_round": loop_seconds,
+            "loop_nodes": loop_nodes,
+            "loop_scaled": loop_nodes < n,
+            "speedup": loop_seconds / seconds,
+        })
+    return rows
 
 
 def run_workload(workload: Workload, dataset: Dataset, data_label: str, device: str,
-                 rounds: int, matmul_gflops: float, solvers: tuple[str, ...] = tuple(SOLVERS),
-                 compile: bool = False) -> dict[str, Any]:
-    """Every solver of one workload: {"workload", "model", "data", "num_nodes", ...,
-    "solvers": {solver: run_solver(...)}}."""
+                 rounds: int, matmul_gflops: dict[str, float],
+                 solvers: tuple[str, ...] = tuple(SOLVERS), compile: bool = False,
+                 precisions: tuple[str, ...] = ("fp32",)) -> dict[str, Any]:
+    """Every solver and precision of one workload: {"workload", "model", "data", "num_nodes",
+    ..., "rows": [run_solver(...) rows of every solver]}."""
     per_node = len(dataset.y_train) // workload.num_nodes
     if per_node < workload.batch_size:
         raise ValueError(f"{workload.name}: {per_node} samples per node, fewer than the batch "
@@ -126,6 +145,6 @@ def run_workload(workload: Workload, dataset: Dataset, data_label: str, device: 
         "gradient_flops_per_sample": gradient_flops_per_sample(model, dataset.input_shape),
         "rounds": rounds,
         "compile": compile,
-        "solvers": {s: run_solver(workload, s, dataset, device, rounds, matmul_gflops, compile)
-                    for s in solvers},
+        "rows": [row for s in solvers for row in run_solver(
+            workload, s, dataset, device, rounds, matmul_gflops, compile, precisions)],
     }

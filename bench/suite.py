@@ -1,13 +1,13 @@
 """Benchmark suite: `p2pfl bench [--quick] [--device cpu|cuda|auto] [--only W,..] [--rounds R]
-[--json-out FILE]` (also `python -m bench.suite`).
+[--precision fp32,bf16] [--compile] [--json-out FILE]` (also `python -m bench.suite`).
 
 Workloads (`bench.workloads`): mlp on Fashion-MNIST with N = 10, 100, 1000; cnn with N = 100
 and resnet18_gn with N = 10 on CIFAR-shaped data; each with SGD-momentum (dfedsgpm) and SAM
 (dfedsgpsm), 5 local steps of batch 32, Push-Sum mixing. Prints the device, threads, torch
-version and date, one table row per workload and solver (`bench.runner` defines the columns),
-the mixing rate of each workload's population when `bench.mixing` is present, the cost of an
-overlap Push-Sum mix against a synchronous one at N = 100 (`bench.overlap`), then one JSON line
-per workload. Timings mean something only on an otherwise idle machine.
+version and date, one table row per workload, solver and precision (`bench.runner` defines the
+columns), the mixing rate of each workload's population when `bench.mixing` is present, the cost
+of an overlap Push-Sum mix against a synchronous one at N = 100 (`bench.overlap`), then one JSON
+line per workload. Timings mean something only on an otherwise idle machine.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import torch
 from bench.flops import matmul_gflops
 from bench.mixing import PARAMS_MLP
 from bench.overlap import overlap_cost, overlap_line
-from bench.runner import run_workload
+from bench.runner import PRECISIONS, run_workload
 from bench.workloads import (
     BATCH_SIZE,
     LOCAL_STEPS,
@@ -49,7 +49,8 @@ DEFAULT_ROUNDS = 3
 QUICK_ROUNDS = 1
 MIXING_REPEATS = 5
 COLUMNS = (("workload", 12, "s"), ("data", 18, "s"), ("N", 5, "d"), ("solver", 6, "s"),
-           ("s/round", 9, ".3f"), ("node-steps/s", 12, ".0f"), ("samples/s", 10, ".0f"),
+           ("precision", 9, "s"), ("s/round", 9, ".3f"), ("node-steps/s", 12, ".0f"),
+           ("samples/s", 10, ".0f"),
            ("GFLOP/s", 8, ".1f"), ("matmul", 7, ".0f"), ("% matmul", 8, ".0f"),
            ("peak MiB", 9, ".0f"), ("loop s/round", 12, ".3f"), ("vs loop", 8, ".2f"))
 
@@ -110,12 +111,12 @@ def table_header() -> str:
 
 
 def table_rows(result: dict[str, Any]) -> list[str]:
-    """One table row per solver of a `run_workload` result (with "matmul_gflops" added)."""
+    """One table row per solver and precision of a `run_workload` result."""
     rows = []
-    for solver, r in result["solvers"].items():
-        row = _row((result["workload"], result["data"], result["num_nodes"], solver,
-                    r["s_per_round"], r["node_steps_per_s"], r["samples_per_s"], r["gflops"],
-                    result["matmul_gflops"], r["pct_of_matmul"], r["peak_mem_mb"],
+    for r in result["rows"]:
+        row = _row((result["workload"], result["data"], result["num_nodes"], r["solver"],
+                    r["precision"], r["s_per_round"], r["node_steps_per_s"], r["samples_per_s"],
+                    r["gflops"], r["matmul_gflops"], r["pct_of_matmul"], r["peak_mem_mb"],
                     r["loop_s_per_round"], r["speedup"]))
         if r["loop_scaled"]:
             row += f"  * loop on {r['loop_nodes']} nodes, scaled"
@@ -151,7 +152,20 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--json-out", metavar="FILE", help="also write all results as JSON")
     b.add_argument("--compile", action="store_true",
                    help="torch.compile the vectorized population (engine.compile)")
+    b.add_argument("--precision", default="fp32,bf16", metavar="P[,..]",
+                   help="engine.precision of the vectorized rows: fp32, bf16 or both "
+                   "(default fp32,bf16; the loop is float32)")
     return b
+
+
+def _precisions(text: str) -> tuple[str, ...]:
+    """'fp32,bf16' -> ("fp32", "bf16"); an unknown name is a ConfigError."""
+    chosen = tuple(dict.fromkeys(p.strip() for p in text.split(",") if p.strip()))
+    unknown = [p for p in chosen if p not in PRECISIONS]
+    if unknown or not chosen:
+        raise ConfigError("--precision", f"unknown precision {', '.join(unknown) or repr(text)}"
+                          f" (allowed: {', '.join(PRECISIONS)})")
+    return chosen
 
 
 def run_suite(args: argparse.Namespace) -> int:
@@ -166,6 +180,7 @@ def run_suite(args: argparse.Namespace) -> int:
         QUICK_ROUNDS if args.quick else DEFAULT_ROUNDS)
     if rounds < 1:
         raise ConfigError("--rounds", f"must be at least 1, got {rounds}")
+    precisions = _precisions(args.precision)
     env = environment(device)
     env["quick"] = bool(args.quick)
     print(f"p2pfl bench{' --quick' if args.quick else ''}: {env['date']}")
@@ -174,8 +189,8 @@ def run_suite(args: argparse.Namespace) -> int:
     print(f"round = local phase ({LOCAL_STEPS} steps of batch {BATCH_SIZE}, momentum {MOMENTUM}; "
           f"SAM rho {SAM_RHO}) + Push-Sum mixing{'; vectorized compiled' if args.compile else ''}"
           f"; median of {rounds} timed round(s) after 1 "
-          "warm-up; matmul = float32 matmul GFLOP/s measured just before the workload; "
-          "meaningful only on an otherwise idle machine")
+          "warm-up; matmul = matmul GFLOP/s in the row's precision, measured just before the "
+          "workload; the loop runs float32; meaningful only on an otherwise idle machine")
     print(table_header(), flush=True)
     data: dict[str, tuple[Dataset, str]] = {}
     results = []
@@ -183,10 +198,10 @@ def run_suite(args: argparse.Namespace) -> int:
         if workload.data not in data:
             data[workload.data] = load_workload_data(workload.data, args.quick)
         dataset, label = data[workload.data]
-        matmul = matmul_gflops(device)  # measured before each workload: the machine as it is now
+        matmul = {p: matmul_gflops(device, dtype=PRECISIONS[p])  # the machine as it is now
+                  for p in precisions}
         result = run_workload(workload, dataset, label, str(device), rounds, matmul,
-                              compile=args.compile)
-        result["matmul_gflops"] = matmul
+                              compile=args.compile, precisions=precisions)
         result["mixing"] = mixing_rate(workload, result["num_params"], device)
         result.update(env)
         results.append(result)

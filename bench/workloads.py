@@ -95,9 +95,11 @@ def load_workload_data(kind: str, quick: bool = False) -> tuple[Dataset, str]:
 
 
 def workload_config(workload: Workload, solver: str, executor: str, num_nodes: int,
-                    device: str, data_name: str, compile: bool = False) -> Config:
+                    device: str, data_name: str, compile: bool = False,
+                    precision: str = "fp32") -> Config:
     """The run config of one timed population (`data_name`: the engine's dataset name;
-    `compile`: torch.compile the vectorized population, never the loop)."""
+    `compile`: torch.compile the vectorized population, never the loop; `precision`:
+    engine.precision)."""
     algorithm, options = SOLVERS[solver]
     raw: dict[str, Any] = {
         "seed": 0, "rounds": 1, "device": device,
@@ -107,6 +109,7 @@ def workload_config(workload: Workload, solver: str, executor: str, num_nodes: i
         "topology": {"name": "random_out", "out_degree": min(OUT_DEGREE, num_nodes - 1)},
         "algorithm": {"name": algorithm, "lr": 0.05, "local_steps": workload.local_steps,
                       "local_epochs": 0, "batch_size": workload.batch_size, **options},
-        "engine": {"executor": executor, "compile": compile and executor == "vectorized"},
+        "engine": {"executor": executor, "compile": compile and executor == "vectorized",
+                   "precision": precision},
     }
     return config_from_dict(raw)

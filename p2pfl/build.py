@@ -28,7 +28,7 @@ from p2pfl.federated import FederatedData
 from p2pfl.guard import Guard
 from p2pfl.local import VectorizedTrainer
 from p2pfl.memory import check_fits, plan_chunks
-from p2pfl.models import build_model, stacked_forward
+from p2pfl.models import build_model, mixed_precision, stacked_forward
 from p2pfl.network import Clock, local_steps
 from p2pfl.objects import Parts, as_partition
 from p2pfl.population import Population
@@ -209,8 +209,12 @@ def build(cfg: Config, dataset: Dataset | None = None, parts: Parts | None = Non
         forward = stacked_forward(model)
     except ValueError as err:
         raise ConfigError("model", str(err)) from None
+    bf16 = cfg.engine.precision == "bf16"
+    if bf16:
+        forward = mixed_precision(forward, device.type)
     if cfg.engine.executor == "loop":
-        trainer: VectorizedTrainer | LoopTrainer = LoopTrainer(model, data, cfg.data.num_nodes)
+        trainer: VectorizedTrainer | LoopTrainer = LoopTrainer(model, data, cfg.data.num_nodes,
+                                                               bf16)
     else:
         if chunks is None and cfg.engine.chunk_size:
             chunks = (cfg.engine.chunk_size, cfg.engine.chunk_size)

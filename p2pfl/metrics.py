@@ -34,6 +34,7 @@ def evaluate(forward: StackedForward, models: Params, x: torch.Tensor, y: torch.
 
 def consensus_distance(models: Params, average: Params) -> float:
     """mean_i ||x_i - x_bar||^2 over all parameters (models [N, ...], average [...])."""
-    total = sum((v - average[k]).flatten(1).double().square().sum() for k, v in models.items())
+    total = sum(torch.linalg.vector_norm(v - average[k], dtype=torch.float64).square()
+                for k, v in models.items())  # float64 accumulation, no float64 copy
     n = next(iter(models.values())).shape[0]
     return float(total) / n

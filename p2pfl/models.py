@@ -46,11 +46,17 @@ class _StackedLinear(torch.autograd.Function):
                 bias: torch.Tensor) -> torch.Tensor:
         # ctx in forward, not a separate setup_context: with setup_context, every apply binds
         # its arguments through inspect.signature (~5% of an mlp round on CPU).
+        device = h.device.type
+        if torch.is_autocast_enabled(device):  # cast once, as autocast would, and keep the
+            dtype = torch.get_autocast_dtype(device)  # casts for the backward
+            h, weight, bias = h.to(dtype), weight.to(dtype), bias.to(dtype)
         ctx.save_for_backward(h, weight)
         return torch.baddbmm(bias.unsqueeze(1), h, weight.transpose(1, 2))
 
     @staticmethod
     def backward(ctx, grad: torch.Tensor) -> tuple:  # noqa: ANN001
+        # Under autocast all of it runs in bfloat16; autograd casts the gradients it returns
+        # back to the float32 of the inputs.
         h, weight = ctx.saved_tensors
         grad_h = torch.bmm(grad, weight) if ctx.needs_input_grad[0] else None
         grad_weight = torch.bmm(grad.transpose(1, 2), h) if ctx.needs_input_grad[1] else None
@@ -261,6 +267,18 @@ def stacked_forward(model: nn.Module, conv_per_node_on_cpu: bool = True) -> Stac
         return batched(params, buffers, x)
 
     return forward
+
+
+def mixed_precision(forward: StackedForward, device_type: str) -> StackedForward:
+    """`forward` run under bfloat16 autocast (matrix products and convolutions in bfloat16,
+    parameters untouched), its logits returned in float32 for the loss."""
+
+    def run(params: Params, x: torch.Tensor) -> torch.Tensor:
+        with torch.autocast(device_type, dtype=torch.bfloat16):
+            logits = forward(params, x)
+        return logits.float()
+
+    return run
 
 
 def _per_node(one: Callable[[Params, Params, torch.Tensor], torch.Tensor], params: Params,

@@ -20,9 +20,11 @@ from p2pfl.population import Params
 class LoopTrainer:
     """Trains nodes one at a time, each as a separate module copy."""
 
-    def __init__(self, model: nn.Module, data: FederatedData, num_nodes: int) -> None:
+    def __init__(self, model: nn.Module, data: FederatedData, num_nodes: int,
+                 bf16: bool = False) -> None:
         self.data = data
         self.models = [copy.deepcopy(model) for _ in range(num_nodes)]
+        self.bf16 = bf16  # forward and backward under bfloat16 autocast (engine.precision)
 
     def train(self, params: Params, nodes: torch.Tensor, plan: BatchPlan, solver: LocalSolver,
               lr: torch.Tensor) -> torch.Tensor:
@@ -38,7 +40,7 @@ class LoopTrainer:
             node_ids = nodes[row:row + 1]
             for step in range(plan.steps):
                 x, y = self.data.batch(plan, step, node_ids)
-                losses[row] += self._step(model, optimizer, x[0], y[0], solver)
+                losses[row] += self._step(model, optimizer, x[0], y[0], solver, self.bf16)
             with torch.no_grad():
                 for name, p in model.named_parameters():
                     params[name][row].copy_(p)
@@ -46,9 +48,16 @@ class LoopTrainer:
 
     @staticmethod
     def _step(model: nn.Module, optimizer: torch.optim.Optimizer, x: torch.Tensor,
-              y: torch.Tensor, solver: LocalSolver) -> torch.Tensor:
+              y: torch.Tensor, solver: LocalSolver, bf16: bool) -> torch.Tensor:
+        def loss_at_x() -> torch.Tensor:
+            if not bf16:
+                return F.cross_entropy(model(x), y)
+            with torch.autocast(x.device.type, dtype=torch.bfloat16):
+                logits = model(x)
+            return F.cross_entropy(logits.float(), y)
+
         optimizer.zero_grad()
-        loss = F.cross_entropy(model(x), y)
+        loss = loss_at_x()
         loss.backward()
         if solver.rho > 0:
             grads = [p.grad for p in model.parameters()]
@@ -58,7 +67,7 @@ class LoopTrainer:
                 for p, e in zip(model.parameters(), perturb):
                     p.add_(e)
             optimizer.zero_grad()
-            F.cross_entropy(model(x), y).backward()
+            loss_at_x().backward()
             with torch.no_grad():
                 for p, e in zip(model.parameters(), perturb):
                     p.sub_(e)

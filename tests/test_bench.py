@@ -57,13 +57,17 @@ def test_tiny_workload_runs(one_thread):
     tiny = Workload("tiny", "mlp", "synthetic", num_nodes=2, loop_nodes=2, local_steps=1,
                     batch_size=8)
     result = run_workload(tiny, dataset, "synthetic 1x28x28", "cpu", rounds=1,
-                          matmul_gflops=100.0)
+                          matmul_gflops={"fp32": 100.0, "bf16": 200.0},
+                          precisions=("fp32", "bf16"))
     per_sample = gradient_flops_per_sample(build_model("mlp", (1, 28, 28), 10), (1, 28, 28))
     assert result["gradient_flops_per_sample"] == per_sample == 3 * 2 * (
         784 * 200 + 200 * 200 + 200 * 10) - 2 * 784 * 200
     assert result["num_params"] == 784 * 200 + 200 + 200 * 200 + 200 + 200 * 10 + 10
-    assert set(result["solvers"]) == {"sgd", "sam"}
-    for solver, r in result["solvers"].items():
+    rows = result["rows"]
+    assert [(r["solver"], r["precision"]) for r in rows] == [
+        ("sgd", "fp32"), ("sgd", "bf16"), ("sam", "fp32"), ("sam", "bf16")]
+    for r in rows:
+        solver = r["solver"]
         assert r["algorithm"] == {"sgd": "dfedsgpm", "sam": "dfedsgpsm"}[solver]
         for key in ("s_per_round", "node_steps_per_s", "samples_per_s", "gflops",
                     "pct_of_matmul", "peak_mem_mb", "loop_s_per_round", "speedup"):
@@ -72,12 +76,18 @@ def test_tiny_workload_runs(one_thread):
         gradients = 2 if solver == "sam" else 1
         assert r["flops_per_round"] == 2 * 1 * 8 * gradients * per_sample
         assert r["node_steps_per_s"] * r["s_per_round"] == pytest.approx(2)
+        assert r["pct_of_matmul"] == pytest.approx(100 * r["gflops"] / r["matmul_gflops"])
+        assert r["matmul_gflops"] == {"fp32": 100.0, "bf16": 200.0}[r["precision"]]
         assert r["loop_nodes"] == 2 and not r["loop_scaled"]
         assert r["num_params"] == result["num_params"] and r["chunk_size"] >= 1
+    sgd = [r for r in rows if r["solver"] == "sgd"]  # one loop timing for both precisions
+    assert sgd[0]["loop_s_per_round"] == sgd[1]["loop_s_per_round"]
     with pytest.raises(ValueError, match="tiny: 32 samples per node, fewer than the batch size 40"):
-        run_workload(Workload("tiny", "mlp", "synthetic", 2, 2, 1, 40), dataset, "", "cpu", 1, 1.0)
-    result["mixing"], result["matmul_gflops"] = "bench.mixing not present", 100.0
-    assert len(table_rows(result)) == 2
+        run_workload(Workload("tiny", "mlp", "synthetic", 2, 2, 1, 40), dataset, "", "cpu", 1,
+                     {"fp32": 1.0})
+    result["mixing"] = "bench.mixing not present"
+    lines = table_rows(result)
+    assert len(lines) == 4 and "bf16" in lines[1] and "fp32" in lines[2]
     assert "n/a" in mixing_line(result)
 
 
@@ -92,6 +102,8 @@ def test_bad_options_exit_2(capsys):
     assert suite_main(["--only", "vgg", "--device", "cpu"]) == 2
     assert "--only: unknown workload vgg" in capsys.readouterr().err  # one line, exit 2
     assert suite_main(["--rounds", "0", "--device", "cpu"]) == 2
+    assert suite_main(["--precision", "fp16", "--device", "cpu"]) == 2
+    assert "--precision: unknown precision fp16 (allowed: fp32, bf16)" in capsys.readouterr().err
 
 
 def test_cli_bench_options():

@@ -187,6 +187,9 @@ def check_fields(cfg: Config) -> None:
     alg = cfg.algorithm
     if alg.local_epochs == 0 and alg.local_steps == 0:
         raise ConfigError("algorithm.local_steps", "local_epochs and local_steps are both 0")
+    if cfg.engine.precision == "bf16" and cfg.engine.dtype != "float32":
+        raise ConfigError("engine.precision", "bf16 mixed precision keeps float32 master "
+                          f"parameters; engine.dtype is {cfg.engine.dtype} (set it to float32)")
     if cfg.engine.compile and cfg.engine.executor == "loop":
         raise ConfigError("engine.compile", "compiles the vectorized population; the loop "
                           "executor runs plain modules (set engine.executor = \"vectorized\")")

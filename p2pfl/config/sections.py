@@ -60,6 +60,9 @@ class EngineConfig:
     on_divergence: str = "stop"  # stop | skip_node (docs/reliability.md)
     compile: bool = False  # torch.compile the stacked forward/backward (docs/performance.md)
     mixing: str = "auto"  # auto | dense | sparse: layout of mixing matrices (p2pfl/comm.py)
+    # fp32 | bf16: bf16 runs forward and backward (training and evaluation) in bfloat16 under
+    # autocast; parameters, optimizer state and mixing stay in float32 (docs/performance.md)
+    precision: str = "fp32"
 
 
 @dataclass
@@ -108,6 +111,7 @@ class Config:
 
 DEVICES = ("auto", "cpu", "cuda")
 DTYPES = ("float32", "float64")
+PRECISIONS = ("fp32", "bf16")
 EXECUTORS = ("vectorized", "loop")
 OBJECT = "object"  # topology.name of a run whose topology was a Python object (p2pfl.objects)
 ON_DIVERGENCE = ("stop", "skip_node")
@@ -147,6 +151,7 @@ def _choices() -> dict[tuple[str, str], tuple[str, ...]]:
         ("algorithm", "name"): tuple(ALGORITHMS),
         ("engine", "executor"): EXECUTORS,
         ("engine", "dtype"): DTYPES,
+        ("engine", "precision"): PRECISIONS,
         ("engine", "on_divergence"): ON_DIVERGENCE,
         ("engine", "mixing"): LAYOUTS,
     }
