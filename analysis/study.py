@@ -110,8 +110,10 @@ def _plan_one(entry: Entry, seed: int, cfg: Any, out: Path) -> Planned:
 
 
 def _plan(cfg: Any, entries: list[Entry], seeds: Sequence[int], out: Path) -> list[Planned]:
-    """Every run of the study, in order; a wrong name, value or object, or a folder that holds
-    a run with another config, stops the study here, before the first run."""
+    """Every run of the study, in order; a wrong name, value or object, data that cannot be
+    split as configured, or a folder that holds a run with another config, stops the study here,
+    before the first run."""
+    from p2pfl.build import check_variants
     from p2pfl.config import ConfigError
 
     if cfg.compare:
@@ -124,6 +126,8 @@ def _plan(cfg: Any, entries: list[Entry], seeds: Sequence[int], out: Path) -> li
                 planned.append(_plan_one(entry, seed, cfg, out))
             except ConfigError as err:
                 raise ConfigError(f"study {entry.label!r}: {err.field}", err.message) from None
+    check_variants([(f"study {p.entry.label!r} (seed {p.seed}):", p.cfg) for p in planned
+                    if p.metrics is not None], named_topology=False)
     return planned
 
 

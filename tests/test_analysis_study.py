@@ -130,6 +130,10 @@ def test_study_plans_every_run_before_the_first(tmp_path: Path,
     err = capsys.readouterr().err
     assert err.startswith("p2pfl: error: study 'grid:rows=3': topology.rows: ")
     assert err.count("\n") == 1 and not out.exists()  # a wrong value: nothing ran
+    assert main(["study", str(config), "--out", str(out), "--quiet", "--topologies", "complete",
+                 "--set", "data.num_nodes=300"]) == 2  # 200 samples
+    assert capsys.readouterr().err.startswith("p2pfl: error: study 'complete' (seed 0): data: ")
+    assert not out.exists()
     assert main(["study", str(config), "--out", str(out), "--quiet", "--topologies",
                  "complete"]) == 0
     capsys.readouterr()
