@@ -296,7 +296,8 @@ def plot_study(result: Any, out: Path, title: str = "") -> list[Path]:
     for sweep in dict.fromkeys(m["sweep"] for m in means if m["sweep"]):
         files += plot_sweep(means, sweep, out / f"sweep_{folder_name(sweep)}", result.target,
                             rounds, title)
-    timed = {f"{label} (seed {seed})": h for (label, seed), h in result.histories.items()}
+    timed = {f"{label} (seed {seed})": h for (label, seed), h in result.histories.items()
+             if h}  # a run that diverged in its first round has no curve
     if timed and all(any("sim_time_s" in r for r in h) for h in timed.values()):
         files += plot_histories(timed, out / "curves_time", title, x="time")
     return files

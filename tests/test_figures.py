@@ -237,6 +237,19 @@ def test_study_curves_average_the_finished_runs(monkeypatch: pytest.MonkeyPatch,
     assert [list(h) for h in drawn_with] == [[("ring", 0)]] * 2
 
 
+def test_study_time_curves_with_a_run_that_diverged_in_round_one(tmp_path: Path) -> None:
+    from analysis.study import StudyResult
+    from analysis.study_plots import plot_study
+    from analysis.study_results import means
+
+    rows = [{"label": "ring", "seed": 0, "status": "ok", "kind": "static", "diameter": 4,
+             "spectral_gap": 0.2, "final_acc": 0.8, "best_acc": 0.8, "rounds_to_target": 5},
+            {"label": "star", "seed": 0, "status": "diverged: round 1"}]
+    timed = [{**r, "sim_time_s": 0.5 * r["round"]} for r in history(9, 0.3, 1.0)]
+    result = StudyResult(rows, means(rows), 0.75, {("ring", 0): timed, ("star", 0): []})
+    assert tmp_path / "curves_time.png" in plot_study(result, tmp_path)
+
+
 def test_sweep_over_doubling_values_has_a_log_axis(monkeypatch: pytest.MonkeyPatch,
                                                    tmp_path: Path) -> None:
     values = [4, 8, 16, 32, 64, 128, 256]
