@@ -152,15 +152,22 @@ def _sweep_entries(sweep: Sweep, where: str) -> list[Entry]:
 
 def study_entries(topologies: Sequence[Any] | Mapping[str, Any],
                   sweeps: Sequence[Sweep] = ()) -> list[Entry]:
-    """The study's entries, topologies first, then each sweep's values; labels must be distinct
-    as folder names (each runs in OUT/<label>/seed<k>)."""
+    """The study's entries, topologies first, then each sweep's values; labels, and sweep labels,
+    must be distinct as folder names (each runs in OUT/<label>/seed<k>, each sweep draws
+    sweep_<label>)."""
     if isinstance(topologies, Mapping):
         entries = [_entry(item, str(label), f"study.topologies[{label!r}]")
                    for label, item in topologies.items()]
     else:
         entries = [_entry(item, None, f"study.topologies[{i}]")
                    for i, item in enumerate(topologies)]
+    figures: dict[str, str] = {}  # each sweep draws sweep_<label folder>
     for i, sweep in enumerate(sweeps):
+        figure = folder_name(sweep.label)
+        if figure in figures:
+            raise ConfigError(f"study.sweep[{i}].label", f"{sweep.label!r} and {figures[figure]!r}"
+                              f" would share the figure sweep_{figure}: give distinct labels")
+        figures[figure] = sweep.label
         entries += _sweep_entries(sweep, f"study.sweep[{i}]")
     if not entries:
         raise ConfigError("study.topologies", "give at least one topology or sweep")

@@ -239,6 +239,9 @@ def test_sweep_values_are_plain_numbers_strings_or_booleans() -> None:
         ("r num_nodes=4", 4, int), ("r num_nodes=6", 6, int)]
     with pytest.raises(ConfigError, match="each value must be a number, a string or a boolean"):
         study_entries([], [Sweep("g", "shape", [(2, 4)], lambda s: nx.grid_2d_graph(*s))])
+    with pytest.raises(ConfigError, match="study.sweep.1..label: 'exp' and 'exp' would share"):
+        study_entries([], [Sweep("exp", "base", [2, 4], "exponential"),
+                           Sweep("exp", "directed", [False], "exponential")])
 
 
 @pytest.mark.parametrize(("table", "message"), [
