@@ -3,9 +3,9 @@
 - convergence_vs_topology: final accuracy and rounds to target against diameter and against
   spectral gap (log), one marker per topology, mean ± sd over seeds as error bars;
 - curves_by_diameter, curves_by_gap: test accuracy and consensus distance per round (mean over
-  seeds, ± sd band), coloured by diameter or gap with a colour bar;
+  the seeds that finished, ± sd band), coloured by diameter or gap with a colour bar;
 - sweep_<label>: for each sweep, final accuracy, rounds to target, diameter and gap against the
-  swept value;
+  swept value (on a log axis where the values span a factor 10 or more);
 - curves_time (runs with [network] enabled): every run's curves against simulated time.
 
 Time-varying schedules are marked apart (hollow markers, dashed curves): their diameter is that
@@ -39,6 +39,7 @@ from p2pfl.plots import plot_histories
 TIME_VARYING = "time-varying"
 AXES = {"diameter": "diameter (hops)", "spectral_gap": "spectral gap (1 - SLEM)"}
 MAX_BANDS = 5  # curves figures draw ± sd bands up to this many topologies (more: a grey blob)
+GEOMETRIC = 10  # a sweep whose values span this factor or more gets a log x axis
 METRICS = {"final_acc": "final test accuracy (%)", "rounds_to_target": "rounds to target"}
 
 
@@ -151,19 +152,25 @@ def _band(histories: Sequence[list[dict[str, Any]]], key: str
     return rounds, mean, sd
 
 
+def _norm(values: list[float], log: bool) -> Normalize:
+    """The colour scale of `values` (log: of the positive ones), at least a factor 2.25 (log,
+    widened around its middle) or 1 (linear) wide, so that its colour bar has readable ticks."""
+    positive = [v for v in values if v > 0]
+    if log and positive:
+        low, high = min(positive), max(positive)
+        middle = math.sqrt(low * high)
+        return LogNorm(min(low, middle / 1.5), max(high, middle * 1.5))
+    low = min(values, default=0.0)
+    return Normalize(low, max(max(values, default=1.0), low + 1))
+
+
 def plot_curves(means: list[dict[str, Any]], histories: dict[tuple[str, int], Any],
                 color_by: str, path: Path, title: str = "") -> list[Path]:
     """Test accuracy and consensus distance per round, one curve per topology (mean over seeds,
     band ± sd), coloured by `color_by` ("diameter" or "spectral_gap") with a colour bar."""
     shown = [m for m in means if m["status"] == "ok" and _mean(m, color_by) is not None]
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.8), layout="constrained")
-    values = [_mean(m, color_by) for m in shown]
-    positive = [v for v in values if v > 0]
-    if color_by == "spectral_gap" and positive:
-        norm: Normalize = LogNorm(min(positive), max(max(positive), min(positive) * 1.01))
-    else:
-        norm = Normalize(min(values, default=0), max(max(values, default=1),
-                                                     min(values, default=0) + 1))
+    norm = _norm([_mean(m, color_by) for m in shown], color_by == "spectral_gap")
     cmap = ListedColormap(plt.get_cmap("viridis")(np.linspace(0.0, 0.85, 256)))  # no yellow
     bands = len(shown) <= MAX_BANDS
     curves = {m["label"]: {key: _band([h for (label, _), h in histories.items()
@@ -255,11 +262,15 @@ def plot_sweep(means: list[dict[str, Any]], sweep: str, path: Path, target: floa
         twin.set_ylim(low / 1.5, high * 1.5)
         log_axis(twin, "y", low / 1.5, high * 1.5)
     twin.set_ylabel(AXES["spectral_gap"], color="C1")
-    numeric = all(isinstance(x, int | float) and not isinstance(x, bool) for x in xs)
+    numeric = bool(xs) and all(isinstance(x, int | float) and not isinstance(x, bool) for x in xs)
+    geometric = numeric and min(xs) > 0 and max(xs) >= GEOMETRIC * min(xs)
     for ax in axes:
         ax.set_xlabel(vary)
-        if numeric and xs:
-            ax.set_xticks(xs)
+        if geometric:  # 4, 8, ..., 256 nodes: evenly spaced, not crowded at the left
+            ax.set_xscale("log")
+            ax.set_xticks([], minor=True)
+        if numeric:
+            ax.set_xticks(xs, [f"{x:g}" for x in xs])
         ax.grid(alpha=0.3)
     note = ("; time-varying: diameter of a min_B-window union, gap 1 - per-round rate"
             if any(m["kind"] == TIME_VARYING for m in rows) else "")
@@ -278,12 +289,15 @@ def plot_study(result: Any, out: Path, title: str = "") -> list[Path]:
     rounds = max(len(h) for h in result.histories.values())
     files = plot_convergence_vs_topology(means, out / "convergence_vs_topology", result.target,
                                          rounds, title)
+    ok = {(r["label"], r["seed"]) for r in result.rows if r["status"] == "ok"}
+    finished = {run: h for run, h in result.histories.items() if run in ok}  # as the means
     for key, name in (("diameter", "curves_by_diameter"), ("spectral_gap", "curves_by_gap")):
-        files += plot_curves(means, result.histories, key, out / name, title)
+        files += plot_curves(means, finished, key, out / name, title)
     for sweep in dict.fromkeys(m["sweep"] for m in means if m["sweep"]):
         files += plot_sweep(means, sweep, out / f"sweep_{folder_name(sweep)}", result.target,
                             rounds, title)
-    timed = {f"{label} (seed {seed})": h for (label, seed), h in result.histories.items()}
+    timed = {f"{label} (seed {seed})": h for (label, seed), h in result.histories.items()
+             if h}  # a run that diverged in its first round has no curve
     if timed and all(any("sim_time_s" in r for r in h) for h in timed.values()):
         files += plot_histories(timed, out / "curves_time", title, x="time")
     return files

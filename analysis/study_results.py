@@ -44,7 +44,7 @@ def means(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         first = runs[0]
         row: dict[str, Any] = {"label": label, "sweep": first.get("sweep", ""),
                                "vary": first.get("vary", ""), "value": first.get("value"),
-                               "kind": first.get("kind"),
+                               "kind": next((r["kind"] for r in ok), first.get("kind")),
                                "seeds": len(runs), "finished": len(ok),
                                "reached": sum(r.get("rounds_to_target") is not None for r in ok)}
         for key in AVERAGED:

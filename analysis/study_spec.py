@@ -27,6 +27,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from p2pfl.config import (
     Config,
     ConfigError,
@@ -76,14 +78,18 @@ class StudySpec:
     target: float | None = None
 
 
-def parse_topology(spec: str) -> tuple[str, dict[str, Any]]:
+def parse_topology(spec: str, where: str = "study.topologies") -> tuple[str, dict[str, Any]]:
     """'exponential:directed=false:base=3' -> (label, {'topology.name': ..., ...})."""
     name, *options = spec.strip().split(":")
     if not name:
-        raise ConfigError("study.topologies", f"empty topology name in {spec!r}")
+        raise ConfigError(where, f"empty topology name in {spec!r}")
     overrides = {"topology.name": name}
     for option in options:
-        overrides.update(parse_overrides([f"topology.{option}"]))
+        try:
+            overrides.update(parse_overrides([f"topology.{option}"]))
+        except ConfigError:
+            raise ConfigError(where, f"{spec!r}: an option is key=value, got {option!r}"
+                              ) from None
     return spec.strip(), overrides
 
 
@@ -101,7 +107,7 @@ def _table_label(table: Mapping[str, Any]) -> str:
 
 def _entry(item: Any, label: str | None, where: str) -> Entry:
     if isinstance(item, str):
-        spec_label, overrides = parse_topology(item)
+        spec_label, overrides = parse_topology(item, where)
         return Entry(label or spec_label, overrides)
     if isinstance(item, Mapping) and all(isinstance(k, str) for k in item):
         overrides = _table_overrides(item, where)
@@ -112,11 +118,22 @@ def _entry(item: Any, label: str | None, where: str) -> Entry:
     return Entry(label, obj=item)
 
 
-def _sweep_entries(sweep: Sweep, where: str) -> list[Entry]:
-    if not sweep.values:
+def _sweep_values(sweep: Sweep, where: str) -> list[Any]:
+    """The sweep's values as plain numbers, strings or booleans (numpy scalars converted): what
+    labels, tables and axes can show."""
+    values = [v.item() if isinstance(v, np.generic) else v for v in sweep.values]
+    if not values:
         raise ConfigError(f"{where}.values", f"sweep {sweep.label!r} has no values")
+    for value in values:
+        if not isinstance(value, bool | int | float | str):
+            raise ConfigError(f"{where}.values", f"sweep {sweep.label!r}: each value must be a "
+                              f"number, a string or a boolean, got {value!r}")
+    return values
+
+
+def _sweep_entries(sweep: Sweep, where: str) -> list[Entry]:
     entries = []
-    for value in sweep.values:
+    for value in _sweep_values(sweep, where):
         label = f"{sweep.label} {sweep.vary}={value}"
         nodes = {"data.num_nodes": value} if sweep.vary == NUM_NODES else {}
         if callable(sweep.topology):
@@ -135,15 +152,22 @@ def _sweep_entries(sweep: Sweep, where: str) -> list[Entry]:
 
 def study_entries(topologies: Sequence[Any] | Mapping[str, Any],
                   sweeps: Sequence[Sweep] = ()) -> list[Entry]:
-    """The study's entries, topologies first, then each sweep's values; labels must be distinct
-    as folder names (each runs in OUT/<label>/seed<k>)."""
+    """The study's entries, topologies first, then each sweep's values; labels, and sweep labels,
+    must be distinct as folder names (each runs in OUT/<label>/seed<k>, each sweep draws
+    sweep_<label>)."""
     if isinstance(topologies, Mapping):
         entries = [_entry(item, str(label), f"study.topologies[{label!r}]")
                    for label, item in topologies.items()]
     else:
         entries = [_entry(item, None, f"study.topologies[{i}]")
                    for i, item in enumerate(topologies)]
+    figures: dict[str, str] = {}  # each sweep draws sweep_<label folder>
     for i, sweep in enumerate(sweeps):
+        figure = folder_name(sweep.label)
+        if figure in figures:
+            raise ConfigError(f"study.sweep[{i}].label", f"{sweep.label!r} and {figures[figure]!r}"
+                              f" would share the figure sweep_{figure}: give distinct labels")
+        figures[figure] = sweep.label
         entries += _sweep_entries(sweep, f"study.sweep[{i}]")
     if not entries:
         raise ConfigError("study.topologies", "give at least one topology or sweep")

@@ -100,9 +100,17 @@ def reusable(run_dir: Path, cfg: Config, topology: object | None = None) -> bool
     done = finished_rounds(run_dir)
     if done == 0:
         return False
+    check_same_run(run_dir, cfg, topology)
+    return done >= cfg.rounds
+
+
+def check_same_run(run_dir: Path, cfg: Config, topology: object | None = None) -> None:
+    """Refuse (ConfigError naming the fields) a `run_dir` that holds a run, finished or not, of
+    another config or topology object; one without config.json holds none."""
+    if not (run_dir / "config.json").exists():
+        return
     recorded, _, _ = resolve_topology(with_absolute_paths(cfg), run_dir, True, topology)
     check_resumable(read_run_config(run_dir).to_dict(), recorded, 0, run_dir)
-    return done >= cfg.rounds
 
 
 def finished_rounds(run_dir: Path) -> int:

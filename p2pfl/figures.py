@@ -55,8 +55,9 @@ def series_style(i: int) -> dict[str, Any]:
 
 
 def round_axis(ax: Axes, axis: str = "x") -> None:
-    """Integer ticks on the `axis` ("x" or "y") of `ax`: a count of rounds has no fractions."""
-    getattr(ax, f"{axis}axis").set_major_locator(MaxNLocator(integer=True))
+    """Integer ticks on the `axis` ("x" or "y") of `ax`: a count of rounds has no fractions (also
+    when the view holds a single integer, e.g. every point at round 3)."""
+    getattr(ax, f"{axis}axis").set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))
 
 
 def log_axis(ax: Axes, axis: str, low: float | None = None, high: float | None = None) -> None:

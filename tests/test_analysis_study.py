@@ -121,6 +121,69 @@ def test_study_reuses_finished_runs_and_refuses_another_config(
     assert "was run with another config" in err and "algorithm.lr (0.1 -> 0.2)" in err
 
 
+def test_study_plans_every_run_before_the_first(tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    config = tmp_path / "tiny.toml"
+    config.write_text(TINY + '[study]\nseeds = [0]\ntopologies = ["complete", "grid:rows=3"]\n')
+    out = tmp_path / "study"
+    assert main(["study", str(config), "--out", str(out), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("p2pfl: error: study 'grid:rows=3': topology.rows: ")
+    assert err.count("\n") == 1 and not out.exists()  # a wrong value: nothing ran
+    assert main(["study", str(config), "--out", str(out), "--quiet", "--topologies", "complete",
+                 "--set", "data.num_nodes=300"]) == 2  # 200 samples
+    assert capsys.readouterr().err.startswith("p2pfl: error: study 'complete' (seed 0): data: ")
+    assert not out.exists()
+    assert main(["study", str(config), "--out", str(out), "--quiet", "--topologies",
+                 "complete"]) == 0
+    capsys.readouterr()
+    assert main(["study", str(config), "--out", str(out), "--quiet", "--topologies",
+                 "ring,complete", "--set", "algorithm.lr=0.2"]) == 2
+    assert "algorithm.lr (0.1 -> 0.2)" in capsys.readouterr().err
+    assert not (out / "ring").exists()  # refused before the new topology ran
+
+
+def test_study_objects_are_checked_before_the_first_run(tmp_path: Path) -> None:
+    from analysis.study import run_study
+    from p2pfl.config import load_config
+
+    (tmp_path / "tiny.toml").write_text(TINY)
+    cfg = load_config(tmp_path / "tiny.toml")
+    with pytest.raises(ConfigError, match="study 'big': topology: the topology has 10 nodes"):
+        run_study(cfg, {"ring": "ring", "big": nx.star_graph(9)}, tmp_path / "a")
+    shaped = load_config(tmp_path / "tiny.toml", {"topology.degree": 2})
+    with pytest.raises(ConfigError, match="study 'hub': topology.degree: is set"):
+        run_study(shaped, {"ring": "ring", "hub": nx.star_graph(3)}, tmp_path / "b")
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+
+
+def test_study_counts_a_longer_run_up_to_its_rounds(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import p2pfl.engine
+
+    config = tmp_path / "tiny.toml"
+    config.write_text(TINY + '[study]\nseeds = [0]\ntopologies = ["ring"]\n')
+    out = tmp_path / "study"
+    assert main(["study", str(config), "--out", str(out), "--quiet", "--set", "rounds=3"]) == 0
+    monkeypatch.setattr(p2pfl.engine, "run", lambda *a, **k: pytest.fail("ran again"))
+    assert main(["study", str(config), "--out", str(out), "--quiet"]) == 0  # rounds = 2
+    (row,) = _csv(out / "study.csv")
+    history = [json.loads(line) for line in (out / "ring/seed0/metrics.jsonl").open()]
+    assert len(history) == 3 and row["rounds"] == "2"
+    assert float(row["final_acc"]) == history[1]["test_acc"]
+
+
+def test_study_records_a_run_that_diverges_in_its_first_round(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = tmp_path / "tiny.toml"
+    config.write_text(TINY + '[study]\nseeds = [0]\ntopologies = ["complete"]\n')
+    out = tmp_path / "study"
+    assert main(["study", str(config), "--out", str(out), "--quiet",
+                 "--set", "algorithm.lr=1e6"]) == 0
+    (row,) = _csv(out / "study.csv")
+    assert row["status"].startswith("diverged: round 1") and "diverged" in capsys.readouterr().out
+
+
 def test_study_from_python_with_objects_and_a_callable_sweep(tmp_path: Path) -> None:
     from analysis.study import run_study
     from analysis.study_spec import Sweep
@@ -161,6 +224,26 @@ def test_means_by_hand() -> None:
     assert b["status"] == "skipped: not connected" and b["final_acc_mean"] is None
 
 
+def test_means_take_the_kind_of_a_finished_seed() -> None:
+    rows = [{"label": "er", "status": "skipped: not connected"},
+            {"label": "er", "status": "ok", "kind": "time-varying", "final_acc": 0.5}]
+    (m,) = means(rows)
+    assert m["kind"] == "time-varying" and m["final_acc_mean"] == 0.5
+
+
+def test_sweep_values_are_plain_numbers_strings_or_booleans() -> None:
+    from analysis.study_spec import Sweep, study_entries
+
+    entries = study_entries([], [Sweep("r", "num_nodes", np.array([4, 6]), T.ring)])
+    assert [(e.label, e.value, type(e.value)) for e in entries] == [
+        ("r num_nodes=4", 4, int), ("r num_nodes=6", 6, int)]
+    with pytest.raises(ConfigError, match="each value must be a number, a string or a boolean"):
+        study_entries([], [Sweep("g", "shape", [(2, 4)], lambda s: nx.grid_2d_graph(*s))])
+    with pytest.raises(ConfigError, match="study.sweep.1..label: 'exp' and 'exp' would share"):
+        study_entries([], [Sweep("exp", "base", [2, 4], "exponential"),
+                           Sweep("exp", "directed", [False], "exponential")])
+
+
 @pytest.mark.parametrize(("table", "message"), [
     ('seed = [0]', "study.seed: did you mean 'seeds'? unknown field"),
     ('seeds = [0, 0]', "names a seed twice"),
@@ -169,6 +252,8 @@ def test_means_by_hand() -> None:
     ('topologies = "ring"', "study.topologies: must be a list"),
     ('topologies = [{directed = true}]', "a topology table needs a name"),
     ('topologies = ["ring", "Ring"]', "would run in the same folder 'ring'"),
+    ('topologies = ["ring:base"]',
+     "study.topologies[0]: 'ring:base': an option is key=value, got 'base'"),
     ('topologies = ["ring:colour=1"]',
      "study 'ring:colour=1': topology.colour: did you mean 'topology.cols'?"),
     ('[[study.sweep]]\nlabel = "r"\nvary = "num_nodes"\ntopology = "ring"',

@@ -90,6 +90,15 @@ def test_log_ticks_label_short_and_long_ranges() -> None:
     plt.close(fig)
 
 
+def test_round_axis_ticks_are_integers_with_one_integer_in_view() -> None:
+    fig, ax = plt.subplots()
+    ax.plot([1, 2], [3, 3])  # every topology reached the target in round 3
+    figures.round_axis(ax, "y")
+    fig.canvas.draw()
+    assert tick_labels(ax, "y") == ["3"]
+    plt.close(fig)
+
+
 def test_run_curves(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     runs = {f"run {i}": history(12, 0.3 + 0.01 * i, 10.0 ** -i) for i in range(12)}
     runs["complete"] = [{**r, "consensus_dist": 1e-15} for r in history(12, 0.5, 1.0)]
@@ -202,6 +211,54 @@ def test_curves_coloured_by_diameter_and_gap(monkeypatch: pytest.MonkeyPatch,
     few = means[:2]
     fig = drawn(monkeypatch, lambda: plot_curves(few, histories, "diameter", tmp_path / "few"))
     assert len(fig.axes[0].collections) == 2  # bands of ± sd with few topologies
+
+
+def test_curves_of_one_topology_have_a_readable_colour_bar(monkeypatch: pytest.MonkeyPatch,
+                                                           tmp_path: Path) -> None:
+    ring = _means()[1]  # gap 0.05
+    histories = {("ring", seed): history(20, 0.3, 1.0) for seed in range(3)}
+    fig = drawn(monkeypatch, lambda: plot_curves([ring], histories, "spectral_gap", tmp_path / "g"))
+    assert tick_labels(fig.axes[2], "x") == ["0.05", "0.07"]
+
+
+def test_study_curves_average_the_finished_runs(monkeypatch: pytest.MonkeyPatch,
+                                                tmp_path: Path) -> None:
+    import analysis.study_plots as SP
+    from analysis.study import StudyResult
+    from analysis.study_results import means
+
+    rows = [{"label": "ring", "seed": 0, "status": "ok", "kind": "static", "diameter": 4,
+             "spectral_gap": 0.2, "final_acc": 0.8, "best_acc": 0.8, "rounds_to_target": 5},
+            {"label": "ring", "seed": 1, "status": "diverged: round 4"}]
+    histories = {("ring", 0): history(9, 0.3, 1.0), ("ring", 1): history(3, 0.6, 1.0)}
+    drawn_with: list[dict[tuple[str, int], Any]] = []
+    monkeypatch.setattr(SP, "plot_curves", lambda m, h, *a, **k: drawn_with.append(h) or [])
+    SP.plot_study(StudyResult(rows, means(rows), 0.75, histories), tmp_path)
+    assert [list(h) for h in drawn_with] == [[("ring", 0)]] * 2
+
+
+def test_study_time_curves_with_a_run_that_diverged_in_round_one(tmp_path: Path) -> None:
+    from analysis.study import StudyResult
+    from analysis.study_plots import plot_study
+    from analysis.study_results import means
+
+    rows = [{"label": "ring", "seed": 0, "status": "ok", "kind": "static", "diameter": 4,
+             "spectral_gap": 0.2, "final_acc": 0.8, "best_acc": 0.8, "rounds_to_target": 5},
+            {"label": "star", "seed": 0, "status": "diverged: round 1"}]
+    timed = [{**r, "sim_time_s": 0.5 * r["round"]} for r in history(9, 0.3, 1.0)]
+    result = StudyResult(rows, means(rows), 0.75, {("ring", 0): timed, ("star", 0): []})
+    assert tmp_path / "curves_time.png" in plot_study(result, tmp_path)
+
+
+def test_sweep_over_doubling_values_has_a_log_axis(monkeypatch: pytest.MonkeyPatch,
+                                                   tmp_path: Path) -> None:
+    values = [4, 8, 16, 32, 64, 128, 256]
+    rows = [{**_means()[1], "label": f"ring n={n}", "sweep": "ring", "vary": "num_nodes",
+             "value": n, "diameter_mean": n / 2} for n in values]
+    fig = drawn(monkeypatch, lambda: plot_sweep(rows, "ring", tmp_path / "sweep", 0.75, 40))
+    for ax in fig.axes[:3]:
+        assert ax.get_xscale() == "log" and tick_labels(ax, "x") == [str(n) for n in values]
+    assert_readable(fig)
 
 
 def test_sweep_panels(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
