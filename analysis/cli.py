@@ -28,8 +28,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                    "of the config's: ring,exponential:directed=false,complete (sweeps are kept)")
     s.add_argument("--seeds", help="comma-separated seeds, instead of the config's")
     s.add_argument("--out", default="runs/study", help="output directory (default runs/study)")
-    s.add_argument("--target", type=float, help="test accuracy for 'rounds to target' "
-                   "(default: 90%% of the best final accuracy)")
+    s.add_argument("--target", help="test accuracy for 'rounds to target', 0.8 or 80 (percent)"
+                   " (default: the config's, else 90%% of the best mean final accuracy)")
     s.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override a config field for every run (repeatable)")
     s.add_argument("--device", choices=("cpu", "cuda", "auto"), help="overrides config.device")
@@ -85,8 +85,9 @@ def analyze(args: argparse.Namespace) -> int:
 def study(args: argparse.Namespace) -> int:
     from analysis.study import run_study
     from analysis.study_results import format_table
-    from analysis.study_spec import check_seeds, check_target, load_study
+    from analysis.study_spec import check_seeds, load_study
     from p2pfl.config import ConfigError, parse_overrides
+    from p2pfl.table import parse_target
 
     overrides = parse_overrides(args.overrides)
     if args.device:
@@ -102,7 +103,7 @@ def study(args: argparse.Namespace) -> int:
             raise ConfigError("--seeds", f"must be comma-separated integers, got "
                               f"{args.seeds!r}") from None
         seeds = check_seeds(seeds, "--seeds")
-    target = check_target(args.target, "--target") if args.target is not None else spec.target
+    target = parse_target(args.target) if args.target is not None else spec.target
     result = run_study(cfg, topologies, args.out, seeds=seeds, sweeps=spec.sweeps,
                        target=target, progress=not args.quiet)
     print(format_table(result))

@@ -38,6 +38,7 @@ from p2pfl.plots import plot_histories
 
 TIME_VARYING = "time-varying"
 AXES = {"diameter": "diameter (hops)", "spectral_gap": "spectral gap (1 - SLEM)"}
+SPREAD = 0.03  # sideways step between points with equal x, as a share of the axis (a marker)
 MAX_BANDS = 5  # curves figures draw ± sd bands up to this many topologies (more: a grey blob)
 GEOMETRIC = 10  # a sweep whose values span this factor or more gets a log x axis
 METRICS = {"final_acc": "final test accuracy (%)", "rounds_to_target": "rounds to target"}
@@ -48,18 +49,19 @@ def _mean(m: dict[str, Any], key: str) -> float | None:
     return None if value is None or not math.isfinite(value) else value
 
 
-def _caption(means: list[dict[str, Any]], seeds: int, spread: str) -> str:
-    """'mean over k seeds<spread>' (or 'one seed'), and how time-varying schedules are drawn."""
+def _caption(means: list[dict[str, Any]], seeds: int, spread: str, marked: str) -> str:
+    """'mean over k seeds<spread>' (or 'one seed'), and how time-varying schedules are drawn
+    (`marked`: "hollow markers" or "dashed")."""
     parts = [f"mean over {seeds} seeds{spread}" if seeds > 1 else "one seed"]
     if any(m["kind"] == TIME_VARYING for m in means):
-        parts.append("hollow / dashed: time-varying (diameter of a min_B-window union, "
+        parts.append(f"{marked}: time-varying (diameter of a min_B-window union, "
                      "gap 1 - per-round rate)")
     return "\n".join(parts)
 
 
 def _dodged(means: list[dict[str, Any]], key: str, log: bool) -> dict[str, float]:
     """label -> where to draw its `key` on the x axis: topologies that share a value are spread
-    sideways by 1.5 % of the axis (of its decades on a log axis), so that none hides another."""
+    sideways by SPREAD of the axis (of its decades on a log axis), so that none hides another."""
     values = {m["label"]: v for m in means if (v := _mean(m, key)) is not None}
     if not values:
         return {}
@@ -71,7 +73,7 @@ def _dodged(means: list[dict[str, Any]], key: str, log: bool) -> dict[str, float
     shown = {}
     for group in ties.values():
         for j, label in enumerate(group):
-            shift = (j - (len(group) - 1) / 2) * 0.015 * span
+            shift = (j - (len(group) - 1) / 2) * SPREAD * span
             shown[label] = values[label] * 10**shift if log else values[label] + shift
     return shown
 
@@ -129,7 +131,7 @@ def plot_convergence_vs_topology(means: list[dict[str, Any]], path: Path, target
                                linestyle="none"), "target not reached (drawn at the last round)"))
     fig.legend([h for h, _ in handles], [lab for _, lab in handles], loc="center left",
                bbox_to_anchor=(1.0, 0.5), fontsize=8, borderaxespad=0.0)
-    caption = _caption(means, seeds, ", error bars ± sd")
+    caption = _caption(means, seeds, ", error bars ± sd", "hollow markers")
     if any(len(set(where[key].values())) > len({round(_mean(m, key) or 0, 9) for m in means})
            for key in AXES):
         caption = caption.replace("± sd", "± sd; equal x values spread sideways", 1)
@@ -180,7 +182,8 @@ def plot_curves(means: list[dict[str, Any]], histories: dict[tuple[str, int], An
     for i, m in enumerate(shown):
         color = cmap(norm(max(_mean(m, color_by), norm.vmin)))
         style = dict(color=color, linestyle="--" if m["kind"] == TIME_VARYING else "-",
-                     marker=marker(i), markersize=4, linewidth=1.3)
+                     marker=marker(i), markersize=4, linewidth=1.3,
+                     markerfacecolor=color if i // 8 % 2 == 0 else "white")  # past 8: hollow
         for ax, key, scale in ((axes[0], "test_acc", 100), (axes[1], "consensus_dist", 1)):
             rounds, mean, sd = curves[m["label"]][key]
             if not len(rounds):
@@ -215,7 +218,7 @@ def plot_curves(means: list[dict[str, Any]], histories: dict[tuple[str, int], An
     axes[1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
     seeds = max((m["finished"] for m in shown), default=1)
     caption = _caption(shown, seeds, ", bands ± sd" if bands
-                       else " (± sd: see convergence_vs_topology)")
+                       else " (± sd: see convergence_vs_topology)", "dashed")
     fig.suptitle(f"{title}\n{caption}" if title else caption, fontsize=10)
     return save(fig, path)
 

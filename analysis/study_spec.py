@@ -42,6 +42,7 @@ from topologies._common import did_you_mean
 NUM_NODES = "num_nodes"  # a sweep over the number of nodes sets data.num_nodes
 STUDY_FIELDS = ("seeds", "target", "topologies", "sweep")
 SWEEP_FIELDS = ("label", "vary", "values", "topology")
+OUTPUT_SUFFIXES = (".csv", ".json", ".png", ".pdf")  # the study's own files in its folder
 
 
 @dataclass(frozen=True)
@@ -174,6 +175,9 @@ def study_entries(topologies: Sequence[Any] | Mapping[str, Any],
     folders: dict[str, str] = {}
     for entry in entries:
         folder = folder_name(entry.label)
+        if folder.endswith(OUTPUT_SUFFIXES):
+            raise ConfigError("study.topologies", f"{entry.label!r} would run in the folder "
+                              f"{folder!r}, named like the study's output files: another label")
         if folder in folders:
             raise ConfigError("study.topologies", f"{entry.label!r} and {folders[folder]!r} "
                               f"would run in the same folder {folder!r}: give distinct labels")

@@ -114,6 +114,9 @@ def test_study_reuses_finished_runs_and_refuses_another_config(
     monkeypatch.setattr(p2pfl.engine, "run", no_run)
     assert main(["study", str(config), "--out", str(out), "--quiet", "--seeds", "0,1"]) == 0
     assert (out / "study.csv").read_text() == first
+    assert main(["study", str(config), "--out", str(out), "--quiet", "--seeds", "0,1",
+                 "--target", "80"]) == 0  # percent, as `compare --target`
+    assert json.loads((out / "study.json").read_text())["target_acc"] == 0.8
     capsys.readouterr()
     assert main(["study", str(config), "--out", str(out), "--quiet", "--seeds", "0",
                  "--set", "algorithm.lr=0.2"]) == 2
@@ -252,6 +255,7 @@ def test_sweep_values_are_plain_numbers_strings_or_booleans() -> None:
     ('topologies = "ring"', "study.topologies: must be a list"),
     ('topologies = [{directed = true}]', "a topology table needs a name"),
     ('topologies = ["ring", "Ring"]', "would run in the same folder 'ring'"),
+    ('topologies = [{label = "Study.CSV", name = "ring"}]', "named like the study's output"),
     ('topologies = ["ring:base"]',
      "study.topologies[0]: 'ring:base': an option is key=value, got 'base'"),
     ('topologies = ["ring:colour=1"]',
