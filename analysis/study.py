@@ -182,6 +182,7 @@ def run_study(cfg: Any, topologies: Sequence[Any] | Mapping[str, Any], out_dir: 
     """
     from analysis.study_results import means, write_study
     from analysis.study_spec import check_seeds
+    from p2pfl.config import ConfigError
 
     entries = study_entries(topologies, sweeps)
     seeds = check_seeds(list(seeds), "seeds") if seeds is not None else [cfg.seed]
@@ -190,6 +191,10 @@ def run_study(cfg: Any, topologies: Sequence[Any] | Mapping[str, Any], out_dir: 
     for run in planned:
         if run.metrics is None:
             echo(f"study: skipping {run.entry.label!r} (seed {run.seed}): {run.skipped}")
+    if all(run.metrics is None for run in planned):
+        first = planned[0]
+        raise ConfigError("study", f"no topology can run, all are skipped (first: "
+                          f"{first.entry.label!r}: {first.skipped})")
     out.mkdir(parents=True, exist_ok=True)
     rows, histories = [], {}
     for run in planned:

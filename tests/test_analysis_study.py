@@ -365,3 +365,14 @@ def test_plots_write_png_and_pdf(tmp_path: Path) -> None:
         [[1, 0, 1], [0, 2, 0]])
     with pytest.raises(ValueError, match="at most"):
         plots.draw_topology(nx.path_graph(plots.DRAW_MAX_NODES + 1), tmp_path / "big")
+
+
+def test_a_study_where_every_topology_is_skipped_is_an_error(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = tmp_path / "s.toml"
+    config.write_text(TINY + '[study]\ntopologies = ["directed_ring", "exponential"]\n')
+    assert main(["study", str(config), "--out", str(tmp_path / "o"), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("p2pfl: error: study: no topology can run, all are skipped (first: "
+                          "'directed_ring': ") and err.count("\n") == 1
+    assert not (tmp_path / "o").exists()
