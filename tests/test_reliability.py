@@ -247,10 +247,16 @@ def _lines(path: Path) -> int:
     return path.read_text().count("\n") if path.exists() else 0
 
 
+def _default_sigint() -> None:
+    """In the child before it runs: Ctrl-C as in a terminal. A suite started in the background
+    (`cmd &`) inherits SIGINT ignored, and Python then installs no KeyboardInterrupt for it."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _start(config: Path, out: Path) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "p2pfl.cli", "run", str(config), "--out",
                              str(out), "--quiet"], cwd=ROOT, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True, preexec_fn=_default_sigint)
 
 
 def test_sigkill_mid_round_then_resume_matches_uninterrupted(tmp_path, kill_setup):
@@ -289,7 +295,8 @@ def test_ctrl_c_while_the_command_starts_is_one_line(tmp_path, kill_setup):
     config, _ = kill_setup
     proc = subprocess.Popen([sys.executable, "-c", "import sys; from p2pfl.entry import main; "
                              "sys.exit(main())", "run", str(config), "--out",
-                             str(tmp_path / "run")], stderr=subprocess.PIPE, text=True)
+                             str(tmp_path / "run")], stderr=subprocess.PIPE, text=True,
+                            preexec_fn=_default_sigint)
     time.sleep(0.2)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
