@@ -87,6 +87,7 @@ def study(args: argparse.Namespace) -> int:
     from analysis.study_results import format_table
     from analysis.study_spec import check_seeds, load_study
     from p2pfl.config import ConfigError, parse_overrides
+    from p2pfl.errors import RunInterrupted
     from p2pfl.table import parse_target
 
     overrides = parse_overrides(args.overrides)
@@ -104,8 +105,12 @@ def study(args: argparse.Namespace) -> int:
                               f"{args.seeds!r}") from None
         seeds = check_seeds(seeds, "--seeds")
     target = parse_target(args.target) if args.target is not None else spec.target
-    result = run_study(cfg, topologies, args.out, seeds=seeds, sweeps=spec.sweeps,
-                       target=target, progress=not args.quiet)
+    try:
+        result = run_study(cfg, topologies, args.out, seeds=seeds, sweeps=spec.sweeps,
+                           target=target, progress=not args.quiet)
+    except RunInterrupted as err:  # the study's own rerun is the way on
+        raise RunInterrupted(f"{str(err).split('; continue with')[0]}; continue the study by "
+                             "running the same command again (finished runs are kept)") from None
     print(format_table(result))
     for path in result.files:
         print(path)

@@ -376,3 +376,22 @@ def test_a_study_where_every_topology_is_skipped_is_an_error(
     assert err.startswith("p2pfl: error: study: no topology can run, all are skipped (first: "
                           "'directed_ring': ") and err.count("\n") == 1
     assert not (tmp_path / "o").exists()
+
+
+def test_ctrl_c_in_a_study_says_to_rerun_the_study(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    import p2pfl.engine
+    from p2pfl.errors import RunInterrupted
+
+    def interrupted(*args: object, **kwargs: object) -> None:
+        raise RunInterrupted("stopped after round 1 with a checkpoint; continue with: "
+                             "p2pfl resume somewhere")
+
+    monkeypatch.setattr(p2pfl.engine, "run", interrupted)
+    config = tmp_path / "s.toml"
+    config.write_text(TINY + '[study]\ntopologies = ["ring"]\n')
+    assert main(["study", str(config), "--out", str(tmp_path / "o"), "--quiet"]) == 130
+    assert capsys.readouterr().err == (
+        "p2pfl: interrupted: stopped after round 1 with a checkpoint; continue the study by "
+        "running the same command again (finished runs are kept)\n")
