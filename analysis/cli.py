@@ -108,9 +108,8 @@ def study(args: argparse.Namespace) -> int:
     try:
         result = run_study(cfg, topologies, args.out, seeds=seeds, sweeps=spec.sweeps,
                            target=target, progress=not args.quiet)
-    except RunInterrupted as err:  # the study's own rerun is the way on
-        raise RunInterrupted(f"{str(err).split('; continue with')[0]}; continue the study by "
-                             "running the same command again (finished runs are kept)") from None
+    except RunInterrupted as err:
+        raise err.rerun("study") from None
     print(format_table(result))
     for path in result.files:
         print(path)

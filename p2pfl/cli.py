@@ -114,8 +114,11 @@ def _table(args: argparse.Namespace) -> int:
 
     cfg = load_config(args.config, parse_overrides(args.overrides))
     only = args.only.split(",") if args.only else None
-    print(run_subset(cfg, Path(args.out), only, seeds, args.last, target, not args.quiet),
-          end="")
+    try:
+        print(run_subset(cfg, Path(args.out), only, seeds, args.last, target, not args.quiet),
+              end="")
+    except RunInterrupted as err:
+        raise err.rerun("comparison") from None
     return 0
 
 

@@ -19,4 +19,15 @@ class DivergenceError(RuntimeError):
 
 
 class RunInterrupted(KeyboardInterrupt):
-    """Ctrl-C stopped the run at the end of a round, after writing a checkpoint."""
+    """Ctrl-C stopped the run at the end of a round, after writing a checkpoint. `stopped` says
+    where, `advice` how to go on; `str(err)` is both, on one line."""
+
+    def __init__(self, stopped: str, advice: str) -> None:
+        super().__init__(f"{stopped}; {advice}")
+        self.stopped = stopped
+
+    def rerun(self, command: str) -> RunInterrupted:
+        """The same stop inside `command` (a study, a comparison), which goes on when run
+        again."""
+        return RunInterrupted(self.stopped, f"continue the {command} by running the same "
+                              "command again (finished runs are kept)")

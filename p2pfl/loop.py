@@ -109,7 +109,7 @@ class Runner:
                     if self.stop_requested or self._checkpoint_due():
                         self.checkpoint()
                     if self.stop_requested and t + 1 < cfg.rounds:
-                        raise RunInterrupted(f"stopped after round {t + 1} with a checkpoint; "
+                        raise RunInterrupted(f"stopped after round {t + 1} with a checkpoint",
                                              f"continue with: p2pfl resume {self.out}")
                 bar.close()
                 if self.checkpoint_round != len(self.history):

@@ -385,8 +385,8 @@ def test_ctrl_c_in_a_study_says_to_rerun_the_study(
     from p2pfl.errors import RunInterrupted
 
     def interrupted(*args: object, **kwargs: object) -> None:
-        raise RunInterrupted("stopped after round 1 with a checkpoint; continue with: "
-                             "p2pfl resume somewhere")
+        raise RunInterrupted("stopped after round 1 with a checkpoint",
+                             "continue with: p2pfl resume somewhere")
 
     monkeypatch.setattr(p2pfl.engine, "run", interrupted)
     config = tmp_path / "s.toml"

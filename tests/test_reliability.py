@@ -734,3 +734,20 @@ def test_a_full_disk_is_one_line_and_the_last_checkpoint_stays(tmp_path, monkeyp
     assert (out / CHECKPOINT).read_bytes() == saved and not list(out.glob(".*.tmp"))
     monkeypatch.undo()
     assert main(["resume", str(out), "--quiet", "--set", "rounds=2"]) == 0
+
+
+def test_ctrl_c_in_a_comparison_says_to_rerun_it(tmp_path, monkeypatch, capsys):
+    import p2pfl.compare
+    from p2pfl.errors import RunInterrupted
+
+    def interrupted(*args: Any, **kwargs: Any) -> None:
+        raise RunInterrupted("stopped after round 1 with a checkpoint",
+                             "continue with: p2pfl resume somewhere")
+
+    monkeypatch.setattr(p2pfl.compare, "run", interrupted)
+    config = tmp_path / "c.toml"
+    config.write_text(tiny_toml('[[compare]]\nlabel = "a"\n"algorithm.name" = "dfedavg"\n'))
+    assert main(["compare", str(config), "--out", str(tmp_path / "o"), "--quiet"]) == 130
+    assert capsys.readouterr().err == (
+        "p2pfl: interrupted: stopped after round 1 with a checkpoint; continue the comparison "
+        "by running the same command again (finished runs are kept)\n")
