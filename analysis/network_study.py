@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from analysis.study import rounds_to_target
 from p2pfl.figures import plt, save, series_style
 
 History = list[dict[str, Any]]
@@ -47,7 +48,7 @@ def run_fractions(cfg: Any, out: Path, fractions: list[float], vary: tuple[str, 
 
 def seconds_to(history: History, target: float) -> float | None:
     """Simulated seconds at the first evaluation reaching `target` test accuracy (None: never)."""
-    return next((r["sim_time_s"] for r in history if r.get("test_acc", 0) >= target), None)
+    return rounds_to_target(history, target, "sim_time_s")
 
 
 def table(results: dict[float, dict[str, History]], target: float, shown: float) -> str:

@@ -25,6 +25,7 @@ from matplotlib.lines import Line2D
 
 from p2pfl.config import folder_name
 from p2pfl.figures import (
+    legend_outside,
     log_axis,
     log_floor,
     log_ticks,
@@ -215,7 +216,7 @@ def plot_curves(means: list[dict[str, Any]], histories: dict[tuple[str, int], An
         log_ticks(bar.ax.xaxis, norm.vmin, norm.vmax)
     else:
         bar.ax.xaxis.set_major_locator(plt.MaxNLocator(integer=True))
-    axes[1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
+    legend_outside(axes[1])
     seeds = max((m["finished"] for m in shown), default=1)
     caption = _caption(shown, seeds, ", bands ± sd" if bands
                        else " (± sd: see convergence_vs_topology)", "dashed")

@@ -93,15 +93,14 @@ def log_floor(curves: Sequence[Sequence[float]], exact: float = EXACT) -> float 
     return min(min(v for v in c if v > 0) for c in real) / 3
 
 
-def legend_outside(ax: Axes, handles: list | None = None, labels: list[str] | None = None,
-                   title: str | None = None) -> None:
+def legend_outside(ax: Axes, handles: list | None = None,
+                   labels: list[str] | None = None) -> None:
     """The legend right of `ax`, top-aligned (with many entries, in two columns)."""
     if handles is None or labels is None:
         handles, labels = ax.get_legend_handles_labels()
     if handles:
         ax.legend(handles, labels, fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0),
-                  ncols=2 if len(handles) > 18 else 1, title=title, title_fontsize=8,
-                  borderaxespad=0.0)
+                  ncols=2 if len(handles) > 18 else 1, borderaxespad=0.0)
 
 
 def save(fig: Figure, path: str | Path, make_parents: bool = True) -> list[Path]:
