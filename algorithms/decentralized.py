@@ -45,19 +45,27 @@ class Decentralized(Algorithm):
 
     def local_phase(self, ctx: RunContext, t: int, faults: T.Faults) -> tuple[torch.Tensor,
                                                                                torch.Tensor]:
-        """Train the online nodes of round t in place; (their indices [m], their losses [m])."""
+        """Train the online nodes of round t in place; (their ids [m], their losses [m]), all
+        of them in every process of a distributed run (each trains the nodes it holds)."""
         params = ctx.population.params
         lr = self.node_lr(ctx, t)
-        if not faults.nodes.any():
-            nodes = ctx.all_nodes()
-            losses = self.train(ctx, params, nodes, t, lr)
+        held = ctx.all_nodes()
+        if faults.nodes.any():
+            online = torch.as_tensor(np.flatnonzero(~faults.nodes), device=ctx.device)
+            nodes = ctx.owned(online)
         else:
-            nodes = torch.as_tensor(np.flatnonzero(~faults.nodes), device=ctx.device)
+            online, nodes = torch.arange(ctx.num_nodes, device=ctx.device), held
+        if len(nodes) == len(held):
+            losses = self.train(ctx, params, nodes, t, lr[nodes])
+        else:
             rows = ctx.population.rows(nodes)
             losses = self.train(ctx, rows, nodes, t, lr[nodes])
             ctx.population.write(nodes, rows)
-        self.losses[nodes.cpu()] = losses.detach().to("cpu", torch.float64)
-        return nodes, losses
+        every = torch.zeros(ctx.num_nodes, device=ctx.device, dtype=torch.float64)
+        every[nodes] = losses.detach().double()
+        every = ctx.comm.all_sum(every)[online]
+        self.losses[online.cpu()] = every.cpu()
+        return online, every.to(losses.dtype)
 
     def selection_losses(self) -> np.ndarray | None:
         """Latest training loss of every node [N] (a node that never trained gets the mean of
@@ -117,7 +125,7 @@ class Decentralized(Algorithm):
     def average_model(self, ctx: RunContext) -> Params:
         weights = torch.full((ctx.num_nodes,), 1.0 / ctx.num_nodes, device=ctx.device,
                              dtype=ctx.dtype)
-        return ctx.comm.weighted_sum(ctx.population.params, weights)
+        return ctx.comm.node_sum(ctx.population.params, weights)
 
     def local_models(self, ctx: RunContext) -> Params:
         return ctx.population.params
@@ -219,7 +227,7 @@ class PushSum(Decentralized):
 
     def average_model(self, ctx: RunContext) -> Params:
         """x_bar = (1/N) sum_i x_i = sum_i w_i z_i / sum_i w_i."""
-        return ctx.comm.weighted_sum(ctx.population.params, self.weights / self.weights.sum())
+        return ctx.comm.node_sum(ctx.population.params, self.weights / self.weights.sum())
 
     def metrics(self, ctx: RunContext) -> dict[str, float]:
         weights = {"ps_weight_min": self.weights.min().item(),

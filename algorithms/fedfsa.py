@@ -102,8 +102,8 @@ class FedFSA(FedCM):
         self.data = copy.copy(ctx.data)
         self.data.node_indices = shuffled[:, :n - n_test].contiguous()
         self.personal_test = shuffled[:, n - n_test:].contiguous()  # [N, n_test] sample indices
-        self.trainer = ctx.guard.install(VectorizedTrainer(ctx.forward, self.data,
-                                                           ctx.trainer.chunk_size))
+        self.trainer = ctx.comm.clients_trainer(ctx.guard.install(
+            VectorizedTrainer(ctx.forward, self.data, ctx.trainer.chunk_size)))
         self.tuner = VectorizedTrainer(ctx.forward, self.data, ctx.trainer.chunk_size)
         self.selected = torch.zeros(ctx.num_nodes, len(self.server), dtype=torch.bool,
                                     device=ctx.device)
@@ -128,7 +128,7 @@ class FedFSA(FedCM):
         """Mean over all clients of the accuracy of (fine-tuned head, server model) on their
         own test splits after round t. The fine-tuning runs outside the divergence guard: it
         changes nothing the run keeps."""
-        a, nodes = self.cfg, ctx.all_nodes()
+        a, nodes = self.cfg, torch.arange(ctx.num_nodes, device=ctx.device)
         tuned = broadcast(self.server, ctx.num_nodes)
         plan = self.data.plan(ctx.cfg.seed, t, a.batch_size, a.local_epochs, a.local_steps)
         lrs = torch.full((ctx.num_nodes,), self.lr(t), device=ctx.device, dtype=ctx.dtype)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from abc import abstractmethod
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import networkx as nx
@@ -34,19 +34,10 @@ class ClientRound:
 
     def subset(self, keep: torch.Tensor) -> ClientRound:
         """The record restricted to the rows `keep` (bool [m]); per-row terms are indexed too."""
-        m = len(self.nodes)
-
-        def rows(value: Any) -> Any:
-            if isinstance(value, torch.Tensor) and value.dim() > 0 and value.shape[0] == m:
-                return value[keep]
-            if isinstance(value, dict):
-                return {k: rows(v) for k, v in value.items()}
-            return value
-
-        terms = None if self.terms is None else replace(
-            self.terms, **{f.name: rows(getattr(self.terms, f.name)) for f in fields(self.terms)})
-        return ClientRound(self.nodes[keep], self.start, rows(self.trained), self.lr, self.steps,
-                           terms)
+        terms = None if self.terms is None else self.terms.rows(keep)
+        return ClientRound(self.nodes[keep], self.start, {k: v[keep] for k, v in
+                                                          self.trained.items()},
+                           self.lr, self.steps, terms)
 
 
 @dataclass(frozen=True)
@@ -88,9 +79,9 @@ class Server(Algorithm):
             raise ConfigError("engine.executor", f"{self.name} runs on the 'vectorized' "
                               "executor only")
         self.server = {k: v[0].clone() for k, v in ctx.population.params.items()}
-        self.last_nodes = ctx.all_nodes()
+        self.last_nodes = torch.arange(ctx.num_nodes, device=ctx.device)
         self.data = ctx.data
-        self.trainer = ctx.trainer
+        self.trainer = ctx.comm.clients_trainer(ctx.trainer)
 
     def sample(self, ctx: RunContext, t: int) -> torch.Tensor:
         """The clients of round t (int64 [m], sorted).
@@ -188,8 +179,9 @@ class Server(Algorithm):
         return RoundReport(trained.nodes, losses, copies_sent=copies)
 
     def keep_local(self, ctx: RunContext, r: ClientRound) -> None:
-        """Store the trained client models in their population rows."""
-        ctx.population.write(r.nodes, r.trained)
+        """Store the trained client models in their population rows (those held here)."""
+        held = ctx.population.holds(r.nodes)
+        ctx.population.write(r.nodes[held], {k: v[held] for k, v in r.trained.items()})
 
     @abstractmethod
     def aggregate(self, ctx: RunContext, r: ClientRound) -> None:
@@ -210,7 +202,7 @@ class Server(Algorithm):
         return self.server
 
     def local_models(self, ctx: RunContext) -> Params:
-        return ctx.population.rows(self.last_nodes)
+        return ctx.population.rows(ctx.owned(self.last_nodes))
 
     def state_dict(self) -> dict[str, Any]:
         return {"server": {k: v.clone() for k, v in self.server.items()},

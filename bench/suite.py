@@ -1,5 +1,6 @@
 """Benchmark suite: `p2pfl bench [--quick] [--device cpu|cuda|auto] [--only W,..] [--rounds R]
-[--precision fp32,bf16] [--compile] [--json-out FILE]` (also `python -m bench.suite`).
+[--precision fp32,bf16] [--compile] [--json-out FILE]` (also `python -m bench.suite`);
+`p2pfl bench --nproc 1,2` times a workload on local processes instead (bench.scaleout).
 
 Workloads (`bench.workloads`): mlp on Fashion-MNIST with N = 10, 100, 1000; cnn with N = 100
 and resnet18_gn with N = 10 on CIFAR-shaped data; each with SGD-momentum (dfedsgpm) and SAM
@@ -28,6 +29,8 @@ from bench.flops import matmul_gflops
 from bench.mixing import PARAMS_MLP
 from bench.overlap import overlap_cost, overlap_line
 from bench.runner import PRECISIONS, run_workload
+from bench.scaleout import scaleout
+from bench.scaleout import table as scaleout_table
 from bench.workloads import (
     BATCH_SIZE,
     LOCAL_STEPS,
@@ -155,7 +158,45 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--precision", default="fp32,bf16", metavar="P[,..]",
                    help="engine.precision of the vectorized rows: fp32, bf16 or both "
                    "(default fp32,bf16; the loop is float32)")
+    b.add_argument("--nproc", metavar="R[,..]",
+                   help="instead of the suite: the workload (default mlp-100) as R local "
+                   "processes (gloo) against one, e.g. 1,2: s/round and bytes across processes")
     return b
+
+
+def _nprocs(text: str) -> list[int]:
+    """'1,2' -> [1, 2]; anything else is a ConfigError."""
+    try:
+        chosen = list(dict.fromkeys(int(p) for p in text.split(",") if p.strip()))
+    except ValueError:
+        chosen = []
+    if not chosen or min(chosen) < 1:
+        raise ConfigError("--nproc", f"must be comma-separated process counts >= 1, got {text!r}")
+    return chosen
+
+
+def run_scaleout(args: argparse.Namespace) -> int:
+    """`--nproc`: the scale-out table of the chosen workloads (mlp ones: Fashion-MNIST)."""
+    nprocs = _nprocs(args.nproc)
+    if args.device == "cuda":
+        raise ConfigError("--nproc", "the scale-out benchmark runs gloo on CPU")
+    try:
+        chosen = select(QUICK_WORKLOADS if args.quick else WORKLOADS, args.only or "mlp-100")
+    except ValueError as err:
+        raise ConfigError("--only", str(err)) from None
+    if any(w.data != "fashion_mnist" for w in chosen):
+        raise ConfigError("--only", "the scale-out benchmark runs the mlp workloads")
+    rounds = args.rounds if args.rounds is not None else DEFAULT_ROUNDS
+    env = environment(torch.device("cpu"))
+    print(f"p2pfl bench --nproc {args.nproc}: {env['date']}; {env['device_name']}, torch "
+          f"{env['torch']}; round = {LOCAL_STEPS} steps of batch {BATCH_SIZE} (SGD, momentum "
+          f"{MOMENTUM}) + Push-Sum over random_out({OUT_DEGREE}); median of {rounds} rounds "
+          "after 1 warm-up; OMP threads = cores / processes")
+    rows = [row for w in chosen for row in scaleout(w, "fashion_mnist", nprocs, rounds)]
+    print(scaleout_table(rows))
+    if args.json_out:
+        write_json_atomic(Path(args.json_out), rows)
+    return 0
 
 
 def _precisions(text: str) -> tuple[str, ...]:
@@ -170,6 +211,8 @@ def _precisions(text: str) -> tuple[str, ...]:
 
 def run_suite(args: argparse.Namespace) -> int:
     """Run the selected workloads, print the tables and the JSON lines; 0 on success."""
+    if args.nproc is not None:
+        return run_scaleout(args)
     device = resolve_device(args.device)
     workloads = QUICK_WORKLOADS if args.quick else WORKLOADS
     try:

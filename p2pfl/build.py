@@ -9,11 +9,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import torch
+import torch.distributed as dist
 from torch import nn
 
 import topologies as T
 from algorithms import ALGORITHMS, Algorithm
-from p2pfl.comm import LocalComm
+from p2pfl.comm import Comm, LocalComm
 from p2pfl.config import Config, ConfigError
 from p2pfl.context import RunContext
 from p2pfl.data import (
@@ -24,6 +25,7 @@ from p2pfl.data import (
     load_dataset,
     partition,
 )
+from p2pfl.distributed import DistComm
 from p2pfl.federated import FederatedData
 from p2pfl.guard import Guard
 from p2pfl.local import VectorizedTrainer
@@ -200,11 +202,14 @@ def build(cfg: Config, dataset: Dataset | None = None, parts: Parts | None = Non
         model = model.to(device=device, dtype=dtype)
     else:
         model = _own_model(parts.model, data, device, dtype)
+    comm = _comm(cfg, device, dtype)
+    first, rows = (comm.shard.lo, comm.shard.rows) if isinstance(comm, DistComm) else (
+        0, cfg.data.num_nodes)
     num_params = sum(p.numel() for p in model.parameters())
-    check_fits("data.num_nodes", f"a population of {cfg.data.num_nodes} models of {num_params} "
-               "parameters (and its mixing buffer)",
-               2 * cfg.data.num_nodes * num_params * dtype.itemsize, device)
-    population = Population(model, cfg.data.num_nodes, device, dtype)
+    check_fits("data.num_nodes", f"a population of {rows} models of {num_params} "
+               "parameters (and its mixing buffer)", 2 * rows * num_params * dtype.itemsize,
+               device)
+    population = Population(model, rows, device, dtype, first, cfg.data.num_nodes)
     try:
         forward = stacked_forward(model)
     except ValueError as err:
@@ -220,7 +225,7 @@ def build(cfg: Config, dataset: Dataset | None = None, parts: Parts | None = Non
             chunks = (cfg.engine.chunk_size, cfg.engine.chunk_size)
         elif chunks is None:
             plan = plan_chunks(forward, {k: v[:1] for k, v in population.params.items()},
-                               data.input_shape, cfg.data.num_nodes, cfg.algorithm.batch_size,
+                               data.input_shape, rows, cfg.algorithm.batch_size,
                                cfg.eval.batch_size, algorithm.solver.rho > 0, device)
             chunks = (plan.train, plan.eval)
         if cfg.engine.compile:
@@ -228,10 +233,23 @@ def build(cfg: Config, dataset: Dataset | None = None, parts: Parts | None = Non
         trainer = VectorizedTrainer(forward, data, *chunks)
     guard = Guard(cfg.data.num_nodes, device)
     ctx = RunContext(cfg, device, dtype, data, population, forward, guard.install(trainer),
-                     LocalComm(device, dtype, cfg.engine.mixing), schedule, guard,
+                     comm, schedule, guard,
                      _clock(cfg, algorithm, schedule, data, population))
     algorithm.setup(ctx)
     return ctx, algorithm
+
+
+def _comm(cfg: Config, device: torch.device, dtype: torch.dtype) -> Comm:
+    """The run's communication: LocalComm, or DistComm in a process of a distributed launch."""
+    if not dist.is_initialized():
+        return LocalComm(device, dtype, cfg.engine.mixing)
+    if cfg.engine.executor == "loop":
+        raise ConfigError("engine.executor", "the 'loop' executor runs in one process; a "
+                          "distributed run uses 'vectorized'")
+    if cfg.network.enabled and cfg.network.overlap:
+        raise ConfigError("network.overlap", "messages in flight across rounds are simulated in "
+                          "one process; a distributed run takes network.overlap = false")
+    return DistComm(device, dtype, cfg.engine.mixing, cfg.data.num_nodes)
 
 
 def _clock(cfg: Config, algorithm: Algorithm, schedule: T.Schedule, data: FederatedData,

@@ -44,14 +44,15 @@ _SECTIONS = {"round": int, "config": dict, "population": dict, "algorithm": dict
              "metrics": list, "streams": dict}  # what a checkpoint must hold, and as what
 
 
-def save_checkpoint(run_dir: Path, cfg: Config, population: Any, algorithm: Any,
-                    metrics: list[dict[str, Any]], callbacks: Sequence[Any] = (),
+def save_checkpoint(run_dir: Path, cfg: Config, population: dict[str, torch.Tensor],
+                    algorithm: Any, metrics: list[dict[str, Any]], callbacks: Sequence[Any] = (),
                     chunks: tuple[int, int] | None = None) -> None:
     """Write `run_dir/checkpoint.pt` for the state after the rounds of `metrics` (temp + rename);
-    `chunks`: the (train, eval) chunk sizes the run batches nodes in."""
+    `population`: the state_dict of the whole population; `chunks`: the (train, eval) chunk
+    sizes the run batches nodes in."""
     state = {"version": VERSION, "round": len(metrics), "config": cfg.to_dict(),
              "chunks": None if chunks is None else list(chunks),
-             "population": population.state_dict(), "algorithm": algorithm.state_dict(),
+             "population": population, "algorithm": algorithm.state_dict(),
              "callbacks": [c.state_dict() for c in callbacks],
              "streams": dict(STREAMS), "metrics": list(metrics)}
     run_dir = Path(run_dir)

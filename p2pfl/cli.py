@@ -8,13 +8,14 @@ import argparse
 import errno
 import importlib
 import json
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from analysis import cli as analysis_cli
 from p2pfl.entry import EXIT_INTERRUPTED, interrupted_while_starting
-from p2pfl.errors import ConfigError, DivergenceError, RunInterrupted
+from p2pfl.errors import ConfigError, DivergenceError, PeerLost, RunInterrupted
 
 if TYPE_CHECKING:
     from p2pfl.config import Config
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
 
 EXIT_CONFIG = 2
 EXIT_DIVERGED = 3
+EXIT_PEER_LOST = 4  # a process of a distributed run was lost
 TRAINING = ("run", "resume", "compare", "study")  # the commands that need the engine
 
 
@@ -39,12 +41,17 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--quiet", action="store_true", help="no progress bar")
     r.add_argument("--resume", metavar="RUN_DIR",
                    help="continue the run in RUN_DIR from its last checkpoint (same config)")
+    r.add_argument("--nproc", type=int, default=1, metavar="R",
+                   help="shard the nodes over R local processes (as torchrun --nproc-per-node R)")
     c = sub.add_parser("resume", help="continue a run directory from its last checkpoint")
     c.add_argument("run_dir", help="run directory (holding config.json and checkpoint.pt)")
     c.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="change a resumable field, e.g. --set rounds=500 (repeatable)")
     c.add_argument("--device", choices=("cpu", "cuda", "auto"), help="overrides config.device")
     c.add_argument("--quiet", action="store_true", help="no progress bar")
+    c.add_argument("--nproc", type=int, default=1, metavar="R",
+                   help="shard the nodes over R local processes (any R: the checkpoint holds "
+                   "every node)")
     p = sub.add_parser("plot", help="draw the curves of one or more run directories")
     p.add_argument("runs", nargs="+", help="run directories (holding metrics.jsonl); a curve "
                    "per run, labelled by the trailing path parts that tell them apart")
@@ -144,12 +151,45 @@ def _execute(cfg: Config, out: str | None, progress: bool, resume: bool) -> int:
     return 0
 
 
+def _spawn(args: argparse.Namespace, cfg: Config) -> int | None:
+    """With --nproc R > 1: the same command as R processes of one distributed run (the config,
+    already checked here, is read again by each); None to run in this process."""
+    if args.nproc < 1:
+        raise ConfigError("--nproc", f"must be at least 1, got {args.nproc}")
+    if args.nproc == 1:
+        return None
+    if args.nproc > cfg.data.num_nodes:
+        raise ConfigError("--nproc", f"{args.nproc} processes for {cfg.data.num_nodes} nodes: "
+                          "every process needs at least one node")
+    if cfg.compare:
+        raise ConfigError("--nproc", "a config with [[compare]] variants runs in one process")
+    from p2pfl.launch import spawn
+
+    return spawn(_without_nproc(args.command_line), args.nproc)
+
+
+def _without_nproc(argv: list[str]) -> list[str]:
+    """`argv` without its --nproc option."""
+    out, skip = [], False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg == "--nproc":
+            skip = True
+        elif not arg.startswith("--nproc="):
+            out.append(arg)
+    return out
+
+
 def _run(args: argparse.Namespace) -> int:
     if args.resume and args.out and Path(args.out) != Path(args.resume):
         raise ConfigError("--out", f"--resume {args.resume} already names the run directory")
     from p2pfl.config import load_config
 
     cfg = load_config(args.config, _overrides(args))
+    spawned = _spawn(args, cfg)
+    if spawned is not None:
+        return spawned
     return _execute(cfg, args.resume or args.out, not args.quiet, resume=bool(args.resume))
 
 
@@ -157,6 +197,9 @@ def _resume(args: argparse.Namespace) -> int:
     from p2pfl.checkpoint import read_run_config
 
     cfg = read_run_config(Path(args.run_dir), _overrides(args))
+    spawned = _spawn(args, cfg)
+    if spawned is not None:
+        return spawned
     return _execute(cfg, args.run_dir, not args.quiet, resume=True)
 
 
@@ -204,9 +247,18 @@ def _os_error(err: OSError) -> str:
     return line
 
 
+def _say(line: str) -> None:
+    """Print an error every process of a distributed run has alike once: from rank 0 (another
+    rank's own error reaches rank 0 too, p2pfl.distributed.agree)."""
+    if os.environ.get("RANK", "0") == "0" or os.environ.get("WORLD_SIZE", "1") == "1":
+        print(line, file=sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
     args, rest = parser.parse_known_args(argv)
+    args.command_line = argv
     if args.command == "bench":  # the suite parses its own options
         args.argv = [*rest, *args.argv]
     elif rest:
@@ -220,16 +272,19 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return commands[args.command](args)
     except ConfigError as err:
-        print(f"p2pfl: error: {err}", file=sys.stderr)
+        _say(f"p2pfl: error: {err}")
         return EXIT_CONFIG
     except DivergenceError as err:
-        print(f"p2pfl: diverged: {err}", file=sys.stderr)
+        _say(f"p2pfl: diverged: {err}")
         return EXIT_DIVERGED
     except RunInterrupted as err:
-        print(f"p2pfl: interrupted: {err}", file=sys.stderr)
+        _say(f"p2pfl: interrupted: {err}")
         return EXIT_INTERRUPTED
+    except PeerLost as err:
+        print(f"p2pfl: error: {err}", file=sys.stderr)
+        return EXIT_PEER_LOST
     except OSError as err:  # a path the user gave, or the disk: not a bug of the engine
-        print(f"p2pfl: error: {_os_error(err)}", file=sys.stderr)
+        _say(f"p2pfl: error: {_os_error(err)}")
         return EXIT_CONFIG
     except KeyboardInterrupt:
         print("p2pfl: interrupted; what was written is kept (metrics and the last checkpoint)",

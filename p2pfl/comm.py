@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import warnings
 from abc import ABC, abstractmethod
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 import torch
 
-from p2pfl.population import Params
+from p2pfl.population import Params, Population
 
 LAYOUTS = ("auto", "dense", "sparse")
 SPARSE_MIN_NODES = 32  # "auto": dense below this many nodes (any graph; the product is cheap)
@@ -82,6 +83,41 @@ class Comm(ABC):
     def weighted_sum(self, params: Params, weights: torch.Tensor) -> Params:
         """sum_r weights[r] * params[r] over the rows of every block: name -> [*shape]."""
 
+    @abstractmethod
+    def node_sum(self, params: Params, weights: torch.Tensor) -> Params:
+        """sum_i weights[i] * x_i over all N nodes of the population, whose rows `params` holds
+        this process's share of (weights [N]): name -> [*shape], the same in every process."""
+
+    @abstractmethod
+    def all_sum(self, tensor: torch.Tensor) -> torch.Tensor:
+        """`tensor` summed over the processes, in place; returns it."""
+
+    @abstractmethod
+    def all_max(self, tensor: torch.Tensor) -> torch.Tensor:
+        """The elementwise maximum of `tensor` over the processes, in place; returns it."""
+
+    @abstractmethod
+    def all_min(self, tensor: torch.Tensor) -> torch.Tensor:
+        """The elementwise minimum of `tensor` over the processes, in place; returns it."""
+
+    @abstractmethod
+    def agree(self, error: BaseException | None) -> None:
+        """Raise, in every process, the error of the first process that had one."""
+
+    @abstractmethod
+    def gather_population(self, population: Population) -> dict[str, torch.Tensor] | None:
+        """The state_dict of the whole population in the first process (None elsewhere)."""
+
+    @abstractmethod
+    def take_bytes(self) -> tuple[int, int]:
+        """(mixing, collective) bytes this process sent to others since the last call."""
+
+    @abstractmethod
+    def clients_trainer(self, trainer: Any) -> Any:
+        """A trainer for rows of any nodes (a centralized round's sampled clients) with the
+        trainers' `train(params, nodes, ...)`: each process trains the rows of the nodes it
+        holds, and every process ends with all rows and losses."""
+
 
 class LocalComm(Comm):
     """All nodes live in this process; mixing is one matrix product per parameter block.
@@ -89,6 +125,9 @@ class LocalComm(Comm):
     `mixing` chooses the layout of mixing operators: "dense" (a dense [N, N] matmul), "sparse"
     (CSR times dense, column tiles on CPU), or "auto" (`sparse_for`).
     """
+
+    rank = 0  # this process among `world` (p2pfl.distributed)
+    world = 1
 
     def __init__(self, device: torch.device, dtype: torch.dtype, mixing: str = "auto") -> None:
         if mixing not in LAYOUTS:
@@ -163,3 +202,28 @@ class LocalComm(Comm):
     def weighted_sum(self, params: Params, weights: torch.Tensor) -> Params:
         """sum_r weights[r] * params[r] for every block: name -> [*shape]."""
         return {k: torch.tensordot(weights.to(v.dtype), v, dims=1) for k, v in params.items()}
+
+    def node_sum(self, params: Params, weights: torch.Tensor) -> Params:
+        return self.weighted_sum(params, weights)
+
+    def all_sum(self, tensor: torch.Tensor) -> torch.Tensor:
+        return tensor
+
+    def all_max(self, tensor: torch.Tensor) -> torch.Tensor:
+        return tensor
+
+    def all_min(self, tensor: torch.Tensor) -> torch.Tensor:
+        return tensor
+
+    def agree(self, error: BaseException | None) -> None:
+        if error is not None:
+            raise error
+
+    def gather_population(self, population: Population) -> dict[str, torch.Tensor] | None:
+        return population.state_dict()
+
+    def take_bytes(self) -> tuple[int, int]:
+        return 0, 0
+
+    def clients_trainer(self, trainer: Any) -> Any:
+        return trainer

@@ -59,7 +59,14 @@ class RunContext:
 
     @property
     def num_nodes(self) -> int:
-        return self.population.num_nodes
+        """N, the nodes of the network (a process of a distributed run holds a block of them)."""
+        return self.population.total
 
     def all_nodes(self) -> torch.Tensor:
-        return torch.arange(self.num_nodes, device=self.device)
+        """The ids of the nodes this process holds (all N in a single process): int64 [rows]."""
+        first = self.population.first
+        return torch.arange(first, first + self.population.num_nodes, device=self.device)
+
+    def owned(self, nodes: torch.Tensor) -> torch.Tensor:
+        """Those of `nodes` (ids, int64 [m]) this process holds, in their order."""
+        return nodes[self.population.holds(nodes)]

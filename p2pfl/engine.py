@@ -9,6 +9,7 @@ guard, callbacks, Ctrl-C and checkpoints) and p2pfl.rundir (the run directory).
 from __future__ import annotations
 
 import copy
+from contextlib import ExitStack
 from pathlib import Path
 
 from p2pfl.build import build, check_topology, check_variants, resolve_device, schedule_for
@@ -22,6 +23,7 @@ from p2pfl.config import (
     variant_overrides,
     with_overrides,
 )
+from p2pfl.distributed import agreed, init, launched
 from p2pfl.loop import DivergenceError, RunInterrupted, Runner
 from p2pfl.objects import resolve
 from p2pfl.objects.inputs import INPUTS_RECORD, check_inputs, describe_inputs, with_absolute_paths
@@ -61,21 +63,27 @@ def run(cfg: Config, out_dir: str | Path | None = None, progress: bool = False,
     if cfg.compare:
         raise ConfigError("compare", "this config lists [[compare]] variants: use run_compare")
     out = Path(out_dir) if out_dir is not None else default_out_dir(cfg)
-    cfg, parts = resolve(with_absolute_paths(cfg), out, resume, topology, model, data, partition,
-                         algorithm, callbacks)
-    if not resume:
-        refuse_unless_empty(out)  # before the build: a taken directory is a quick error
-    checkpoint = resume_point(out, cfg, resolve_device(cfg.device)) if resume else None
-    ctx, algo = build(cfg, parts=parts, chunks=checkpoint and checkpoint.get("chunks"))
-    inputs = describe_inputs(cfg, ctx.data)
-    check_inputs(out, resume, inputs)
-    records = parts.records | ({INPUTS_RECORD: inputs} if inputs else {})
-    runner = Runner(cfg, out, ctx, algo, checkpoint["metrics"] if checkpoint else [], progress,
-                    label, list(parts.callbacks))
-    if checkpoint is not None:  # before the directory is touched: a state that does not fit
-        restore(checkpoint, ctx.population, algo, runner.callbacks)
-    with exclusive(out):
-        start(out, cfg, records, checkpoint, resume)
+    if launched():  # one of the processes of `torchrun` or `--nproc` (p2pfl.distributed)
+        init(resolve_device(cfg.device))
+    with ExitStack() as stack:
+        with agreed():  # a distributed run: any process's error stops all before round 1
+            cfg, parts = resolve(with_absolute_paths(cfg), out, resume, topology, model, data,
+                                 partition, algorithm, callbacks)
+            if not resume:
+                refuse_unless_empty(out)  # before the build: a taken directory is a quick error
+            checkpoint = resume_point(out, cfg, resolve_device(cfg.device)) if resume else None
+            ctx, algo = build(cfg, parts=parts, chunks=checkpoint and checkpoint.get("chunks"))
+            inputs = describe_inputs(cfg, ctx.data)
+            check_inputs(out, resume, inputs)
+            records = parts.records | ({INPUTS_RECORD: inputs} if inputs else {})
+            runner = Runner(cfg, out, ctx, algo, checkpoint["metrics"] if checkpoint else [],
+                            progress and ctx.comm.rank == 0, label, list(parts.callbacks))
+            if checkpoint is not None:  # before the directory is touched: a state that does
+                restore(checkpoint, ctx.population, algo, runner.callbacks)  # not fit
+        with agreed():  # then rank 0 alone writes
+            if ctx.comm.rank == 0:
+                stack.enter_context(exclusive(out))
+                start(out, cfg, records, checkpoint, resume)
         return runner.run()
 
 

@@ -31,3 +31,8 @@ class RunInterrupted(KeyboardInterrupt):
         again."""
         return RunInterrupted(self.stopped, f"continue the {command} by running the same "
                               "command again (finished runs are kept)")
+
+
+class PeerLost(RuntimeError):
+    """A rank of a distributed run stopped answering (it died, or a collective timed out); the
+    message (one line) names the rank and, from the run loop, the last checkpoint."""

@@ -12,7 +12,7 @@ import torch
 from p2pfl.callbacks import Callback, RoundEnd
 from p2pfl.context import RunContext
 from p2pfl.local import VectorizedTrainer
-from p2pfl.metrics import consensus_distance, evaluate
+from p2pfl.metrics import evaluate, squared_distance
 from p2pfl.seeding import numpy_rng
 
 
@@ -46,8 +46,16 @@ class Evaluation(Callback):
                              ctx.data.x_test, ctx.data.y_test, ev.batch_size, 1)
         local = end.local_models()
         local_acc, _ = evaluate(ctx.forward, local, *self.local_eval, ev.batch_size, chunk)
+        # sums over the nodes of every process (one process: these nodes), then the means
+        sums = torch.stack([local_acc.double().sum(),
+                            torch.tensor(float(len(local_acc)), dtype=torch.float64,
+                                         device=local_acc.device),
+                            squared_distance(local, average)])
+        count = ctx.comm.all_sum(sums)[1]
+        lowest = ctx.comm.all_min(local_acc.min() if len(local_acc) else
+                                  local_acc.new_tensor(torch.inf))
         return {"test_acc": acc.item(), "test_loss": loss.item(),
-                "test_acc_local_mean": local_acc.mean().item(),
-                "test_acc_local_min": local_acc.min().item(),
-                "consensus_dist": consensus_distance(local, average),
+                "test_acc_local_mean": (sums[0] / count).item(),
+                "test_acc_local_min": lowest.item(),
+                "consensus_dist": (sums[2] / count).item(),
                 "eval_s": time.perf_counter() - start}

@@ -150,8 +150,9 @@ class LocalTerms:
         if self.prox and self.anchor is None:
             raise ValueError("a proximal term needs an anchor")
 
-    def rows(self, rows: slice) -> LocalTerms:
-        """The terms of rows `rows` (views: in-place dual updates reach the full tensors)."""
+    def rows(self, rows: slice | torch.Tensor) -> LocalTerms:
+        """The terms of rows `rows`, a slice (views: in-place dual updates reach the full
+        tensors) or a bool mask / index tensor (copies)."""
         changes: dict = {}
         for f in fields(self):
             value = getattr(self, f.name)

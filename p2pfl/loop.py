@@ -29,7 +29,7 @@ from p2pfl.callbacks import Callback, RoundEnd, call_all
 from p2pfl.checkpoint import save_checkpoint
 from p2pfl.config import Config
 from p2pfl.context import RunContext
-from p2pfl.errors import DivergenceError, RunInterrupted
+from p2pfl.errors import DivergenceError, PeerLost, RunInterrupted
 from p2pfl.evaluation import Evaluation
 from p2pfl.guard import cut_links, finite_rows
 from p2pfl.network_time import NetworkTime
@@ -75,6 +75,7 @@ class Runner:
         self.history: History = list(history or [])
         self.progress, self.label = progress, label
         self.guard = ctx.guard
+        self.root = ctx.comm.rank == 0  # the process that writes (all of them compute)
         self.callbacks = Runner.round_callbacks(ctx, algorithm, callbacks or [])
         self.bytes_per_value = torch.finfo(ctx.dtype).bits // 8
         self.stop_requested = False
@@ -96,17 +97,20 @@ class Runner:
         bar = tqdm(total=cfg.rounds, initial=len(self.history), disable=not self.progress,
                    desc=self.label or cfg.algorithm.name, leave=True, dynamic_ncols=True)
         try:
-            with self._stop_on_sigint():
+            with self._stop_on_sigint(), self._peers_lost():
                 for t in range(len(self.history), cfg.rounds):
                     record = self.round(t)
-                    append_jsonl(self.out / METRICS, record)
+                    if self.root:
+                        append_jsonl(self.out / METRICS, record)
                     self.history.append(record)
                     bar.update(1)
                     bar.set_postfix(loss=f"{record['train_loss']:.3f}",
                                     acc=f"{record.get('test_acc', math.nan):.3f}")
                     if self.stopped:
                         break
-                    if self.stop_requested or self._checkpoint_due():
+                    self.stop_requested, due = self._agree(self.stop_requested,
+                                                           self._checkpoint_due())
+                    if self.stop_requested or due:
                         self.checkpoint()
                     if self.stop_requested and t + 1 < cfg.rounds:
                         raise RunInterrupted(f"stopped after round {t + 1} with a checkpoint",
@@ -114,7 +118,11 @@ class Runner:
                 bar.close()
                 if self.checkpoint_round != len(self.history):
                     self.checkpoint()
-                finish(self.out, cfg, self.ctx, self.algorithm, self.history, self.stopped)
+                final = {"population": self.ctx.comm.gather_population(self.ctx.population),
+                         "average_model": self.algorithm.average_model(self.ctx)}
+                if self.root:
+                    finish(self.out, cfg, self.ctx, self.algorithm, self.history, final,
+                           self.stopped)
         finally:
             bar.close()
         return self.history
@@ -142,6 +150,11 @@ class Runner:
         record.update(algorithm.metrics(ctx))
         end = RoundEnd(t, record, self.history, ctx, algorithm, graph, faults, report)
         self.stopped = call_all(self.callbacks, end, record)
+        if ctx.comm.world > 1:  # what crossed processes: mixing rows, collective payloads
+            sent = torch.tensor(ctx.comm.take_bytes(), dtype=torch.float64)
+            mixing, collective = ctx.comm.all_sum(sent).tolist()
+            record["rank_bytes_mixing"], record["rank_bytes_collective"] = (int(mixing),
+                                                                            int(collective))
         unfit = [k for k in EVALUATED if not math.isfinite(record.get(k, 0.0))]
         if unfit:  # finite parameters whose outputs overflow: diverged all the same
             top = report.losses.nan_to_num(nan=-math.inf).argsort(descending=True)[:5]
@@ -181,6 +194,8 @@ class Runner:
     def _diverged(self, report: RoundReport) -> tuple[list[int], str]:
         """The nodes that went non-finite this round and in what; ([], "") if none did."""
         guard, ctx = self.guard, self.ctx
+        for record in (guard.bad_loss, guard.bad_params):  # each process saw its own nodes
+            record.copy_(ctx.comm.all_max(record.to(torch.int32)).bool())
         bad_loss = guard.bad_loss.clone()
         bad_loss[report.nodes[~torch.isfinite(report.losses) & ~guard.frozen[report.nodes]]] = True
         if bad_loss.any():
@@ -191,7 +206,9 @@ class Runner:
         # update) reaches the average model. Only then scan every row, to name the ones it reached.
         if _all_finite(self.algorithm.average_model(ctx)):
             return [], ""
-        bad_params = ~finite_rows(ctx.population.params)
+        bad_params = torch.zeros(ctx.num_nodes, dtype=torch.int32, device=ctx.device)
+        bad_params[ctx.all_nodes()] = (~finite_rows(ctx.population.params)).to(torch.int32)
+        bad_params = ctx.comm.all_max(bad_params).bool()
         if bad_params.any():
             return bad_params.nonzero().squeeze(1).tolist(), "parameters"
         return [], "average model"
@@ -219,11 +236,32 @@ class Runner:
     def checkpoint(self) -> None:
         """Save the state after the rounds in `history` (atomically)."""
         start = time.perf_counter()
-        save_checkpoint(self.out, self.cfg, self.ctx.population, self.algorithm, self.history,
-                        self.callbacks, self.ctx.chunks)
+        population = self.ctx.comm.gather_population(self.ctx.population)
+        if self.root:
+            save_checkpoint(self.out, self.cfg, population, self.algorithm, self.history,
+                            self.callbacks, self.ctx.chunks)
         self._checkpoint_end = time.perf_counter()
         self._checkpoint_cost = self._checkpoint_end - start
         self.checkpoint_round = len(self.history)
+
+    def _agree(self, stop: bool, due: bool) -> tuple[bool, bool]:
+        """(stop, checkpoint due) as every process sees them: a Ctrl-C, or a checkpoint due by
+        one process's clock, counts for all, so that all stop and save after the same round."""
+        if self.ctx.comm.world == 1:
+            return stop, due
+        flags = self.ctx.comm.all_max(torch.tensor([int(stop), int(due)], dtype=torch.int32))
+        return bool(flags[0]), bool(flags[1])
+
+    @contextmanager
+    def _peers_lost(self) -> Iterator[None]:
+        """A lost process is one line that says what is kept."""
+        try:
+            yield
+        except PeerLost as err:
+            ckpt = (f"its checkpoint at round {self.checkpoint_round} is intact"
+                    if self.checkpoint_round >= 0 else "no checkpoint was written yet")
+            raise PeerLost(f"{err}; {self.out}: {ckpt}; continue with: p2pfl resume "
+                           f"{self.out} --nproc R") from None
 
     @contextmanager
     def _stop_on_sigint(self) -> Iterator[None]:
@@ -236,7 +274,9 @@ class Runner:
             if self.stop_requested:
                 raise KeyboardInterrupt
             self.stop_requested = True
-            print("p2pfl: stopping after this round (Ctrl-C again to stop now)", file=sys.stderr)
+            if self.root:
+                print("p2pfl: stopping after this round (Ctrl-C again to stop now)",
+                      file=sys.stderr)
 
         previous = signal.signal(signal.SIGINT, handler)
         try:

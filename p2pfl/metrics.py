@@ -32,9 +32,9 @@ def evaluate(forward: StackedForward, models: Params, x: torch.Tensor, y: torch.
     return correct / len(y), loss / len(y)
 
 
-def consensus_distance(models: Params, average: Params) -> float:
-    """mean_i ||x_i - x_bar||^2 over all parameters (models [N, ...], average [...])."""
-    total = sum(torch.linalg.vector_norm(v - average[k], dtype=torch.float64).square()
-                for k, v in models.items())  # float64 accumulation, no float64 copy
-    n = next(iter(models.values())).shape[0]
-    return float(total) / n
+def squared_distance(models: Params, average: Params) -> torch.Tensor:
+    """sum_i ||x_i - x_bar||^2 over all parameters (models [m, ...], average [...]): a float64
+    0-dim tensor; over all N nodes and divided by N, it is the consensus distance."""
+    return sum((torch.linalg.vector_norm(v - average[k], dtype=torch.float64).square()
+                for k, v in models.items()),  # float64 accumulation, no float64 copy
+               torch.zeros((), dtype=torch.float64, device=next(iter(average.values())).device))

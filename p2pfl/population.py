@@ -14,14 +14,19 @@ Params = dict[str, torch.Tensor]  # name -> [rows, *shape]
 
 
 class Population:
-    """Stacked parameters of `num_nodes` copies of `model`, all starting from its weights."""
+    """Stacked parameters of `num_nodes` copies of `model`, all starting from its weights: the
+    nodes first .. first + num_nodes - 1 of a network of `total` (default num_nodes) nodes. A
+    process of a distributed run holds its block of nodes (p2pfl.distributed); rows are
+    addressed by node id."""
 
     def __init__(self, model: nn.Module, num_nodes: int, device: torch.device,
-                 dtype: torch.dtype) -> None:
+                 dtype: torch.dtype, first: int = 0, total: int | None = None) -> None:
         named = [(name, p.detach()) for name, p in model.named_parameters()]
         self.names = [name for name, _ in named]
         self.shapes = {name: tuple(p.shape) for name, p in named}
         self.num_nodes = num_nodes
+        self.first = first
+        self.total = num_nodes if total is None else total
         self.num_params = sum(p.numel() for _, p in named)
         self.flat = torch.empty(num_nodes * self.num_params, device=device, dtype=dtype)
         self.params: Params = {}
@@ -37,20 +42,41 @@ class Population:
         """The parameter blocks as 2-D views [N, numel]."""
         return [p.view(self.num_nodes, -1) for p in self.params.values()]
 
+    def holds(self, nodes: torch.Tensor) -> torch.Tensor:
+        """bool [m]: which of `nodes` (ids) are held here."""
+        return (nodes >= self.first) & (nodes < self.first + self.num_nodes)
+
     def rows(self, nodes: torch.Tensor) -> Params:
-        """Copies of the parameters of `nodes` (node ids, int64 [m]): name -> [m, *shape]."""
-        return {name: p[nodes] for name, p in self.params.items()}
+        """Copies of the parameters of `nodes` (node ids held here, int64 [m]):
+        name -> [m, *shape]."""
+        return {name: p[nodes - self.first] for name, p in self.params.items()}
 
     def write(self, nodes: torch.Tensor, rows: Params) -> None:
-        """Set the parameters of `nodes` (node ids, int64 [m], distinct) to `rows` [m, *shape]."""
+        """Set the parameters of `nodes` (node ids held here, int64 [m], distinct) to `rows`
+        [m, *shape]."""
         for name, p in self.params.items():
-            p.index_copy_(0, nodes, rows[name])
+            p.index_copy_(0, nodes - self.first, rows[name])
 
     def state_dict(self) -> dict[str, torch.Tensor]:
+        """The rows held here: {"flat": [num_nodes * num_params]}, parameter-major."""
         return {"flat": self.flat.clone()}
 
     def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
-        self.flat.copy_(state["flat"])
+        """Restore the rows held here from `state_dict()`'s layout, either of these rows or of
+        the whole network (`total` rows, as a checkpoint holds it)."""
+        flat = state["flat"]
+        if flat.numel() == self.flat.numel():
+            self.flat.copy_(flat)
+            return
+        if flat.numel() != self.total * self.num_params:
+            raise RuntimeError(f"a population of {flat.numel()} values does not fit "
+                               f"{self.total} nodes of {self.num_params} parameters")
+        offset = 0
+        for p in self.params.values():
+            width = p[0].numel()
+            whole = flat[offset:offset + self.total * width].view(self.total, width)
+            p.view(self.num_nodes, width).copy_(whole[self.first:self.first + self.num_nodes])
+            offset += self.total * width
 
 
 def broadcast(model: Params, rows: int) -> Params:

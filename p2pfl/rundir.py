@@ -122,8 +122,9 @@ def start(out: Path, cfg: Config, records: dict[str, dict[str, Any]],
 
 
 def finish(out: Path, cfg: Config, ctx: RunContext, algorithm: Any, history: History,
-           stopped: str | None = None) -> None:
-    """summary.json, final.pt (population, algorithm state, average model) and the curves."""
+           final: dict[str, Any], stopped: str | None = None) -> None:
+    """summary.json, final.pt (`final`: the whole population's state_dict under "population"
+    and the "average_model"; the algorithm state) and the curves."""
     accs = [r["test_acc"] for r in history if "test_acc" in r]
     summary = {
         "algorithm": cfg.algorithm.name,
@@ -140,8 +141,8 @@ def finish(out: Path, cfg: Config, ctx: RunContext, algorithm: Any, history: His
     if stopped:
         summary["stopped"] = stopped
     write_json_atomic(out / "summary.json", summary)
-    state = {"round": len(history), "population": ctx.population.state_dict(),
-             "algorithm": algorithm.state_dict(), "average_model": algorithm.average_model(ctx)}
+    state = {"round": len(history), "population": final["population"],
+             "algorithm": algorithm.state_dict(), "average_model": final["average_model"]}
     with atomic_file(out / "final.pt", "wb") as f:
         save_tensors(state, f, out / "final.pt")
     plot_histories({cfg.algorithm.name: history}, out / "curves",

@@ -7,14 +7,15 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from p2pfl.metrics import consensus_distance, evaluate
+from p2pfl.metrics import evaluate, squared_distance
 from p2pfl.models import MLP, mixed_precision, stacked_forward
 
 
-def test_consensus_distance_by_hand() -> None:
+def test_squared_distance_by_hand() -> None:
     models = {"w": torch.tensor([[1.0, 2.0], [3.0, 4.0]]), "b": torch.tensor([[0.0], [2.0]])}
     average = {"w": torch.tensor([2.0, 3.0]), "b": torch.tensor([1.0])}
-    assert consensus_distance(models, average) == 3.0  # each node: 1 + 1 + 1
+    total = squared_distance(models, average)
+    assert total.dtype == torch.float64 and total.item() == 6.0  # each node: 1 + 1 + 1
 
 
 @pytest.mark.parametrize("chunk", [1, 2, 3])

@@ -1,0 +1,7 @@
+"""`python -m p2pfl ...` is the `p2pfl` command (what `torchrun -m p2pfl run CONFIG` starts)."""
+
+import sys
+
+from p2pfl.entry import main
+
+sys.exit(main())

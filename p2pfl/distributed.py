@@ -1,0 +1,415 @@
+"""The node population sharded over torch.distributed processes (ranks).
+
+Rank r of R owns the contiguous block of nodes `Shard.bounds(r)`: their parameter rows and their
+local phase. Everything else a round needs is replicated, computed alike on every rank from the
+same seeds: the graph and mixing matrix, the minibatch plans and fault draws (drawn for all N
+nodes, so they never depend on R), the Push-Sum weights (N float64 scalars: every rank applies
+the same P to the same w, so no weight needs to travel), the server model of a centralized
+algorithm and its per-client state.
+
+What crosses ranks:
+- mixing (`DistComm.mix`): for a round's W, the rows of the nodes i that send to a node j of
+  another rank (W[j, i] != 0), each row once per receiving rank, point to point
+  (`batch_isend_irecv`). This never moves more bytes than an all-gather (which sends every row
+  to every rank); an all-gather is used, as one collective, exactly when the two move the same
+  bytes (every rank needs every other rank's rows, equal blocks: a dense graph);
+- reductions: the average model (a sum of each rank's weighted rows), the local evaluation's
+  sums, the nodes' losses and divergence records, and the sampled clients' trained models of a
+  centralized round (each client trained by the rank that owns it);
+- the population, gathered to rank 0 for checkpoints (one file, so a run resumes on any R).
+
+Launch with `torchrun --nproc-per-node R -m p2pfl run CONFIG` (or `p2pfl run CONFIG --nproc R`,
+`p2pfl.launch`); a single process never imports torch.distributed's process group.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+import torch
+import torch.distributed as dist
+
+from p2pfl.comm import LocalComm
+from p2pfl.errors import ConfigError, PeerLost
+from p2pfl.local import LocalTerms
+from p2pfl.population import Params, Population
+
+TIMEOUT_ENV = "P2PFL_TIMEOUT_S"  # seconds a collective waits for the other ranks
+DEFAULT_TIMEOUT_S = 300
+
+
+@dataclass(frozen=True)
+class Shard:
+    """The nodes of rank `rank` of `world`: a contiguous block [lo, hi) of `num_nodes`; the first
+    num_nodes % world ranks hold one node more."""
+
+    rank: int
+    world: int
+    num_nodes: int
+
+    def bounds(self, rank: int) -> tuple[int, int]:
+        """[lo, hi) of `rank`'s block."""
+        base, extra = divmod(self.num_nodes, self.world)
+        lo = rank * base + min(rank, extra)
+        return lo, lo + base + (rank < extra)
+
+    @property
+    def lo(self) -> int:
+        return self.bounds(self.rank)[0]
+
+    @property
+    def hi(self) -> int:
+        return self.bounds(self.rank)[1]
+
+    @property
+    def rows(self) -> int:
+        return self.hi - self.lo
+
+    def owner(self, nodes: np.ndarray) -> np.ndarray:
+        """The rank that owns each node id (int64 [m])."""
+        starts = np.array([self.bounds(r)[0] for r in range(self.world)])
+        return np.searchsorted(starts, nodes, side="right") - 1
+
+    def mine(self, nodes: torch.Tensor) -> torch.Tensor:
+        """bool [m]: which of `nodes` (ids) this rank owns."""
+        return (nodes >= self.lo) & (nodes < self.hi)
+
+
+def launched() -> bool:
+    """Whether this process is one of several started by torchrun (or `--nproc`)."""
+    return int(os.environ.get("WORLD_SIZE", "1")) > 1
+
+
+def timeout_s() -> float:
+    """How long a collective waits for a rank that does not answer ($P2PFL_TIMEOUT_S)."""
+    value = os.environ.get(TIMEOUT_ENV, str(DEFAULT_TIMEOUT_S))
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise ConfigError(TIMEOUT_ENV, f"must be a number of seconds, got {value!r}") from None
+    if seconds <= 0:
+        raise ConfigError(TIMEOUT_ENV, f"must be positive, got {value!r}")
+    return seconds
+
+
+def init(device: torch.device) -> torch.device:
+    """Join the process group of this launch (gloo on CPU, NCCL on CUDA: one GPU per rank,
+    `LOCAL_RANK`); returns the rank's device."""
+    if device.type == "cuda":
+        device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
+        torch.cuda.set_device(device)
+    if not dist.is_initialized():
+        backend = "nccl" if device.type == "cuda" else "gloo"
+        try:
+            dist.init_process_group(backend, timeout=timedelta(seconds=timeout_s()))
+        except (RuntimeError, ValueError) as err:
+            raise PeerLost(f"could not join the other ranks: {_first_line(err)}") from None
+        atexit.register(_leave)
+    return device
+
+
+def _leave() -> None:
+    """Leave the process group at exit (its threads must not outlive the interpreter)."""
+    if dist.is_initialized():
+        dist.destroy_process_group()
+
+
+def agree(error: BaseException | None) -> None:
+    """Every rank reaches this point; if any failed (`error`), every rank raises: the first
+    failed rank its own error, the others a ConfigError with that error's message."""
+    rank, world = dist.get_rank(), dist.get_world_size()
+    failed = torch.tensor([world if error is None else rank])
+    try:
+        dist.all_reduce(failed, dist.ReduceOp.MIN)
+        first = int(failed)
+        if first == world:
+            return
+        message = [str(error) if error is not None else None]
+        dist.broadcast_object_list(message, src=first)
+    except (RuntimeError, ValueError) as err:
+        raise PeerLost(f"rank {rank} lost another rank while starting: {_first_line(err)}"
+                       ) from None
+    if error is not None and first == rank:
+        raise error
+    raise AgreedError(f"rank {first}", message[0])
+
+
+class AgreedError(ConfigError):
+    """Another rank's error, raised on the ranks that did not have it (the command prints it
+    once, from the rank that had it)."""
+
+
+@contextmanager
+def agreed() -> Iterator[None]:
+    """Run the block on every rank; an error on any rank is raised on all (`agree`) before any
+    of them goes on. Nothing happens in a single process."""
+    if not dist.is_initialized():
+        yield
+        return
+    try:
+        yield
+    except Exception as err:
+        agree(err)
+        raise
+    agree(None)
+
+
+def _first_line(err: BaseException) -> str:
+    """What went wrong, short: gloo's long messages about a closed peer in a few words."""
+    text = str(err)
+    if "Connection closed by peer" in text or "Connection reset by peer" in text:
+        return "another rank closed its connection (it ended or was killed)"
+    if "Timed out" in text or "timed out" in text:
+        return f"no answer within {timeout_s():g} s (${TIMEOUT_ENV})"
+    return (text.strip().splitlines() or [type(err).__name__])[0][:160]
+
+
+class DistComm(LocalComm):
+    """`Comm` for a population sharded over the ranks of the default process group.
+
+    Parameter blocks are this rank's rows [rows, *shape]; matrices are the full [N, N] operators
+    (every rank builds the same). `cross_bytes` counts the bytes this rank sent to other ranks
+    (mixing rows, and the payload of every collective it joined) since the last `take_bytes`.
+    """
+
+    def __init__(self, device: torch.device, dtype: torch.dtype, mixing: str,
+                 num_nodes: int) -> None:
+        super().__init__(device, dtype, mixing)
+        self.shard = Shard(dist.get_rank(), dist.get_world_size(), num_nodes)
+        self.rank, self.world = self.shard.rank, self.shard.world
+        if self.shard.world > num_nodes:
+            raise ConfigError("data.num_nodes", f"{self.shard.world} ranks for {num_nodes} nodes:"
+                              " every rank needs at least one node")
+        self.gossip_bytes = 0  # mixing rows sent to other ranks
+        self.other_bytes = 0  # collective payloads
+
+    # --- accounting and failure -------------------------------------------------------------
+
+    def take_bytes(self) -> tuple[int, int]:
+        """(mixing, collective) bytes sent by this rank since the last call."""
+        taken = self.gossip_bytes, self.other_bytes
+        self.gossip_bytes = self.other_bytes = 0
+        return taken
+
+    def _collective(self, op: str, tensor: torch.Tensor, *args: object) -> None:
+        """Run dist.<op>(tensor, *args); a rank that is gone is one PeerLost line."""
+        self.other_bytes += tensor.numel() * tensor.element_size()
+        try:
+            getattr(dist, op)(tensor, *args)
+        except (RuntimeError, ValueError) as err:
+            raise PeerLost(f"rank {self.shard.rank} lost another rank during {op}: "
+                           f"{_first_line(err)}") from None
+
+    # --- reductions ---------------------------------------------------------------------------
+
+    def all_sum(self, tensor: torch.Tensor) -> torch.Tensor:
+        self._collective("all_reduce", tensor)
+        return tensor
+
+    def all_max(self, tensor: torch.Tensor) -> torch.Tensor:
+        self._collective("all_reduce", tensor, dist.ReduceOp.MAX)
+        return tensor
+
+    def all_min(self, tensor: torch.Tensor) -> torch.Tensor:
+        self._collective("all_reduce", tensor, dist.ReduceOp.MIN)
+        return tensor
+
+    def node_sum(self, params: Params, weights: torch.Tensor) -> Params:
+        """sum_i weights[i] * x_i over all N nodes: this rank's rows weighted, then summed over
+        the ranks (one all-reduce of the flat model)."""
+        local = self.weighted_sum(params, weights[self.shard.lo:self.shard.hi])
+        flat = torch.cat([v.reshape(-1) for v in local.values()])
+        self.all_sum(flat)
+        out, offset = {}, 0
+        for k, v in local.items():
+            out[k] = flat[offset:offset + v.numel()].view_as(v)
+            offset += v.numel()
+        return out
+
+    def agree(self, error: BaseException | None) -> None:
+        agree(error)
+
+    def clients_trainer(self, trainer: Any) -> Any:
+        return ShardedTrainer(trainer, self)
+
+    # --- the population ---------------------------------------------------------------------
+
+    def gather_population(self, population: Population) -> dict[str, torch.Tensor] | None:
+        """The state_dict of the whole population (all N rows, the single-process layout) on
+        rank 0; None on the other ranks."""
+        blocks = []
+        for block in population.blocks():
+            width = block.shape[1]
+            rows = [self.shard.bounds(r)[1] - self.shard.bounds(r)[0]
+                    for r in range(self.shard.world)]
+            padded = block.new_zeros(max(rows), width)
+            padded[:block.shape[0]] = block
+            parts = ([torch.empty_like(padded) for _ in rows] if self.shard.rank == 0 else None)
+            self._collective("gather", padded, parts, 0)
+            if parts is not None:
+                blocks.append(torch.cat([p[:n] for p, n in zip(parts, rows)]).reshape(-1))
+        return {"flat": torch.cat(blocks)} if self.shard.rank == 0 else None
+
+    # --- mixing -------------------------------------------------------------------------------
+
+    def mix(self, W: torch.Tensor, params: Params, steps: int = 1) -> None:
+        """X <- W^steps @ X on the sharded rows: each product exchanges the rows it needs."""
+        plan = ExchangePlan(W, self.shard, self.dtype, self.device)
+        for _ in range(steps):
+            for k, mixed in self._apply(plan, params).items():
+                params[k].copy_(mixed)
+
+    def product(self, W: torch.Tensor, params: Params, out: Params, add: bool = False) -> Params:
+        plan = ExchangePlan(W, self.shard, self.dtype, self.device)
+        for k, mixed in self._apply(plan, params).items():
+            if add:
+                out[k].add_(mixed)
+            else:
+                out[k].copy_(mixed)
+        return out
+
+    def _apply(self, plan: ExchangePlan, params: Params) -> Params:
+        """(W @ X) restricted to this rank's rows, for every block of `params`."""
+        received = self._exchange(plan, params)
+        out: Params = {}
+        offset = 0
+        for k, block in params.items():
+            flat = block.reshape(block.shape[0], -1)
+            width = flat.shape[1]
+            cols = torch.cat([flat, received[:, offset:offset + width]]) if plan.needed else flat
+            out[k] = (plan.local @ cols).view_as(block)
+            offset += width
+        return out
+
+    def _exchange(self, plan: ExchangePlan, params: Params) -> torch.Tensor:
+        """The rows this rank needs from the others, [needed, P] in the plan's column order."""
+        width = sum(v[0].numel() for v in params.values())
+        received = torch.empty(plan.needed, width, device=self.device, dtype=self.dtype)
+        if plan.all_gather:
+            rows = self.shard.rows
+            mine = self._rows(params, torch.arange(rows, device=self.device))
+            parts = [torch.empty_like(mine) for _ in range(self.shard.world)]
+            self.gossip_bytes += mine.numel() * mine.element_size() * (self.shard.world - 1)
+            try:
+                dist.all_gather(parts, mine)
+            except (RuntimeError, ValueError) as err:
+                raise PeerLost(f"rank {self.shard.rank} lost another rank during mixing: "
+                               f"{_first_line(err)}") from None
+            others = [p for r, p in enumerate(parts) if r != self.shard.rank]
+            received.copy_(torch.cat(others))
+            return received
+        ops, offset = [], 0
+        for peer, local_rows in plan.send.items():
+            buffer = self._rows(params, local_rows)
+            self.gossip_bytes += buffer.numel() * buffer.element_size()
+            ops.append(dist.P2POp(dist.isend, buffer, peer))
+        for peer, count in plan.receive.items():
+            ops.append(dist.P2POp(dist.irecv, received[offset:offset + count], peer))
+            offset += count
+        if ops:
+            try:
+                for request in dist.batch_isend_irecv(ops):
+                    request.wait()
+            except (RuntimeError, ValueError) as err:
+                raise PeerLost(f"rank {self.shard.rank} lost another rank during mixing: "
+                               f"{_first_line(err)}") from None
+        return received
+
+    @staticmethod
+    def _rows(params: Params, local_rows: torch.Tensor) -> torch.Tensor:
+        """The rows `local_rows` (positions in this rank's block) of all blocks: [m, P]."""
+        return torch.cat([v.reshape(v.shape[0], -1).index_select(0, local_rows)
+                          for v in params.values()], dim=1).contiguous()
+
+
+class ShardedTrainer:
+    """Trains rows of any nodes (a centralized round's sampled clients) where they are held:
+    each rank trains the rows of its nodes with `inner`, then one all-reduce of the rows
+    (zeros where a rank trained none: the sum is exact) gives every rank all trained rows, their
+    losses and the in-place dual updates of their terms."""
+
+    def __init__(self, inner: Any, comm: DistComm) -> None:
+        self.inner, self.comm = inner, comm
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def train(self, params: Params, nodes: torch.Tensor, plan: Any, solver: Any,
+              lr: torch.Tensor, terms: LocalTerms | None = None) -> torch.Tensor:
+        mine = self.comm.shard.mine(nodes)
+        rows = {k: v[mine] for k, v in params.items()}
+        local_terms = () if terms is None else (terms.rows(mine),)
+        losses = (self.inner.train(rows, nodes[mine], plan, solver, lr[mine], *local_terms)
+                  if mine.any() else lr.new_zeros(0))
+        outputs = [(params, rows)]
+        if terms is not None and terms.dual is not None:
+            outputs.append((terms.dual, local_terms[0].dual))
+        full = [v for whole, _ in outputs for v in whole.values()]
+        width = sum(v[0].numel() for v in full)
+        flat = torch.zeros(len(nodes), width + 1, device=lr.device, dtype=lr.dtype)
+        offset = 0
+        for whole, part in outputs:
+            for k, v in part.items():
+                n = whole[k][0].numel()
+                flat[mine, offset:offset + n] = v.reshape(len(v), n).to(flat.dtype)
+                offset += n
+        flat[mine, width] = losses.to(flat.dtype)
+        self.comm.all_sum(flat)
+        offset = 0
+        for v in full:
+            n = v[0].numel()
+            v.copy_(flat[:, offset:offset + n].view_as(v))
+            offset += n
+        return flat[:, width].clone()
+
+
+class ExchangePlan:
+    """What one product with W [N, N] moves: the rows this rank sends to each peer (positions
+    in its block), how many it receives from each, and its block of W with columns ordered
+    [own nodes, received nodes by peer and id]."""
+
+    def __init__(self, W: torch.Tensor, shard: Shard, dtype: torch.dtype,
+                 device: torch.device) -> None:
+        csr = _scipy(W)
+        n, R, me = csr.shape[0], shard.world, shard.rank
+        bounds = [shard.bounds(r) for r in range(R)]
+        # wanted[s, i]: a node of rank s receives from node i
+        wanted = np.zeros((R, n), dtype=bool)
+        for s, (lo, hi) in enumerate(bounds):
+            wanted[s, csr[lo:hi].indices] = True
+        lo, hi = bounds[me]
+        self.send = {s: torch.as_tensor(np.flatnonzero(wanted[s, lo:hi]), device=device)
+                     for s in range(R) if s != me and wanted[s, lo:hi].any()}
+        incoming = [np.flatnonzero(wanted[me, a:b]) + a for r, (a, b) in enumerate(bounds)
+                    if r != me]
+        self.receive = {r: int(wanted[me, a:b].sum()) for r, (a, b) in enumerate(bounds)
+                        if r != me and wanted[me, a:b].any()}
+        sizes = {b - a for a, b in bounds}
+        self.all_gather = len(sizes) == 1 and bool(wanted.all()) and R > 1
+        columns = np.concatenate([np.arange(lo, hi), *incoming]).astype(np.int64)
+        self.needed = len(columns) - (hi - lo)
+        block = csr[lo:hi][:, columns]
+        if W.layout == torch.sparse_csr:
+            self.local = torch.sparse_csr_tensor(
+                torch.from_numpy(block.indptr.astype(np.int64)),
+                torch.from_numpy(block.indices.astype(np.int64)),
+                torch.from_numpy(block.data), size=block.shape,
+                check_invariants=False).to(device=device, dtype=dtype)
+        else:
+            self.local = torch.from_numpy(block.toarray()).to(device=device, dtype=dtype)
+
+
+def _scipy(W: torch.Tensor) -> sp.csr_array:
+    """W [N, N] (dense or CSR torch) as a scipy CSR array on the host, in float64."""
+    if W.layout == torch.sparse_csr:
+        return sp.csr_array((W.values().double().cpu().numpy(), W.col_indices().cpu().numpy(),
+                             W.crow_indices().cpu().numpy()), shape=tuple(W.shape))
+    return sp.csr_array(W.double().cpu().numpy())

@@ -1,0 +1,279 @@
+"""Sharded runs (p2pfl.distributed): the exchange plan by hand, then R processes on 127.0.0.1
+(gloo) against one process: a Push-Sum, a gossip and a centralized algorithm, the bytes that
+cross processes, a killed process and a resume on another number of processes, and a topology
+given as a Python object under torchrun."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import networkx as nx
+import numpy as np
+import pytest
+import torch
+
+import topologies as T
+from p2pfl import engine
+from p2pfl.build import build
+from p2pfl.cli import main
+from p2pfl.comm import LocalComm
+from p2pfl.config import load_config
+from p2pfl.distributed import ExchangePlan, Shard
+from p2pfl.results import METRICS, read_metrics
+from tests.conftest import TIME_KEYS, skip_plots
+
+RANK_KEYS = ("rank_bytes_mixing", "rank_bytes_collective")  # only distributed runs have them
+RANK_SUMS = ("test_acc_local_mean", "consensus_dist")  # float64 sums over the ranks' nodes
+TIMEOUT = 120
+
+
+# --- the plan of one product, by hand ------------------------------------------------------
+
+
+def test_shards_are_contiguous_blocks_the_first_ranks_one_larger() -> None:
+    assert [Shard(r, 3, 7).bounds(r) for r in range(3)] == [(0, 3), (3, 5), (5, 7)]
+    assert Shard(0, 3, 7).owner(np.arange(7)).tolist() == [0, 0, 0, 1, 1, 2, 2]
+    assert Shard(1, 3, 7).mine(torch.arange(7)).tolist() == [False] * 3 + [True] * 2 + [False] * 2
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_exchange_on_a_ring_sends_each_boundary_row_once(sparse: bool) -> None:
+    """Ring of 6 on 3 ranks: rank 1 holds nodes 2, 3; it needs node 1 (rank 0) and node 4
+    (rank 2), and sends node 2 to rank 0 and node 3 to rank 2."""
+    W = torch.as_tensor(T.doubly_stochastic(nx.cycle_graph(6)))
+    if sparse:
+        W = LocalComm(torch.device("cpu"), torch.float64, "sparse").matrix(W)
+    plan = ExchangePlan(W, Shard(1, 3, 6), torch.float64, torch.device("cpu"))
+    assert {s: v.tolist() for s, v in plan.send.items()} == {0: [0], 2: [1]}  # positions 0, 1
+    assert plan.receive == {0: 1, 2: 1} and plan.needed == 2 and not plan.all_gather
+    local = plan.local.to_dense() if sparse else plan.local
+    dense = W.to_dense() if sparse else W
+    assert torch.equal(local, dense[2:4][:, [2, 3, 1, 4]])
+
+
+def test_exchange_all_gathers_only_when_it_moves_the_same_bytes() -> None:
+    """Complete graph, equal blocks: every rank needs every row, so the exchange is an
+    all-gather; with unequal blocks (7 nodes on 3 ranks) it stays point to point."""
+    for n, expected in ((6, True), (7, False)):
+        W = torch.as_tensor(T.doubly_stochastic(nx.complete_graph(n)))
+        plan = ExchangePlan(W, Shard(0, 3, n), torch.float64, torch.device("cpu"))
+        assert plan.all_gather is expected
+        assert plan.needed == n - Shard(0, 3, n).rows
+
+
+# --- R processes against one ----------------------------------------------------------------
+
+
+def dist_toml(algorithm: str, topology: str, rounds: int, dtype: str = "float64",
+              extra: str = "") -> str:
+    return f"""seed = 5
+rounds = {rounds}
+device = "cpu"
+[data]
+name = "synthetic"
+num_nodes = 7
+partition = "dirichlet"
+alpha = 0.5
+synthetic_train = 700
+synthetic_test = 100
+[model]
+name = "mlp"
+[topology]
+name = "{topology}"
+{extra}
+[algorithm]
+name = "{algorithm}"
+lr = 0.05
+local_steps = 2
+local_epochs = 0
+batch_size = 16
+[eval]
+local_samples = 50
+[engine]
+dtype = "{dtype}"
+checkpoint_every = 1
+"""
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "cfg.toml"
+    path.write_text(text)
+    return path
+
+
+def single(cfg_path: Path, out: Path, **objects: Any) -> list[dict[str, Any]]:
+    """The run in this process (the reference)."""
+    engine.run(load_config(cfg_path), out, **objects)
+    return read_metrics(out / METRICS)
+
+
+def nproc(*args: str, timeout: float = TIMEOUT) -> subprocess.CompletedProcess:
+    """`python -m p2pfl ARGS` (with --nproc R among them) as a user runs it."""
+    return subprocess.run([sys.executable, "-m", "p2pfl", *args], capture_output=True,
+                          text=True, timeout=timeout, env={**os.environ, "OMP_NUM_THREADS": "1"})
+
+
+def assert_same_run(ours: Path, reference: Path, exact: bool = False) -> None:
+    """Same metrics (times and byte counts aside) and final parameters: within 1e-12, or
+    `exact`ly equal except the float64 sums over ranks of the local evaluation (1e-12)."""
+    a, b = read_metrics(ours / METRICS), read_metrics(reference / METRICS)
+    assert len(a) == len(b)
+    for x, y in zip(a, b):
+        assert set(x) - set(RANK_KEYS) == set(y)
+        for key in set(y) - set(TIME_KEYS):
+            rtol = 0 if exact and key not in RANK_SUMS else 1e-12
+            assert x[key] == pytest.approx(y[key], rel=rtol, abs=0), key
+    pa = torch.load(ours / "final.pt", weights_only=True)["population"]["flat"]
+    pb = torch.load(reference / "final.pt", weights_only=True)["population"]["flat"]
+    assert (pa - pb).abs().max().item() <= (0.0 if exact else 1e-12)
+
+
+@pytest.fixture
+def quick(monkeypatch: Any) -> None:
+    skip_plots(monkeypatch)
+
+
+def expected_mixing_bytes(cfg_path: Path, world: int) -> list[int]:
+    """Per round: (node i, receiving rank s != i's rank) pairs with P[j, i] != 0 for some node j
+    of s, times a model in float64: each row crosses once per rank that needs it."""
+    cfg = load_config(cfg_path)
+    ctx, algorithm = build(cfg)
+    shard = Shard(0, world, cfg.data.num_nodes)
+    owner = shard.owner(np.arange(cfg.data.num_nodes))
+    counts = []
+    for t in range(cfg.rounds):
+        graph = ctx.schedule.at(t)
+        P = T.column_stochastic(graph, faults=ctx.faults(t, graph))
+        pairs = {(i, owner[j]) for j, i in zip(*np.nonzero(P)) if owner[j] != owner[i]}
+        counts.append(len(pairs) * ctx.population.num_params * 8)
+    return counts
+
+
+def test_push_sum_with_link_drops_on_3_processes_equals_one(tmp_path: Path, quick: None) -> None:
+    """SGP with 20 % of messages lost: the metrics and parameters of 3 processes equal one
+    process's within 1e-12 (float64), the Push-Sum mass is N every round, and the mixing bytes
+    are the rows that cross processes."""
+    cfg = write(tmp_path, dist_toml("sgp", "exponential", 4, extra="link_drop = 0.2"))
+    reference = single(cfg, tmp_path / "one")
+    done = nproc("run", str(cfg), "--out", str(tmp_path / "three"), "--quiet", "--nproc", "3")
+    assert done.returncode == 0, done.stderr
+    assert_same_run(tmp_path / "three", tmp_path / "one")
+    records = read_metrics(tmp_path / "three" / METRICS)
+    assert all(abs(r["ps_weight_sum"] - 7) < 1e-9 for r in records)
+    assert len({r["messages"] for r in reference}) > 1  # links were lost
+    assert [r["rank_bytes_mixing"] for r in records] == expected_mixing_bytes(cfg, 3)
+
+
+def test_centralized_on_3_processes_is_bitwise_the_single_process_in_float32(
+        tmp_path: Path, quick: None) -> None:
+    """FedAvg: each process trains the sampled clients it holds, an all-reduce of zero-filled
+    rows gathers them exactly, and the server's aggregation is the single process's: float32
+    results are equal bit for bit."""
+    cfg = write(tmp_path, dist_toml("fedavg", "star", 3, dtype="float32").replace(
+        '[algorithm]\nname = "fedavg"', '[algorithm]\nname = "fedavg"\nparticipation = 0.6'))
+    single(cfg, tmp_path / "one")
+    done = nproc("run", str(cfg), "--out", str(tmp_path / "three"), "--quiet", "--nproc", "3")
+    assert done.returncode == 0, done.stderr
+    assert_same_run(tmp_path / "three", tmp_path / "one", exact=True)
+
+
+def children(pid: int) -> list[int]:
+    return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+
+
+def test_a_killed_process_stops_the_others_and_the_run_resumes_on_2(tmp_path: Path,
+                                                                     quick: None) -> None:
+    """Gossip (DFedAvg) on 3 processes; SIGKILL one mid-run: the others exit with one line
+    naming the lost rank and the intact checkpoint, and `resume --nproc 2` finishes the run
+    equal to one uninterrupted process (float64, 1e-12)."""
+    rounds = 120
+    cfg = write(tmp_path, dist_toml("dfedavg", "ring", rounds))
+    out = tmp_path / "three"
+    proc = subprocess.Popen([sys.executable, "-m", "p2pfl", "run", str(cfg), "--out", str(out),
+                             "--quiet", "--nproc", "3"], stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "OMP_NUM_THREADS": "1"})
+    deadline = time.monotonic() + TIMEOUT
+    while not (out / METRICS).exists() or len((out / METRICS).read_text().splitlines()) < 3:
+        assert proc.poll() is None and time.monotonic() < deadline, "the run ended first"
+        time.sleep(0.02)
+    killed = time.monotonic()
+    os.kill(children(proc.pid)[2], signal.SIGKILL)
+    _, err = proc.communicate(timeout=TIMEOUT)
+    assert time.monotonic() - killed < 60
+    assert proc.returncode == 4, err
+    assert "Traceback" not in err and "lost another rank" in err and "is intact" in err
+    done = nproc("resume", str(out), "--quiet", "--nproc", "2")
+    assert done.returncode == 0, done.stderr
+    single(cfg, tmp_path / "one")
+    assert_same_run(out, tmp_path / "one")
+
+
+SCRIPT = """import sys
+import networkx as nx
+from p2pfl.config import load_config
+from p2pfl.engine import run
+
+graph = nx.cycle_graph(7)
+graph.add_edge(0, 3)
+run(load_config(sys.argv[1]), sys.argv[2], topology=graph)
+"""
+
+
+def test_python_topology_under_torchrun(tmp_path: Path, quick: None) -> None:
+    """A script that hands the engine a networkx graph, launched as users launch it
+    (torchrun, 2 processes), equals the same script's run in one process."""
+    cfg = write(tmp_path, dist_toml("dfedavg", "ring", 3))
+    script = tmp_path / "script.py"
+    script.write_text(SCRIPT)
+    graph = nx.cycle_graph(7)
+    graph.add_edge(0, 3)
+    single(cfg, tmp_path / "one", topology=graph)
+    done = torchrun(script, str(cfg), str(tmp_path / "two"))
+    assert done.returncode == 0, done.stderr
+    assert_same_run(tmp_path / "two", tmp_path / "one")
+    assert json.loads((tmp_path / "two" / "config.json").read_text())["topology"]
+
+
+def torchrun(script: Path, *args: str) -> subprocess.CompletedProcess:
+    """`torchrun --standalone --nproc-per-node 2 SCRIPT ARGS`, as a user launches a script."""
+    return subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone",
+                           "--nproc-per-node", "2", str(script), *args],
+                          capture_output=True, text=True, timeout=TIMEOUT,
+                          env={**os.environ, "OMP_NUM_THREADS": "1",
+                               "PYTHONPATH": str(Path(__file__).parents[1])})
+
+
+def test_an_error_on_one_rank_stops_every_rank_before_anything_is_written(
+        tmp_path: Path) -> None:
+    """Rank 1 gets a graph of the wrong size: rank 0 raises rank 1's error, naming it, and
+    neither writes the run directory."""
+    cfg = write(tmp_path, dist_toml("dfedavg", "ring", 2))
+    script = tmp_path / "script.py"
+    script.write_text(SCRIPT.replace("nx.cycle_graph(7)",
+                                     "nx.cycle_graph(7 if os.environ['RANK'] == '0' else 5)")
+                      .replace("import sys", "import os\nimport sys"))
+    done = torchrun(script, str(cfg), str(tmp_path / "two"))
+    assert done.returncode != 0
+    assert "[rank0]: p2pfl.distributed.AgreedError: rank 1: topology: the topology has 5" in (
+        done.stderr)
+    assert not (tmp_path / "two").exists()
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--nproc", "0"], "--nproc: must be at least 1"),
+    (["--nproc", "8"], "8 processes for 7 nodes"),
+])
+def test_bad_launches_are_one_line(tmp_path: Path, capsys: Any, args: list[str],
+                                   message: str) -> None:
+    cfg = write(tmp_path, dist_toml("dfedavg", "ring", 2))
+    assert main(["run", str(cfg), "--out", str(tmp_path / "run"), *args]) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "run").exists()
