@@ -11,8 +11,7 @@ What crosses ranks:
 - mixing (`DistComm.mix`): for a round's W, the rows of the nodes i that send to a node j of
   another rank (W[j, i] != 0), each row once per receiving rank, point to point
   (`batch_isend_irecv`). This never moves more bytes than an all-gather (which sends every row
-  to every rank); an all-gather is used, as one collective, exactly when the two move the same
-  bytes (every rank needs every other rank's rows, equal blocks: a dense graph);
+  to every rank), so no all-gather is used (docs/distributed.md);
 - reductions: the average model (a sum of each rank's weighted rows), the local evaluation's
   sums, the nodes' losses and divergence records, and the sampled clients' trained models of a
   centralized round (each client trained by the rank that owns it);
@@ -25,6 +24,7 @@ Launch with `torchrun --nproc-per-node R -m p2pfl run CONFIG` (or `p2pfl run CON
 from __future__ import annotations
 
 import atexit
+import math
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -188,6 +188,7 @@ class DistComm(LocalComm):
         if self.shard.world > num_nodes:
             raise ConfigError("data.num_nodes", f"{self.shard.world} ranks for {num_nodes} nodes:"
                               " every rank needs at least one node")
+        self._buffers: dict[tuple, torch.Tensor] = {}
         self.gossip_bytes = 0  # mixing rows sent to other ranks
         self.other_bytes = 0  # collective payloads
 
@@ -264,70 +265,65 @@ class DistComm(LocalComm):
         """X <- W^steps @ X on the sharded rows: each product exchanges the rows it needs."""
         plan = ExchangePlan(W, self.shard, self.dtype, self.device)
         for _ in range(steps):
-            for k, mixed in self._apply(plan, params).items():
-                params[k].copy_(mixed)
+            received = self._exchange(plan, params)
+            for k, block in params.items():
+                flat = block.view(block.shape[0], -1)
+                out = self._buffer(("out",), flat.shape)
+                self._product(plan, flat, received[k], out, add=False)
+                flat.copy_(out)
 
     def product(self, W: torch.Tensor, params: Params, out: Params, add: bool = False) -> Params:
         plan = ExchangePlan(W, self.shard, self.dtype, self.device)
-        for k, mixed in self._apply(plan, params).items():
-            if add:
-                out[k].add_(mixed)
-            else:
-                out[k].copy_(mixed)
-        return out
-
-    def _apply(self, plan: ExchangePlan, params: Params) -> Params:
-        """(W @ X) restricted to this rank's rows, for every block of `params`."""
         received = self._exchange(plan, params)
-        out: Params = {}
-        offset = 0
         for k, block in params.items():
-            flat = block.reshape(block.shape[0], -1)
-            width = flat.shape[1]
-            cols = torch.cat([flat, received[:, offset:offset + width]]) if plan.needed else flat
-            out[k] = (plan.local @ cols).view_as(block)
-            offset += width
+            target = out[k].view(block.shape[0], -1)
+            self._product(plan, block.view(block.shape[0], -1), received[k], target, add)
         return out
-
-    def _exchange(self, plan: ExchangePlan, params: Params) -> torch.Tensor:
-        """The rows this rank needs from the others, [needed, P] in the plan's column order."""
-        width = sum(v[0].numel() for v in params.values())
-        received = torch.empty(plan.needed, width, device=self.device, dtype=self.dtype)
-        if plan.all_gather:
-            rows = self.shard.rows
-            mine = self._rows(params, torch.arange(rows, device=self.device))
-            parts = [torch.empty_like(mine) for _ in range(self.shard.world)]
-            self.gossip_bytes += mine.numel() * mine.element_size() * (self.shard.world - 1)
-            try:
-                dist.all_gather(parts, mine)
-            except (RuntimeError, ValueError) as err:
-                raise PeerLost(f"rank {self.shard.rank} lost another rank during mixing: "
-                               f"{_first_line(err)}") from None
-            others = [p for r, p in enumerate(parts) if r != self.shard.rank]
-            received.copy_(torch.cat(others))
-            return received
-        ops, offset = [], 0
-        for peer, local_rows in plan.send.items():
-            buffer = self._rows(params, local_rows)
-            self.gossip_bytes += buffer.numel() * buffer.element_size()
-            ops.append(dist.P2POp(dist.isend, buffer, peer))
-        for peer, count in plan.receive.items():
-            ops.append(dist.P2POp(dist.irecv, received[offset:offset + count], peer))
-            offset += count
-        if ops:
-            try:
-                for request in dist.batch_isend_irecv(ops):
-                    request.wait()
-            except (RuntimeError, ValueError) as err:
-                raise PeerLost(f"rank {self.shard.rank} lost another rank during mixing: "
-                               f"{_first_line(err)}") from None
-        return received
 
     @staticmethod
-    def _rows(params: Params, local_rows: torch.Tensor) -> torch.Tensor:
-        """The rows `local_rows` (positions in this rank's block) of all blocks: [m, P]."""
-        return torch.cat([v.reshape(v.shape[0], -1).index_select(0, local_rows)
-                          for v in params.values()], dim=1).contiguous()
+    def _product(plan: ExchangePlan, own: torch.Tensor, received: torch.Tensor,
+                 out: torch.Tensor, add: bool) -> None:
+        """out <- W_own @ own + W_received @ received (+ out when `add`): this rank's rows of
+        W @ X for one block (own [rows, w], received [needed, w], out [rows, w])."""
+        torch.addmm(out, plan.own, own, beta=1 if add else 0, out=out)
+        if plan.needed:
+            out.addmm_(plan.received, received)
+
+    def _buffer(self, key: tuple, shape: torch.Size | tuple[int, ...]) -> torch.Tensor:
+        """A reused buffer of `shape` for `key` (fresh large buffers page-fault every round)."""
+        numel = math.prod(shape)
+        buffer = self._buffers.get(key)
+        if buffer is None or buffer.numel() < numel:
+            buffer = self._buffers[key] = torch.empty(numel, device=self.device,
+                                                      dtype=self.dtype)
+        return buffer[:numel].view(shape)
+
+    def _exchange(self, plan: ExchangePlan, params: Params) -> Params:
+        """The rows this rank needs from the others, per block [needed, w] in the plan's column
+        order: one message per block and peer, point to point."""
+        received = {k: self._buffer(("recv", k), (plan.needed, v[0].numel()))
+                    for k, v in params.items()}
+        if not plan.needed and not plan.send:
+            return received
+        ops = []
+        for k, block in params.items():
+            flat = block.view(block.shape[0], -1)
+            for peer, local_rows in plan.send.items():
+                message = self._buffer(("send", peer, k), (len(local_rows), flat.shape[1]))
+                torch.index_select(flat, 0, local_rows, out=message)
+                self.gossip_bytes += message.numel() * message.element_size()
+                ops.append(dist.P2POp(dist.isend, message, peer))
+            offset = 0
+            for peer, count in plan.receive.items():
+                ops.append(dist.P2POp(dist.irecv, received[k][offset:offset + count], peer))
+                offset += count
+        try:
+            for request in dist.batch_isend_irecv(ops):
+                request.wait()
+        except (RuntimeError, ValueError) as err:
+            raise PeerLost(f"rank {self.shard.rank} lost another rank during mixing: "
+                           f"{_first_line(err)}") from None
+        return received
 
 
 class ShardedTrainer:
@@ -373,8 +369,9 @@ class ShardedTrainer:
 
 class ExchangePlan:
     """What one product with W [N, N] moves: the rows this rank sends to each peer (positions
-    in its block), how many it receives from each, and its block of W with columns ordered
-    [own nodes, received nodes by peer and id]."""
+    in its block), how many it receives from each (`needed` in all, ordered by peer and id),
+    and its rows of W split into the columns of its own nodes (`own`) and of the received ones
+    (`received`)."""
 
     def __init__(self, W: torch.Tensor, shard: Shard, dtype: torch.dtype,
                  device: torch.device) -> None:
@@ -392,19 +389,22 @@ class ExchangePlan:
                     if r != me]
         self.receive = {r: int(wanted[me, a:b].sum()) for r, (a, b) in enumerate(bounds)
                         if r != me and wanted[me, a:b].any()}
-        sizes = {b - a for a, b in bounds}
-        self.all_gather = len(sizes) == 1 and bool(wanted.all()) and R > 1
-        columns = np.concatenate([np.arange(lo, hi), *incoming]).astype(np.int64)
-        self.needed = len(columns) - (hi - lo)
-        block = csr[lo:hi][:, columns]
-        if W.layout == torch.sparse_csr:
-            self.local = torch.sparse_csr_tensor(
-                torch.from_numpy(block.indptr.astype(np.int64)),
-                torch.from_numpy(block.indices.astype(np.int64)),
-                torch.from_numpy(block.data), size=block.shape,
-                check_invariants=False).to(device=device, dtype=dtype)
-        else:
-            self.local = torch.from_numpy(block.toarray()).to(device=device, dtype=dtype)
+        received = np.concatenate([np.zeros(0, dtype=np.int64), *incoming]).astype(np.int64)
+        self.needed = len(received)
+        block = csr[lo:hi]
+        self.own = _operator(block[:, lo:hi], W.layout, dtype, device)  # [rows, rows]
+        self.received = _operator(block[:, received], W.layout, dtype, device)  # [rows, needed]
+
+
+def _operator(block: sp.csr_array, layout: torch.layout, dtype: torch.dtype,
+              device: torch.device) -> torch.Tensor:
+    """A block of W as a torch operator in W's layout (dense or CSR)."""
+    if layout == torch.sparse_csr:
+        return torch.sparse_csr_tensor(
+            torch.from_numpy(block.indptr.astype(np.int64)),
+            torch.from_numpy(block.indices.astype(np.int64)), torch.from_numpy(block.data),
+            size=block.shape, check_invariants=False).to(device=device, dtype=dtype)
+    return torch.from_numpy(block.toarray()).to(device=device, dtype=dtype)
 
 
 def _scipy(W: torch.Tensor) -> sp.csr_array:

@@ -52,20 +52,23 @@ def test_exchange_on_a_ring_sends_each_boundary_row_once(sparse: bool) -> None:
         W = LocalComm(torch.device("cpu"), torch.float64, "sparse").matrix(W)
     plan = ExchangePlan(W, Shard(1, 3, 6), torch.float64, torch.device("cpu"))
     assert {s: v.tolist() for s, v in plan.send.items()} == {0: [0], 2: [1]}  # positions 0, 1
-    assert plan.receive == {0: 1, 2: 1} and plan.needed == 2 and not plan.all_gather
-    local = plan.local.to_dense() if sparse else plan.local
+    assert plan.receive == {0: 1, 2: 1} and plan.needed == 2
+    own, received = ((plan.own.to_dense(), plan.received.to_dense()) if sparse
+                     else (plan.own, plan.received))
     dense = W.to_dense() if sparse else W
-    assert torch.equal(local, dense[2:4][:, [2, 3, 1, 4]])
+    assert torch.equal(own, dense[2:4, 2:4]) and torch.equal(received, dense[2:4][:, [1, 4]])
 
 
-def test_exchange_all_gathers_only_when_it_moves_the_same_bytes() -> None:
-    """Complete graph, equal blocks: every rank needs every row, so the exchange is an
-    all-gather; with unequal blocks (7 nodes on 3 ranks) it stays point to point."""
-    for n, expected in ((6, True), (7, False)):
-        W = torch.as_tensor(T.doubly_stochastic(nx.complete_graph(n)))
-        plan = ExchangePlan(W, Shard(0, 3, n), torch.float64, torch.device("cpu"))
-        assert plan.all_gather is expected
-        assert plan.needed == n - Shard(0, 3, n).rows
+def test_exchange_on_a_complete_graph_receives_every_other_row_once() -> None:
+    """Complete graph, 7 nodes on 3 ranks: every rank needs every other rank's rows, once
+    each: the bytes of an all-gather, which is therefore never cheaper."""
+    W = torch.as_tensor(T.doubly_stochastic(nx.complete_graph(7)))
+    for rank in range(3):
+        shard = Shard(rank, 3, 7)
+        plan = ExchangePlan(W, shard, torch.float64, torch.device("cpu"))
+        assert plan.needed == 7 - shard.rows
+        assert {s: len(v) for s, v in plan.send.items()} == {
+            s: shard.rows for s in range(3) if s != rank}
 
 
 # --- R processes against one ----------------------------------------------------------------
@@ -193,7 +196,7 @@ def test_a_killed_process_stops_the_others_and_the_run_resumes_on_2(tmp_path: Pa
     """Gossip (DFedAvg) on 3 processes; SIGKILL one mid-run: the others exit with one line
     naming the lost rank and the intact checkpoint, and `resume --nproc 2` finishes the run
     equal to one uninterrupted process (float64, 1e-12)."""
-    rounds = 120
+    rounds = 60
     cfg = write(tmp_path, dist_toml("dfedavg", "ring", rounds))
     out = tmp_path / "three"
     proc = subprocess.Popen([sys.executable, "-m", "p2pfl", "run", str(cfg), "--out", str(out),
