@@ -11,8 +11,9 @@ with momentum (K steps of batch B, CIFAR-shaped input) and one Push-Sum mixing, 
   before activations (one chunk of nodes at a time: p2pfl.memory sizes them);
 - bytes per round: what the engine's exchange plan (p2pfl.distributed.ExchangePlan) sends for
   the round's graph: each row once per receiving rank, 4 P bytes a row. The busiest rank's
-  bytes, split into those to GPUs of its own machine (NVLink) and to other machines (network),
-  and the seconds they take at the stated link rates.
+  bytes in the busiest round of the graph's period, split into those to GPUs of its own
+  machine (NVLink) and to other machines (network), and the time they take at the stated link
+  rates.
 
 The numbers are computed, not measured: a model to size a job, whose link rates are nominal.
 """
@@ -34,18 +35,24 @@ from p2pfl.models import build_model
 NVLINK_GBPS = 450.0  # GB/s one way per GPU (H100 SXM, NVLink 4: 900 GB/s both ways)
 NETWORK_GBPS = 50.0  # GB/s one way per GPU (one 400 Gb/s InfiniBand NIC per GPU)
 CIFAR = (3, 32, 32)
-TOPOLOGIES = {
-    "ring": lambda n: T.ring(n),
-    "exponential": lambda n: T.exponential(n),
-    "one-peer exponential": lambda n: T.one_peer_exponential(n).at(0),
-    "complete": lambda n: T.complete(n),
+TOPOLOGIES = {  # the graphs of one period; the table shows the busiest round
+    "ring": lambda n: [T.ring(n)],
+    "exponential": lambda n: [T.exponential(n)],
+    "one-peer exponential": lambda n: [T.one_peer_exponential(n).at(t)
+                                       for t in range(math.ceil(math.log2(n)))],
+    "complete": lambda n: [T.complete(n)],
 }
+
+
+def seconds(near: int, far: int) -> float:
+    """Time to send `near` bytes over NVLink and `far` bytes over the network."""
+    return near / (NVLINK_GBPS * 1e9) + far / (NETWORK_GBPS * 1e9)
 
 
 def busiest_rank_bytes(W: sp.csr_array, world: int, per_machine: int,
                        row_bytes: int) -> tuple[int, int, int]:
-    """(rows received, bytes sent to its own machine, to other machines) of the rank that sends
-    the most, under the engine's exchange plan for W."""
+    """(rows received, bytes sent to its own machine, to other machines) of the rank whose
+    sends take longest, under the engine's exchange plan for W."""
     worst = (0, 0, 0)
     dense = torch.from_numpy(W.toarray())
     for rank in range(world):
@@ -56,7 +63,7 @@ def busiest_rank_bytes(W: sp.csr_array, world: int, per_machine: int,
             same = peer // per_machine == rank // per_machine
             near += len(rows) * row_bytes if same else 0
             far += 0 if same else len(rows) * row_bytes
-        if near + far > worst[1] + worst[2]:
+        if seconds(near, far) > seconds(*worst[1:]):
             worst = (plan.needed, near, far)
     return worst
 
@@ -74,17 +81,19 @@ def sizing(num_nodes: int, model_name: str, gpus: list[int], per_machine: int, s
              f"links: NVLink {NVLINK_GBPS:g} GB/s, network {NETWORK_GBPS:g} GB/s per GPU, one "
              f"way; {per_machine} GPUs a machine", "",
              "| GPUs | topology | TFLOP/GPU | memory/GPU GB | rows received | NVLink MB | "
-             "network MB | comm s (NVLink + network) |", "|---|---|---|---|---|---|---|---|"]
+             "network MB | comm ms (NVLink + network) |", "|---|---|---|---|---|---|---|---|"]
     for world in gpus:
         rows = math.ceil(num_nodes / world)
-        for name, build in TOPOLOGIES.items():
-            W = sp.csr_array(T.column_stochastic(build(num_nodes), sparse=True))
-            needed, near, far = busiest_rank_bytes(W, world, per_machine, 4 * params)
+        for name, graphs in TOPOLOGIES.items():
+            needed, near, far = max(
+                (busiest_rank_bytes(sp.csr_array(T.column_stochastic(g, sparse=True)), world,
+                                    per_machine, 4 * params) for g in graphs(num_nodes)),
+                key=lambda sent: seconds(*sent[1:]))
             largest = max(p.numel() for p in model.parameters())
             memory = 4 * (2 * rows * params + needed * params + rows * largest)
-            seconds = near / (NVLINK_GBPS * 1e9) + far / (NETWORK_GBPS * 1e9)
+            ms = 1e3 * seconds(near, far)
             lines.append(f"| {world} | {name} | {flops / world / 1e12:.1f} | {memory / 1e9:.1f} |"
-                         f" {needed} | {near / 1e6:.0f} | {far / 1e6:.0f} | {seconds:.3f} |")
+                         f" {needed} | {near / 1e6:.0f} | {far / 1e6:.0f} | {ms:.1f} |")
     return "\n".join(lines)
 
 

@@ -101,6 +101,11 @@ class Comm(ABC):
         """The elementwise minimum of `tensor` over the processes, in place; returns it."""
 
     @abstractmethod
+    def share(self, count: int) -> tuple[int, int]:
+        """[first, last) of `count` items (such as test batches) that this process takes; the
+        processes' shares are contiguous and cover all of them in order."""
+
+    @abstractmethod
     def agree(self, error: BaseException | None) -> None:
         """Raise, in every process, the error of the first process that had one."""
 
@@ -214,6 +219,9 @@ class LocalComm(Comm):
 
     def all_min(self, tensor: torch.Tensor) -> torch.Tensor:
         return tensor
+
+    def share(self, count: int) -> tuple[int, int]:
+        return 0, count
 
     def agree(self, error: BaseException | None) -> None:
         if error is not None:

@@ -235,6 +235,9 @@ class DistComm(LocalComm):
             offset += v.numel()
         return out
 
+    def share(self, count: int) -> tuple[int, int]:
+        return Shard(self.rank, self.world, count).bounds(self.rank)
+
     def agree(self, error: BaseException | None) -> None:
         agree(error)
 

@@ -3,6 +3,7 @@ node's own model on a seeded test subset, on evaluation rounds."""
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Mapping
 
@@ -12,7 +13,7 @@ import torch
 from p2pfl.callbacks import Callback, RoundEnd
 from p2pfl.context import RunContext
 from p2pfl.local import VectorizedTrainer
-from p2pfl.metrics import evaluate, squared_distance
+from p2pfl.metrics import evaluate, evaluate_sums, squared_distance
 from p2pfl.seeding import numpy_rng
 
 
@@ -42,8 +43,15 @@ class Evaluation(Callback):
         ctx, ev = end.ctx, end.ctx.cfg.eval
         chunk = ctx.trainer.eval_chunk_size if isinstance(ctx.trainer, VectorizedTrainer) else 1
         average = end.average_model()
-        acc, loss = evaluate(ctx.forward, {k: v.unsqueeze(0) for k, v in average.items()},
-                             ctx.data.x_test, ctx.data.y_test, ev.batch_size, 1)
+        # the test set in whole batches, split over the processes (one process: all of it)
+        n_test, size = len(ctx.data.y_test), ev.batch_size
+        first, last = ctx.comm.share(math.ceil(n_test / size))
+        part = slice(first * size, min(last * size, n_test))
+        correct, loss_sum = evaluate_sums(
+            ctx.forward, {k: v.unsqueeze(0) for k, v in average.items()},
+            ctx.data.x_test[part], ctx.data.y_test[part], size, 1)
+        totals = ctx.comm.all_sum(torch.cat([correct.double(), loss_sum]))
+        acc, loss = totals[0].float() / n_test, totals[1] / n_test
         local = end.local_models()
         local_acc, _ = evaluate(ctx.forward, local, *self.local_eval, ev.batch_size, chunk)
         # sums over the nodes of every process (one process: these nodes), then the means

@@ -10,11 +10,13 @@ from p2pfl.population import Params
 
 
 @torch.no_grad()
-def evaluate(forward: StackedForward, models: Params, x: torch.Tensor, y: torch.Tensor,
-             batch_size: int, chunk_size: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Accuracy and mean cross-entropy of each of c stacked models on the same samples.
+def evaluate_sums(forward: StackedForward, models: Params, x: torch.Tensor, y: torch.Tensor,
+                  batch_size: int, chunk_size: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Correct predictions and summed cross-entropy of each of c stacked models on the same
+    samples, in batches of `batch_size` from the first sample.
 
-    `models` name -> [c, *shape]; x [S, *input_shape]; y [S]. Returns (acc [c], loss [c]).
+    `models` name -> [c, *shape]; x [S, *input_shape]; y [S]. Returns (correct [c] float32,
+    loss sum [c] float64).
     """
     c = next(iter(models.values())).shape[0]
     correct = torch.zeros(c, device=x.device)
@@ -29,6 +31,16 @@ def evaluate(forward: StackedForward, models: Params, x: torch.Tensor, y: torch.
             correct[rows] += (logits.argmax(-1) == yb).sum(dim=1)
             ce = F.cross_entropy(logits.flatten(0, 1), yb.repeat(n), reduction="none")
             loss[rows] += ce.view(n, -1).sum(dim=1).double()
+    return correct, loss
+
+
+def evaluate(forward: StackedForward, models: Params, x: torch.Tensor, y: torch.Tensor,
+             batch_size: int, chunk_size: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Accuracy and mean cross-entropy of each of c stacked models on the same samples.
+
+    `models` name -> [c, *shape]; x [S, *input_shape]; y [S]. Returns (acc [c], loss [c]).
+    """
+    correct, loss = evaluate_sums(forward, models, x, y, batch_size, chunk_size)
     return correct / len(y), loss / len(y)
 
 

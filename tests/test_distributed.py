@@ -30,7 +30,7 @@ from p2pfl.results import METRICS, read_metrics
 from tests.conftest import TIME_KEYS, skip_plots
 
 RANK_KEYS = ("rank_bytes_mixing", "rank_bytes_collective")  # only distributed runs have them
-RANK_SUMS = ("test_acc_local_mean", "consensus_dist")  # float64 sums over the ranks' nodes
+RANK_SUMS = ("test_loss", "test_acc_local_mean", "consensus_dist")  # float64 sums over ranks
 TIMEOUT = 120
 
 
@@ -125,7 +125,7 @@ def nproc(*args: str, timeout: float = TIMEOUT) -> subprocess.CompletedProcess:
 
 def assert_same_run(ours: Path, reference: Path, exact: bool = False) -> None:
     """Same metrics (times and byte counts aside) and final parameters: within 1e-12, or
-    `exact`ly equal except the float64 sums over ranks of the local evaluation (1e-12)."""
+    `exact`ly equal except the evaluation's float64 sums over ranks (1e-12)."""
     a, b = read_metrics(ours / METRICS), read_metrics(reference / METRICS)
     assert len(a) == len(b)
     for x, y in zip(a, b):

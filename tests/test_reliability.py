@@ -682,14 +682,14 @@ def test_an_evaluation_that_is_not_finite_is_a_divergence(tmp_path, monkeypatch,
     mode, before the round's row is written."""
     import p2pfl.evaluation as evaluation
 
-    real, calls = evaluation.evaluate, []
+    real, calls = evaluation.evaluate_sums, []
 
     def overflowing(*args, **kwargs):
-        acc, loss = real(*args, **kwargs)
+        correct, loss = real(*args, **kwargs)
         calls.append(1)
-        return acc, loss * math.inf if len(calls) >= 3 else loss  # round 2's average model
+        return correct, loss * math.inf if len(calls) >= 2 else loss  # round 2's average model
 
-    monkeypatch.setattr(evaluation, "evaluate", overflowing)
+    monkeypatch.setattr(evaluation, "evaluate_sums", overflowing)
     with pytest.raises(DivergenceError, match=r"^round 2: non-finite test_loss in evaluation"):
         run(tiny(rounds=3, engine__on_divergence=mode), tmp_path / "run")
     assert len(read_metrics(tmp_path / "run" / METRICS)) == 1
