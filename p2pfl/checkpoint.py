@@ -6,7 +6,9 @@ crafted file cannot run code) holds
     version     the format version, VERSION
     round       rounds completed; the resumed run continues with round `round` + 1
     config      the resolved config the state was produced with (`Config.to_dict()`)
-    population  `Population.state_dict()`: the flat parameter buffer of all N nodes
+    population  `Population.state_dict()`: the flat parameter buffer of all N nodes; in a run
+                sharded over processes, {"shards": [[first, last, file, sha256], ...]}: each
+                process's rows in its own file under `shards/` (`save_shard`)
     algorithm   `Algorithm.state_dict()`: every piece of state the algorithm keeps across rounds
     callbacks   each round callback's `state_dict()`, in the order the run calls them
     streams     `seeding.STREAMS`: every random draw is derived from (seed, stream, round), so there
@@ -17,7 +19,10 @@ crafted file cannot run code) holds
 The run loop carries nothing else from one round to the next. `checkpoint.json` (the manifest)
 holds the SHA-256 of checkpoint.pt, written before the checkpoint is renamed into place; it also
 keeps the previous checkpoint's digest, so a kill between the two renames leaves a pair that
-still matches. A resume refuses a checkpoint whose digest the manifest does not list.
+still matches. A resume refuses a checkpoint whose digest the manifest does not list. Shard
+files are written before the checkpoint that lists them, checked against their digests when
+read, and removed once neither the checkpoint nor the previous one lists them. A resume on any
+number of processes reads the shards that hold its rows (`load_population`).
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ from p2pfl.seeding import STREAMS
 
 CHECKPOINT = "checkpoint.pt"
 MANIFEST = "checkpoint.json"
+SHARDS = "shards"  # a distributed run's population: one file per process and checkpoint
 VERSION = 1
 
 _SECTIONS = {"round": int, "config": dict, "population": dict, "algorithm": dict,
@@ -57,11 +63,80 @@ def save_checkpoint(run_dir: Path, cfg: Config, population: dict[str, torch.Tens
              "streams": dict(STREAMS), "metrics": list(metrics)}
     run_dir = Path(run_dir)
     previous = _listed_digests(run_dir)[:1]
+    shards = [entry[2] for entry in population.get("shards", [])]
+    kept = shards + [name for name in _manifest(run_dir).get("shards", [])
+                     if isinstance(name, str)]  # the previous checkpoint's
     with atomic_file(run_dir / CHECKPOINT, "wb") as f:
         hashing = _HashingWriter(f)
         save_tensors(state, hashing, run_dir / CHECKPOINT)
         write_json_atomic(run_dir / MANIFEST, {"version": VERSION, "round": len(metrics),
-                                               "sha256": [hashing.sha.hexdigest(), *previous]})
+                                               "sha256": [hashing.sha.hexdigest(), *previous],
+                                               **({"shards": shards} if shards else {})})
+    if (run_dir / SHARDS).is_dir():  # the files of older checkpoints than these two
+        for path in (run_dir / SHARDS).glob("round*.pt"):
+            if path.name not in kept:
+                path.unlink(missing_ok=True)
+
+
+def save_shard(run_dir: Path, round_done: int, population: Any) -> list[Any]:
+    """Write the rows this process holds after `round_done` rounds to `run_dir/shards/`
+    (atomically); returns the shard's entry in a checkpoint: [first node, last node + 1, file
+    name, SHA-256]."""
+    first, last = population.first, population.first + population.num_nodes
+    path = Path(run_dir) / SHARDS / f"round{round_done}-nodes{first}-{last}.pt"
+    path.parent.mkdir(exist_ok=True)
+    with atomic_file(path, "wb") as f:
+        hashing = _HashingWriter(f)
+        save_tensors({"first": first, "last": last, "flat": population.flat}, hashing, path)
+    return [first, last, path.name, hashing.sha.hexdigest()]
+
+
+def _shard_rows(run_dir: Path, entry: Any, device: torch.device) -> tuple[int, int, torch.Tensor]:
+    """(first, last, flat) of one listed shard file, checked against its digest."""
+    try:
+        first, last, name, digest = entry
+        path = Path(run_dir) / SHARDS / Path(str(name)).name
+    except (TypeError, ValueError):
+        raise ConfigError("resume", f"a checkpoint shard entry {entry!r} is not "
+                          "[first, last, name, sha256]") from None
+    if not path.is_file() or file_sha256(path) != digest:
+        raise ConfigError("resume", f"{path} is missing or does not match its SHA-256 in "
+                          f"{CHECKPOINT}: the checkpoint cannot be resumed")
+    try:
+        shard = torch.load(path, map_location=device, weights_only=True)
+    except Exception as err:  # any unreadable file is one clean message
+        raise ConfigError("resume", f"cannot read {path}: {err}") from None
+    return int(first), int(last), shard["flat"]
+
+
+def load_population(run_dir: Path, state: dict[str, Any], population: Any) -> None:
+    """Put a checkpoint's population (`state`: a single process's state_dict, or the shard
+    list of a distributed run) into `population`, reading only the shards that hold its rows."""
+    if "shards" not in state:
+        population.load_state_dict(state)
+        return
+    lo, hi = population.first, population.first + population.num_nodes
+    for entry in state["shards"]:
+        if entry[0] < hi and entry[1] > lo:
+            population.load_rows(*_shard_rows(run_dir, entry, population.flat.device))
+
+
+def read_population(run_dir: Path, state: dict[str, Any],
+                    widths: Sequence[int]) -> dict[str, torch.Tensor]:
+    """The whole population of a checkpoint or final.pt `state` (its "population"), in a single
+    process's layout ({"flat": parameter-major [N * P]}), however many processes wrote it;
+    `widths`: the parameter tensors' sizes in order."""
+    if "shards" not in state:
+        return state
+    shards = sorted((_shard_rows(run_dir, e, torch.device("cpu")) for e in state["shards"]),
+                    key=lambda shard: shard[0])
+    blocks, offsets = [], [0] * len(shards)
+    for width in widths:
+        for i, (first, last, flat) in enumerate(shards):
+            size = (last - first) * width
+            blocks.append(flat[offsets[i]:offsets[i] + size])
+            offsets[i] += size
+    return {"flat": torch.cat(blocks)}
 
 
 def save_tensors(state: Any, f: Any, path: Path) -> None:
@@ -90,12 +165,18 @@ class _HashingWriter(io.RawIOBase):
         return self.f.write(data)
 
 
+def _manifest(run_dir: Path) -> dict[str, Any]:
+    """`run_dir`'s manifest ({} without a readable one)."""
+    try:
+        manifest = json.loads((Path(run_dir) / MANIFEST).read_text())
+    except (OSError, ValueError):
+        return {}
+    return manifest if isinstance(manifest, dict) else {}
+
+
 def _listed_digests(run_dir: Path) -> list[str]:
     """The checkpoint digests `run_dir`'s manifest lists ([] without a readable manifest)."""
-    try:
-        digests = json.loads((run_dir / MANIFEST).read_text())["sha256"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return []
+    digests = _manifest(run_dir).get("sha256")
     return [d for d in digests if isinstance(d, str)] if isinstance(digests, list) else []
 
 
@@ -127,12 +208,13 @@ def load_checkpoint(run_dir: Path, device: torch.device) -> dict[str, Any] | Non
     return state
 
 
-def restore(state: dict[str, Any], population: Any, algorithm: Any,
-            callbacks: Sequence[Any] = ()) -> None:
-    """Put the checkpointed population, algorithm and callback states back into a freshly built
-    run (the callbacks in the order they were saved); a state that does not fit is refused."""
+def restore(state: dict[str, Any], population: Any, algorithm: Any, callbacks: Sequence[Any],
+            run_dir: Path) -> None:
+    """Put the checkpointed population (its shards are read from `run_dir`), algorithm and
+    callback states back into a freshly built run (the callbacks in the order they were saved);
+    a state that does not fit is refused."""
     try:
-        population.load_state_dict(state["population"])
+        load_population(run_dir, state["population"], population)
         algorithm.load_state_dict(state["algorithm"])
     except (KeyError, IndexError, TypeError, RuntimeError, AttributeError) as err:
         raise ConfigError("resume", "the checkpoint's state does not fit this run "

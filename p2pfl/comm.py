@@ -21,7 +21,7 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 
-from p2pfl.population import Params, Population
+from p2pfl.population import Params
 
 LAYOUTS = ("auto", "dense", "sparse")
 SPARSE_MIN_NODES = 32  # "auto": dense below this many nodes (any graph; the product is cheap)
@@ -110,8 +110,9 @@ class Comm(ABC):
         """Raise, in every process, the error of the first process that had one."""
 
     @abstractmethod
-    def gather_population(self, population: Population) -> dict[str, torch.Tensor] | None:
-        """The state_dict of the whole population in the first process (None elsewhere)."""
+    def gather_objects(self, value: Any) -> list[Any] | None:
+        """Every process's `value` (small, picklable), in process order, in the first process;
+        None in the others."""
 
     @abstractmethod
     def take_bytes(self) -> tuple[int, int]:
@@ -227,8 +228,8 @@ class LocalComm(Comm):
         if error is not None:
             raise error
 
-    def gather_population(self, population: Population) -> dict[str, torch.Tensor] | None:
-        return population.state_dict()
+    def gather_objects(self, value: Any) -> list[Any] | None:
+        return [value]
 
     def take_bytes(self) -> tuple[int, int]:
         return 0, 0

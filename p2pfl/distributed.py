@@ -15,7 +15,8 @@ What crosses ranks:
 - reductions: the average model (a sum of each rank's weighted rows), the local evaluation's
   sums, the nodes' losses and divergence records, and the sampled clients' trained models of a
   centralized round (each client trained by the rank that owns it);
-- the population, gathered to rank 0 for checkpoints (one file, so a run resumes on any R).
+- the names of the population's checkpoint files: each rank writes its rows (p2pfl.checkpoint
+  `save_shard`), rank 0 the checkpoint that lists them, so a run resumes on any R.
 
 Launch with `torchrun --nproc-per-node R -m p2pfl run CONFIG` (or `p2pfl run CONFIG --nproc R`,
 `p2pfl.launch`); a single process never imports torch.distributed's process group.
@@ -40,7 +41,7 @@ import torch.distributed as dist
 from p2pfl.comm import LocalComm
 from p2pfl.errors import ConfigError, PeerLost
 from p2pfl.local import LocalTerms
-from p2pfl.population import Params, Population
+from p2pfl.population import Params
 
 TIMEOUT_ENV = "P2PFL_TIMEOUT_S"  # seconds a collective waits for the other ranks
 DEFAULT_TIMEOUT_S = 300
@@ -246,21 +247,14 @@ class DistComm(LocalComm):
 
     # --- the population ---------------------------------------------------------------------
 
-    def gather_population(self, population: Population) -> dict[str, torch.Tensor] | None:
-        """The state_dict of the whole population (all N rows, the single-process layout) on
-        rank 0; None on the other ranks."""
-        blocks = []
-        for block in population.blocks():
-            width = block.shape[1]
-            rows = [self.shard.bounds(r)[1] - self.shard.bounds(r)[0]
-                    for r in range(self.shard.world)]
-            padded = block.new_zeros(max(rows), width)
-            padded[:block.shape[0]] = block
-            parts = ([torch.empty_like(padded) for _ in rows] if self.shard.rank == 0 else None)
-            self._collective("gather", padded, parts, 0)
-            if parts is not None:
-                blocks.append(torch.cat([p[:n] for p, n in zip(parts, rows)]).reshape(-1))
-        return {"flat": torch.cat(blocks)} if self.shard.rank == 0 else None
+    def gather_objects(self, value: Any) -> list[Any] | None:
+        gathered = [None] * self.world if self.rank == 0 else None
+        try:
+            dist.gather_object(value, gathered, dst=0)
+        except (RuntimeError, ValueError) as err:
+            raise PeerLost(f"rank {self.rank} lost another rank during a checkpoint: "
+                           f"{_first_line(err)}") from None
+        return gathered
 
     # --- mixing -------------------------------------------------------------------------------
 

@@ -79,7 +79,7 @@ def run(cfg: Config, out_dir: str | Path | None = None, progress: bool = False,
             runner = Runner(cfg, out, ctx, algo, checkpoint["metrics"] if checkpoint else [],
                             progress and ctx.comm.rank == 0, label, list(parts.callbacks))
             if checkpoint is not None:  # before the directory is touched: a state that does
-                restore(checkpoint, ctx.population, algo, runner.callbacks)  # not fit
+                restore(checkpoint, ctx.population, algo, runner.callbacks, out)  # not fit
         with agreed():  # then rank 0 alone writes
             if ctx.comm.rank == 0:
                 stack.enter_context(exclusive(out))

@@ -26,7 +26,7 @@ from tqdm import tqdm
 import topologies as T
 from algorithms import Algorithm, RoundReport
 from p2pfl.callbacks import Callback, RoundEnd, call_all
-from p2pfl.checkpoint import save_checkpoint
+from p2pfl.checkpoint import save_checkpoint, save_shard
 from p2pfl.config import Config
 from p2pfl.context import RunContext
 from p2pfl.errors import DivergenceError, PeerLost, RunInterrupted
@@ -81,6 +81,7 @@ class Runner:
         self.stop_requested = False
         self.stopped: str | None = None  # a callback's StopRun reason
         self.checkpoint_round = len(self.history) if self.history else -1
+        self.population_state: dict[str, Any] = {}  # the latest checkpoint's population
         self._checkpoint_end = time.perf_counter()
         self._checkpoint_cost = 0.0
 
@@ -116,9 +117,9 @@ class Runner:
                         raise RunInterrupted(f"stopped after round {t + 1} with a checkpoint",
                                              f"continue with: p2pfl resume {self.out}")
                 bar.close()
-                if self.checkpoint_round != len(self.history):
+                if self.checkpoint_round != len(self.history) or not self.population_state:
                     self.checkpoint()
-                final = {"population": self.ctx.comm.gather_population(self.ctx.population),
+                final = {"population": self.population_state,  # the last checkpoint's
                          "average_model": self.algorithm.average_model(self.ctx)}
                 if self.root:
                     finish(self.out, cfg, self.ctx, self.algorithm, self.history, final,
@@ -236,10 +237,16 @@ class Runner:
     def checkpoint(self) -> None:
         """Save the state after the rounds in `history` (atomically)."""
         start = time.perf_counter()
-        population = self.ctx.comm.gather_population(self.ctx.population)
+        ctx = self.ctx
+        if ctx.comm.world == 1:
+            self.population_state = ctx.population.state_dict()
+        else:  # every process writes its rows; the checkpoint lists the files
+            shards = ctx.comm.gather_objects(save_shard(self.out, len(self.history),
+                                                        ctx.population))
+            self.population_state = {"shards": shards}
         if self.root:
-            save_checkpoint(self.out, self.cfg, population, self.algorithm, self.history,
-                            self.callbacks, self.ctx.chunks)
+            save_checkpoint(self.out, self.cfg, self.population_state, self.algorithm,
+                            self.history, self.callbacks, ctx.chunks)
         self._checkpoint_end = time.perf_counter()
         self._checkpoint_cost = self._checkpoint_end - start
         self.checkpoint_round = len(self.history)

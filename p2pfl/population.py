@@ -63,20 +63,32 @@ class Population:
 
     def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
         """Restore the rows held here from `state_dict()`'s layout, either of these rows or of
-        the whole network (`total` rows, as a checkpoint holds it)."""
+        the whole network (`total` rows, as a single process's checkpoint holds it)."""
         flat = state["flat"]
         if flat.numel() == self.flat.numel():
             self.flat.copy_(flat)
-            return
-        if flat.numel() != self.total * self.num_params:
+        elif flat.numel() == self.total * self.num_params:
+            self.load_rows(0, self.total, flat)
+        else:
             raise RuntimeError(f"a population of {flat.numel()} values does not fit "
                                f"{self.total} nodes of {self.num_params} parameters")
+
+    def load_rows(self, first: int, last: int, flat: torch.Tensor) -> None:
+        """Set the rows held here that are among nodes first .. last - 1 from `flat`, the
+        parameter-major buffer of exactly those nodes (a checkpoint shard)."""
+        count = last - first
+        if flat.numel() != count * self.num_params:
+            raise RuntimeError(f"{flat.numel()} values are not {count} rows of "
+                               f"{self.num_params} parameters")
+        lo, hi = max(first, self.first), min(last, self.first + self.num_nodes)
         offset = 0
         for p in self.params.values():
             width = p[0].numel()
-            whole = flat[offset:offset + self.total * width].view(self.total, width)
-            p.view(self.num_nodes, width).copy_(whole[self.first:self.first + self.num_nodes])
-            offset += self.total * width
+            if lo < hi:
+                rows = flat[offset:offset + count * width].view(count, width)
+                p.view(self.num_nodes, width)[lo - self.first:hi - self.first].copy_(
+                    rows[lo - first:hi - first])
+            offset += count * width
 
 
 def broadcast(model: Params, rows: int) -> Params:

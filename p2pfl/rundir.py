@@ -104,8 +104,8 @@ def start(out: Path, cfg: Config, records: dict[str, dict[str, Any]],
         out.mkdir(parents=True, exist_ok=True)
         if (out / METRICS).exists() and not (out / METRICS).is_file():
             raise ConfigError("resume", f"{out / METRICS} is not a file")
-        for partial in out.glob(".*.tmp"):  # left by a kill during an atomic write
-            partial.unlink()
+        for partial in [*out.glob(".*.tmp"), *out.glob("shards/.*.tmp")]:  # left by a kill
+            partial.unlink()  # during an atomic write
         if checkpoint is None and (out / "summary.json").exists():
             raise ConfigError("out", f"{out} holds a finished run without {CHECKPOINT}: it "
                               "cannot be continued")
@@ -123,8 +123,8 @@ def start(out: Path, cfg: Config, records: dict[str, dict[str, Any]],
 
 def finish(out: Path, cfg: Config, ctx: RunContext, algorithm: Any, history: History,
            final: dict[str, Any], stopped: str | None = None) -> None:
-    """summary.json, final.pt (`final`: the whole population's state_dict under "population"
-    and the "average_model"; the algorithm state) and the curves."""
+    """summary.json, final.pt (`final`: the "population" as the last checkpoint holds it, and
+    the "average_model"; the algorithm state) and the curves."""
     accs = [r["test_acc"] for r in history if "test_acc" in r]
     summary = {
         "algorithm": cfg.algorithm.name,

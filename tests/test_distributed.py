@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -22,6 +23,7 @@ import torch
 import topologies as T
 from p2pfl import engine
 from p2pfl.build import build
+from p2pfl.checkpoint import read_population
 from p2pfl.cli import main
 from p2pfl.comm import LocalComm
 from p2pfl.config import load_config
@@ -133,7 +135,9 @@ def assert_same_run(ours: Path, reference: Path, exact: bool = False) -> None:
         for key in set(y) - set(TIME_KEYS):
             rtol = 0 if exact and key not in RANK_SUMS else 1e-12
             assert x[key] == pytest.approx(y[key], rel=rtol, abs=0), key
-    pa = torch.load(ours / "final.pt", weights_only=True)["population"]["flat"]
+    final = torch.load(ours / "final.pt", weights_only=True)
+    widths = [v.numel() for v in final["average_model"].values()]
+    pa = read_population(ours, final["population"], widths)["flat"]
     pb = torch.load(reference / "final.pt", weights_only=True)["population"]["flat"]
     assert (pa - pb).abs().max().item() <= (0.0 if exact else 1e-12)
 
@@ -172,6 +176,28 @@ def test_push_sum_with_link_drops_on_3_processes_equals_one(tmp_path: Path, quic
     assert all(abs(r["ps_weight_sum"] - 7) < 1e-9 for r in records)
     assert len({r["messages"] for r in reference}) > 1  # links were lost
     assert [r["rank_bytes_mixing"] for r in records] == expected_mixing_bytes(cfg, 3)
+
+
+def test_sharded_checkpoints_resume_in_one_process_and_refuse_a_changed_shard(
+        tmp_path: Path, quick: None, capsys: Any) -> None:
+    """Each of 2 processes writes its rows; one process resumes them (R' = 1) to the numbers
+    of an uninterrupted run, and a shard whose bytes changed is refused in one line."""
+    cfg = write(tmp_path, dist_toml("sgp", "exponential", 2, extra="link_drop = 0.2"))
+    out = tmp_path / "two"
+    done = nproc("run", str(cfg), "--out", str(out), "--quiet", "--nproc", "2")
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in (out / "shards").iterdir()) == [
+        "round1-nodes0-4.pt", "round1-nodes4-7.pt", "round2-nodes0-4.pt", "round2-nodes4-7.pt"]
+    broken = tmp_path / "broken"
+    shutil.copytree(out, broken)
+    shard = broken / "shards" / "round2-nodes4-7.pt"
+    shard.write_bytes(shard.read_bytes()[:-1] + b"x")
+    assert main(["resume", str(broken), "--set", "rounds=3", "--quiet"]) == 2
+    assert "round2-nodes4-7.pt is missing or does not match its SHA-256" in capsys.readouterr().err
+    assert main(["resume", str(out), "--set", "rounds=3", "--quiet"]) == 0
+    single(write(tmp_path, dist_toml("sgp", "exponential", 3, extra="link_drop = 0.2")),
+           tmp_path / "one")
+    assert_same_run(out, tmp_path / "one")
 
 
 def test_centralized_on_3_processes_is_bitwise_the_single_process_in_float32(
