@@ -147,7 +147,8 @@ def _execute(cfg: Config, out: str | None, progress: bool, resume: bool) -> int:
             print(f"{label}: final test_acc {history[-1].get('test_acc', float('nan')):.4f}")
     else:
         history = run(cfg, out, progress=progress, resume=resume)
-        print(json.dumps(history[-1], sort_keys=True))
+        if _first_process():  # every process of a distributed run has the same record
+            print(json.dumps(history[-1], sort_keys=True))
     return 0
 
 
@@ -247,10 +248,15 @@ def _os_error(err: OSError) -> str:
     return line
 
 
+def _first_process() -> bool:
+    """Whether this is the only process, or rank 0 of a distributed run (torchrun's RANK)."""
+    return os.environ.get("RANK", "0") == "0" or os.environ.get("WORLD_SIZE", "1") == "1"
+
+
 def _say(line: str) -> None:
     """Print an error every process of a distributed run has alike once: from rank 0 (another
     rank's own error reaches rank 0 too, p2pfl.distributed.agree)."""
-    if os.environ.get("RANK", "0") == "0" or os.environ.get("WORLD_SIZE", "1") == "1":
+    if _first_process():
         print(line, file=sys.stderr)
 
 
