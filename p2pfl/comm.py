@@ -106,10 +106,6 @@ class Comm(ABC):
         processes' shares are contiguous and cover all of them in order."""
 
     @abstractmethod
-    def agree(self, error: BaseException | None) -> None:
-        """Raise, in every process, the error of the first process that had one."""
-
-    @abstractmethod
     def gather_objects(self, value: Any) -> list[Any] | None:
         """Every process's `value` (small, picklable), in process order, in the first process;
         None in the others."""
@@ -223,10 +219,6 @@ class LocalComm(Comm):
 
     def share(self, count: int) -> tuple[int, int]:
         return 0, count
-
-    def agree(self, error: BaseException | None) -> None:
-        if error is not None:
-            raise error
 
     def gather_objects(self, value: Any) -> list[Any] | None:
         return [value]

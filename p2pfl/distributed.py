@@ -177,8 +177,9 @@ class DistComm(LocalComm):
     """`Comm` for a population sharded over the ranks of the default process group.
 
     Parameter blocks are this rank's rows [rows, *shape]; matrices are the full [N, N] operators
-    (every rank builds the same). `cross_bytes` counts the bytes this rank sent to other ranks
-    (mixing rows, and the payload of every collective it joined) since the last `take_bytes`.
+    (every rank builds the same). `gossip_bytes` and `other_bytes` count what this rank sent to
+    other ranks since the last `take_bytes`: mixing rows, and the payload of every collective
+    it joined.
     """
 
     def __init__(self, device: torch.device, dtype: torch.dtype, mixing: str,
@@ -238,9 +239,6 @@ class DistComm(LocalComm):
 
     def share(self, count: int) -> tuple[int, int]:
         return Shard(self.rank, self.world, count).bounds(self.rank)
-
-    def agree(self, error: BaseException | None) -> None:
-        agree(error)
 
     def clients_trainer(self, trainer: Any) -> Any:
         return ShardedTrainer(trainer, self)
