@@ -159,12 +159,15 @@ def expected_mixing_bytes(cfg_path: Path, world: int) -> list[int]:
     return counts
 
 
-def test_push_sum_with_link_drops_on_3_processes_equals_one(tmp_path: Path, quick: None) -> None:
-    """SGP with 20 % of messages lost: the metrics and parameters of 3 processes equal one
-    process's within 1e-12 (float64), the Push-Sum mass is N every round, and the mixing bytes
-    are the rows that cross processes."""
-    cfg = write(tmp_path, dist_toml("sgp", "exponential", 4, extra="link_drop = 0.2"))
+def test_push_sum_with_faults_on_3_processes_equals_one(tmp_path: Path, quick: None) -> None:
+    """SGP with 20 % of messages lost and 30 % of nodes offline (in round 1, both nodes of
+    rank 2): the metrics and parameters of 3 processes equal one process's within 1e-12
+    (float64), the Push-Sum mass is N every round, and the mixing bytes are the rows that cross
+    processes."""
+    cfg = write(tmp_path, dist_toml("sgp", "exponential", 4,
+                                    extra="link_drop = 0.2\nnode_drop = 0.3"))
     reference = single(cfg, tmp_path / "one")
+    assert reference[0]["nodes_trained"] == 3  # nodes 0, 1, 5, 6 offline
     done = nproc("run", str(cfg), "--out", str(tmp_path / "three"), "--quiet", "--nproc", "3")
     assert done.returncode == 0, done.stderr
     assert_same_run(tmp_path / "three", tmp_path / "one")
