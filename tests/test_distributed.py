@@ -162,8 +162,9 @@ def expected_mixing_bytes(cfg_path: Path, world: int) -> list[int]:
 def test_push_sum_with_faults_on_3_processes_equals_one(tmp_path: Path, quick: None) -> None:
     """SGP with 20 % of messages lost and 30 % of nodes offline (in round 1, both nodes of
     rank 2): the metrics and parameters of 3 processes equal one process's within 1e-12
-    (float64), the Push-Sum mass is N every round, and the mixing bytes are the rows that cross
-    processes."""
+    (float64), the Push-Sum mass is N every round, the mixing bytes are the rows that cross
+    processes, and the collective bytes are the round's own collectives (not the checkpoint's
+    gather)."""
     cfg = write(tmp_path, dist_toml("sgp", "exponential", 4,
                                     extra="link_drop = 0.2\nnode_drop = 0.3"))
     reference = single(cfg, tmp_path / "one")
@@ -175,6 +176,12 @@ def test_push_sum_with_faults_on_3_processes_equals_one(tmp_path: Path, quick: N
     assert all(abs(r["ps_weight_sum"] - 7) < 1e-9 for r in records)
     assert len({r["messages"] for r in reference}) > 1  # links were lost
     assert [r["rank_bytes_mixing"] for r in records] == expected_mixing_bytes(cfg, 3)
+    # per rank and round: the average model twice (divergence check, evaluation), the losses
+    # [7] float64, the two divergence records [7] int32, the evaluation's sums (2 + 3 float64,
+    # a float32 minimum) and the accounting all-reduce (2 float64)
+    model = build(load_config(cfg))[0].population.num_params * 8
+    small = 7 * 8 + 2 * 7 * 4 + (2 + 3) * 8 + 4 + 2 * 8
+    assert [r["rank_bytes_collective"] for r in records] == [3 * (2 * model + small)] * 4
 
 
 def test_centralized_on_3_processes_is_bitwise_the_single_process_in_float32(
