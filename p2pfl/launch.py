@@ -5,7 +5,7 @@ Rank 0's output is the command's; the other ranks' standard output is dropped (i
 0's) and their errors are shown. When a rank ends with an error, the others are given
 `GRACE_S` to end on their own (they notice the lost rank at their next exchange), then
 stopped. A Ctrl-C is passed on to every rank, which stop together after the round
-(p2pfl.loop); a second one stops them at once.
+(p2pfl.loop); a second one stops them at once. A SIGTERM or SIGHUP stops every rank at once.
 """
 
 from __future__ import annotations
@@ -45,16 +45,18 @@ def spawn(argv: list[str], nproc: int) -> int:
                               env=rank_env(r, nproc, port), start_new_session=True,
                               stdout=None if r == 0 else subprocess.DEVNULL)
              for r in range(nproc)]
-    interrupts = 0
 
     def forward(signum: int, frame: Any) -> None:
-        nonlocal interrupts
-        interrupts += 1
         for p in procs:
             if p.poll() is None:
                 p.send_signal(signal.SIGINT)
 
-    previous = signal.signal(signal.SIGINT, forward)
+    def stop(signum: int, frame: Any) -> None:
+        raise SystemExit(128 + signum)  # the ranks are stopped below
+
+    # the ranks run in their own sessions: a SIGTERM or SIGHUP to this process must reach them
+    previous = {s: signal.signal(s, h) for s, h in ((signal.SIGINT, forward),
+                                                    (signal.SIGTERM, stop), (signal.SIGHUP, stop))}
     try:
         failed_at = None
         while any(p.poll() is None for p in procs):
@@ -66,7 +68,8 @@ def spawn(argv: list[str], nproc: int) -> int:
                         p.kill()
             time.sleep(POLL_S)
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for s, h in previous.items():
+            signal.signal(s, h)
         for p in procs:
             if p.poll() is None:
                 p.kill()

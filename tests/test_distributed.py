@@ -290,3 +290,27 @@ def test_bad_launches_are_one_line(tmp_path: Path, capsys: Any, args: list[str],
     err = capsys.readouterr().err
     assert message in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "run").exists()
+
+
+def test_a_sigterm_to_the_launcher_stops_every_rank(tmp_path: Path) -> None:
+    """The ranks of --nproc run in their own sessions: a SIGTERM to the launcher (a scheduler,
+    `timeout`) stops them too, rather than leaving them running."""
+    cfg = write(tmp_path, dist_toml("dfedavg", "ring", 10_000))
+    proc = subprocess.Popen([sys.executable, "-m", "p2pfl", "run", str(cfg), "--out",
+                             str(tmp_path / "run"), "--quiet", "--nproc", "2"],
+                            env={**os.environ, "OMP_NUM_THREADS": "1"})
+    ranks: list[int] = []
+    try:
+        deadline = time.monotonic() + TIMEOUT
+        while len(ranks) < 2:
+            assert proc.poll() is None and time.monotonic() < deadline
+            ranks = children(proc.pid)
+            time.sleep(0.05)
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 128 + signal.SIGTERM
+        assert not any(Path(f"/proc/{pid}").exists() for pid in ranks)
+    finally:
+        for pid in ranks:
+            if Path(f"/proc/{pid}").exists():
+                os.kill(pid, signal.SIGKILL)
