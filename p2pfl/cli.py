@@ -8,13 +8,12 @@ import argparse
 import errno
 import importlib
 import json
-import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from analysis import cli as analysis_cli
-from p2pfl.entry import EXIT_INTERRUPTED, interrupted_while_starting
+from p2pfl.entry import EXIT_INTERRUPTED, interrupted_while_starting, prints
 from p2pfl.errors import ConfigError, DivergenceError, PeerLost, RunInterrupted
 
 if TYPE_CHECKING:
@@ -147,7 +146,8 @@ def _execute(cfg: Config, out: str | None, progress: bool, resume: bool) -> int:
             print(f"{label}: final test_acc {history[-1].get('test_acc', float('nan')):.4f}")
     else:
         history = run(cfg, out, progress=progress, resume=resume)
-        print(json.dumps(history[-1], sort_keys=True))
+        if prints():  # every rank of a distributed run has the same history
+            print(json.dumps(history[-1], sort_keys=True))
     return 0
 
 
@@ -250,7 +250,7 @@ def _os_error(err: OSError) -> str:
 def _say(line: str) -> None:
     """Print an error every process of a distributed run has alike once: from rank 0 (another
     rank's own error reaches rank 0 too, p2pfl.distributed.agree)."""
-    if os.environ.get("RANK", "0") == "0" or os.environ.get("WORLD_SIZE", "1") == "1":
+    if prints():
         print(line, file=sys.stderr)
 
 
@@ -287,8 +287,7 @@ def main(argv: list[str] | None = None) -> int:
         _say(f"p2pfl: error: {_os_error(err)}")
         return EXIT_CONFIG
     except KeyboardInterrupt:
-        print("p2pfl: interrupted; what was written is kept (metrics and the last checkpoint)",
-              file=sys.stderr)
+        _say("p2pfl: interrupted; what was written is kept (metrics and the last checkpoint)")
         return EXIT_INTERRUPTED
 
 

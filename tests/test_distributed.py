@@ -292,6 +292,27 @@ def test_bad_launches_are_one_line(tmp_path: Path, capsys: Any, args: list[str],
     assert not (tmp_path / "run").exists()
 
 
+@pytest.mark.parametrize(("rank", "lines"), [("0", 1), ("1", 0)])
+def test_what_every_rank_has_alike_is_printed_once(tmp_path: Path, capsys: Any,
+                                                   monkeypatch: Any, rank: str,
+                                                   lines: int) -> None:
+    """Under torchrun (whose ranks' outputs all reach the terminal) the final record and the
+    line of a second Ctrl-C come from rank 0 alone."""
+    cfg = write(tmp_path, dist_toml("dfedavg", "ring", 2))
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("RANK", rank)
+    monkeypatch.setattr(engine, "run", lambda *args, **kwargs: [{"round": 2}])
+    assert main(["run", str(cfg), "--out", str(tmp_path / "run")]) == 0
+    assert len(capsys.readouterr().out.splitlines()) == lines
+
+    def interrupted(*args: Any, **kwargs: Any) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(engine, "run", interrupted)
+    assert main(["run", str(cfg), "--out", str(tmp_path / "run")]) == 130
+    assert len(capsys.readouterr().err.splitlines()) == lines
+
+
 def test_a_sigterm_to_the_launcher_stops_every_rank(tmp_path: Path) -> None:
     """The ranks of --nproc run in their own sessions: a SIGTERM to the launcher (a scheduler,
     `timeout`) stops them too, rather than leaving them running."""
