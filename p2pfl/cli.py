@@ -8,6 +8,7 @@ import argparse
 import errno
 import importlib
 import json
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -270,6 +271,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         return interrupted_while_starting()
     try:
+        if args.command in ("compare", "study") and int(os.environ.get("WORLD_SIZE", "1")) > 1:
+            raise ConfigError(args.command, "runs in one process (docs/distributed.md): start "
+                              "it without torchrun")
         return commands[args.command](args)
     except ConfigError as err:
         _say(f"p2pfl: error: {err}")

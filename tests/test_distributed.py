@@ -313,6 +313,21 @@ def test_what_every_rank_has_alike_is_printed_once(tmp_path: Path, capsys: Any,
     assert len(capsys.readouterr().err.splitlines()) == lines
 
 
+@pytest.mark.parametrize("command", ["run", "compare"])
+def test_compare_variants_under_torchrun_are_one_line(tmp_path: Path, capsys: Any,
+                                                      monkeypatch: Any, command: str) -> None:
+    """A config with [[compare]] variants runs in one process: under torchrun it is refused
+    before anything is written (not raced by every rank into one directory)."""
+    cfg = write(tmp_path, dist_toml("dfedavg", "ring", 2)
+                + "[[compare]]\nalgorithm.lr = 0.1\n[[compare]]\nalgorithm.lr = 0.2\n")
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("RANK", "0")
+    assert main([command, str(cfg), "--out", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err
+    assert "runs in one process" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "run").exists()
+
+
 def test_a_sigterm_to_the_launcher_stops_every_rank(tmp_path: Path) -> None:
     """The ranks of --nproc run in their own sessions: a SIGTERM to the launcher (a scheduler,
     `timeout`) stops them too, rather than leaving them running."""
