@@ -106,10 +106,6 @@ class Comm(ABC):
         processes' shares are contiguous and cover all of them in order."""
 
     @abstractmethod
-    def agree(self, error: BaseException | None) -> None:
-        """Raise, in every process, the error of the first process that had one."""
-
-    @abstractmethod
     def gather_population(self, population: Population) -> dict[str, torch.Tensor] | None:
         """The state_dict of the whole population in the first process (None elsewhere)."""
 
@@ -222,10 +218,6 @@ class LocalComm(Comm):
 
     def share(self, count: int) -> tuple[int, int]:
         return 0, count
-
-    def agree(self, error: BaseException | None) -> None:
-        if error is not None:
-            raise error
 
     def gather_population(self, population: Population) -> dict[str, torch.Tensor] | None:
         return population.state_dict()

@@ -238,9 +238,6 @@ class DistComm(LocalComm):
     def share(self, count: int) -> tuple[int, int]:
         return Shard(self.rank, self.world, count).bounds(self.rank)
 
-    def agree(self, error: BaseException | None) -> None:
-        agree(error)
-
     def clients_trainer(self, trainer: Any) -> Any:
         return ShardedTrainer(trainer, self)
 
