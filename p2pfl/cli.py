@@ -159,6 +159,9 @@ def _spawn(args: argparse.Namespace, cfg: Config) -> int | None:
         raise ConfigError("--nproc", f"must be at least 1, got {args.nproc}")
     if args.nproc == 1:
         return None
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1:  # never a launch within a launch
+        raise ConfigError("--nproc", "this process is already one of a distributed run's "
+                          "processes (torchrun or --nproc): leave --nproc out")
     if args.nproc > cfg.data.num_nodes:
         raise ConfigError("--nproc", f"{args.nproc} processes for {cfg.data.num_nodes} nodes: "
                           "every process needs at least one node")
@@ -170,14 +173,16 @@ def _spawn(args: argparse.Namespace, cfg: Config) -> int | None:
 
 
 def _without_nproc(argv: list[str]) -> list[str]:
-    """`argv` without its --nproc option."""
+    """`argv` without its --nproc option, however written (argparse takes any unique prefix,
+    such as --npro 3 or --np=3)."""
     out, skip = [], False
     for arg in argv:
+        name = arg.split("=", 1)[0]
         if skip:
             skip = False
-        elif arg == "--nproc":
-            skip = True
-        elif not arg.startswith("--nproc="):
+        elif len(name) > 2 and "--nproc".startswith(name):
+            skip = "=" not in arg
+        else:
             out.append(arg)
     return out
 

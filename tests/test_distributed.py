@@ -350,3 +350,21 @@ def test_a_sigterm_to_the_launcher_stops_every_rank(tmp_path: Path) -> None:
         for pid in ranks:
             if Path(f"/proc/{pid}").exists():
                 os.kill(pid, signal.SIGKILL)
+
+
+def test_nproc_however_abbreviated_is_not_passed_on_and_never_nests(tmp_path: Path,
+                                                                    capsys: Any,
+                                                                    monkeypatch: Any) -> None:
+    """argparse takes --npro 3 for --nproc 3: the ranks must not get it (each would launch 3
+    more, without end), and a process of a distributed launch refuses --nproc."""
+    from p2pfl.cli import _without_nproc
+
+    assert _without_nproc(["run", "c.toml", "--npro", "3", "--quiet", "--np=2", "--nproc",
+                           "2", "--out", "x"]) == ["run", "c.toml", "--quiet", "--out", "x"]
+    cfg = write(tmp_path, dist_toml("dfedavg", "ring", 2))
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("RANK", "0")
+    assert main(["run", str(cfg), "--out", str(tmp_path / "run"), "--npro", "2"]) == 2
+    err = capsys.readouterr().err
+    assert "already one of a distributed run's processes" in err
+    assert len(err.strip().splitlines()) == 1 and not (tmp_path / "run").exists()
