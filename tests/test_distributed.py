@@ -368,3 +368,22 @@ def test_nproc_however_abbreviated_is_not_passed_on_and_never_nests(tmp_path: Pa
     err = capsys.readouterr().err
     assert "already one of a distributed run's processes" in err
     assert len(err.strip().splitlines()) == 1 and not (tmp_path / "run").exists()
+
+
+def test_a_cuda_run_joins_with_a_backend_for_its_cpu_tensors(monkeypatch: Any) -> None:
+    """NCCL carries CUDA tensors only; the startup agreement, the stop flags and the byte
+    counts are CPU tensors, so the process group of a CUDA run needs gloo for those too."""
+    from torch.distributed.distributed_c10d import BackendConfig
+
+    from p2pfl import distributed
+
+    asked: dict[str, str] = {}
+    monkeypatch.delenv("LOCAL_RANK", raising=False)
+    monkeypatch.setattr(torch.cuda, "set_device", lambda device: None)
+    monkeypatch.setattr(distributed.dist, "is_initialized", lambda: False)
+    monkeypatch.setattr(distributed.dist, "init_process_group",
+                        lambda backend, **kwargs: asked.update(backend=backend))
+    monkeypatch.setattr(distributed.atexit, "register", lambda f: None)
+    assert distributed.init(torch.device("cuda")) == torch.device("cuda", 0)
+    assert BackendConfig(asked["backend"]).get_device_backend_map() == {"cpu": "gloo",
+                                                                         "cuda": "nccl"}
