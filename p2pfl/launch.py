@@ -39,7 +39,8 @@ def rank_env(rank: int, world: int, port: int) -> dict[str, str]:
 
 def spawn(argv: list[str], nproc: int) -> int:
     """Run `python -m p2pfl *argv` as `nproc` ranks; the exit status of the run (rank 0's, or
-    the first failed rank's when rank 0 succeeded)."""
+    the first failed rank's when rank 0 succeeded; 128 + N for a rank killed by signal N, as a
+    shell reports it)."""
     port = free_port()
     procs = [subprocess.Popen([sys.executable, "-m", "p2pfl", *argv],
                               env=rank_env(r, nproc, port), start_new_session=True,
@@ -74,5 +75,5 @@ def spawn(argv: list[str], nproc: int) -> int:
             if p.poll() is None:
                 p.kill()
                 p.wait()
-    codes = [p.returncode for p in procs]
+    codes = [c if c >= 0 else 128 - c for c in (p.returncode for p in procs)]  # 137: SIGKILL
     return codes[0] if codes[0] != 0 else next((c for c in codes if c != 0), 0)

@@ -387,3 +387,16 @@ def test_a_cuda_run_joins_with_a_backend_for_its_cpu_tensors(monkeypatch: Any) -
     assert distributed.init(torch.device("cuda")) == torch.device("cuda", 0)
     assert BackendConfig(asked["backend"]).get_device_backend_map() == {"cpu": "gloo",
                                                                          "cuda": "nccl"}
+
+
+def test_a_rank_killed_by_a_signal_is_the_launchers_status_128_plus_it(tmp_path: Path,
+                                                                       monkeypatch: Any) -> None:
+    """Rank 0 killed (SIGKILL: out of memory) ends --nproc with 137, as a shell says, not
+    sys.exit(-9), which the shell reads as 247."""
+    from p2pfl import launch
+
+    victim = tmp_path / "victim"
+    victim.write_text("#!/bin/sh\nkill -9 $$\n")
+    victim.chmod(0o755)
+    monkeypatch.setattr(launch.sys, "executable", str(victim))
+    assert launch.spawn(["run"], 2) == 128 + signal.SIGKILL
