@@ -57,6 +57,8 @@ class Decentralized(Algorithm):
             online, nodes = torch.arange(ctx.num_nodes, device=ctx.device), held
         if len(nodes) == len(held):
             losses = self.train(ctx, params, nodes, t, lr[nodes])
+        elif not len(nodes):  # every node this process holds is offline
+            losses = lr[nodes]
         else:
             rows = ctx.population.rows(nodes)
             losses = self.train(ctx, rows, nodes, t, lr[nodes])

@@ -56,7 +56,8 @@ class RoundEnd:
         return self.algorithm.average_model(self.ctx)
 
     def local_models(self) -> Params:
-        """The nodes' own models: name -> [m, *shape]."""
+        """The nodes' own models: name -> [m, *shape]; in a distributed run, those of this
+        rank's nodes only (docs/distributed.md, "Callbacks of one's own")."""
         return self.algorithm.local_models(self.ctx)
 
 

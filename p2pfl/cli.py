@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from analysis import cli as analysis_cli
-from p2pfl.entry import EXIT_INTERRUPTED, interrupted_while_starting
+from p2pfl.entry import EXIT_INTERRUPTED, interrupted_while_starting, prints
 from p2pfl.errors import ConfigError, DivergenceError, PeerLost, RunInterrupted
 
 if TYPE_CHECKING:
@@ -147,7 +147,7 @@ def _execute(cfg: Config, out: str | None, progress: bool, resume: bool) -> int:
             print(f"{label}: final test_acc {history[-1].get('test_acc', float('nan')):.4f}")
     else:
         history = run(cfg, out, progress=progress, resume=resume)
-        if _first_process():  # every process of a distributed run has the same record
+        if prints():  # every rank of a distributed run has the same history
             print(json.dumps(history[-1], sort_keys=True))
     return 0
 
@@ -159,6 +159,9 @@ def _spawn(args: argparse.Namespace, cfg: Config) -> int | None:
         raise ConfigError("--nproc", f"must be at least 1, got {args.nproc}")
     if args.nproc == 1:
         return None
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1:  # never a launch within a launch
+        raise ConfigError("--nproc", "this process is already one of a distributed run's "
+                          "processes (torchrun or --nproc): leave --nproc out")
     if args.nproc > cfg.data.num_nodes:
         raise ConfigError("--nproc", f"{args.nproc} processes for {cfg.data.num_nodes} nodes: "
                           "every process needs at least one node")
@@ -170,14 +173,16 @@ def _spawn(args: argparse.Namespace, cfg: Config) -> int | None:
 
 
 def _without_nproc(argv: list[str]) -> list[str]:
-    """`argv` without its --nproc option."""
+    """`argv` without its --nproc option, however written (argparse takes any unique prefix,
+    such as --npro 3 or --np=3)."""
     out, skip = [], False
     for arg in argv:
+        name = arg.split("=", 1)[0]
         if skip:
             skip = False
-        elif arg == "--nproc":
-            skip = True
-        elif not arg.startswith("--nproc="):
+        elif len(name) > 2 and "--nproc".startswith(name):
+            skip = "=" not in arg
+        else:
             out.append(arg)
     return out
 
@@ -248,15 +253,10 @@ def _os_error(err: OSError) -> str:
     return line
 
 
-def _first_process() -> bool:
-    """Whether this is the only process, or rank 0 of a distributed run (torchrun's RANK)."""
-    return os.environ.get("RANK", "0") == "0" or os.environ.get("WORLD_SIZE", "1") == "1"
-
-
 def _say(line: str) -> None:
     """Print an error every process of a distributed run has alike once: from rank 0 (another
     rank's own error reaches rank 0 too, p2pfl.distributed.agree)."""
-    if _first_process():
+    if prints():
         print(line, file=sys.stderr)
 
 
@@ -276,6 +276,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         return interrupted_while_starting()
     try:
+        if args.command in ("compare", "study") and int(os.environ.get("WORLD_SIZE", "1")) > 1:
+            raise ConfigError(args.command, "runs in one process (docs/distributed.md): start "
+                              "it without torchrun")
         return commands[args.command](args)
     except ConfigError as err:
         _say(f"p2pfl: error: {err}")
@@ -293,8 +296,7 @@ def main(argv: list[str] | None = None) -> int:
         _say(f"p2pfl: error: {_os_error(err)}")
         return EXIT_CONFIG
     except KeyboardInterrupt:
-        print("p2pfl: interrupted; what was written is kept (metrics and the last checkpoint)",
-              file=sys.stderr)
+        _say("p2pfl: interrupted; what was written is kept (metrics and the last checkpoint)")
         return EXIT_INTERRUPTED
 
 

@@ -103,12 +103,13 @@ def timeout_s() -> float:
 
 def init(device: torch.device) -> torch.device:
     """Join the process group of this launch (gloo on CPU, NCCL on CUDA: one GPU per rank,
-    `LOCAL_RANK`); returns the rank's device."""
+    `LOCAL_RANK`, with gloo for the few CPU tensors: the agreement, the stop and checkpoint
+    flags, the byte counts); returns the rank's device."""
     if device.type == "cuda":
         device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
         torch.cuda.set_device(device)
     if not dist.is_initialized():
-        backend = "nccl" if device.type == "cuda" else "gloo"
+        backend = "cpu:gloo,cuda:nccl" if device.type == "cuda" else "gloo"  # NCCL: CUDA only
         try:
             dist.init_process_group(backend, timeout=timedelta(seconds=timeout_s()))
         except (RuntimeError, ValueError) as err:

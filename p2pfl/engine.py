@@ -100,6 +100,9 @@ def run_compare(cfg: Config, out_dir: str | Path | None = None, progress: bool =
     registered (`algorithms.register`)."""
     if not cfg.compare:
         raise ConfigError("compare", "the config lists no [[compare]] variants")
+    if launched():
+        raise ConfigError("compare", "a config with [[compare]] variants runs in one process "
+                          "(docs/distributed.md): start it without torchrun")
     out = Path(out_dir) if out_dir is not None else default_out_dir(cfg)
     if resume and (out / "config.json").exists():
         check_resumable(read_run_config(out).to_dict(), cfg, 0, out)

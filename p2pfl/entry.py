@@ -3,14 +3,23 @@ torch takes seconds) ends with one line and status 130, as one during a run does
 
 from __future__ import annotations
 
+import os
 import sys
 
 EXIT_INTERRUPTED = 130
 
 
+def prints() -> bool:
+    """Whether this process prints what every process of a distributed run has alike: a single
+    process, or rank 0 of a distributed run."""
+    return os.environ.get("RANK", "0") == "0" or os.environ.get("WORLD_SIZE", "1") == "1"
+
+
 def interrupted_while_starting() -> int:
-    """The line for a Ctrl-C before the command did anything; returns the exit status."""
-    print("p2pfl: interrupted while starting; nothing was written", file=sys.stderr)
+    """The line for a Ctrl-C before the command did anything (once: from rank 0 of a
+    distributed run); returns the exit status."""
+    if prints():
+        print("p2pfl: interrupted while starting; nothing was written", file=sys.stderr)
     return EXIT_INTERRUPTED
 
 

@@ -5,7 +5,7 @@ Rank 0's output is the command's; the other ranks' standard output is dropped (i
 0's) and their errors are shown. When a rank ends with an error, the others are given
 `GRACE_S` to end on their own (they notice the lost rank at their next exchange), then
 stopped. A Ctrl-C is passed on to every rank, which stop together after the round
-(p2pfl.loop); a second one stops them at once.
+(p2pfl.loop); a second one stops them at once. A SIGTERM or SIGHUP stops every rank at once.
 """
 
 from __future__ import annotations
@@ -39,22 +39,25 @@ def rank_env(rank: int, world: int, port: int) -> dict[str, str]:
 
 def spawn(argv: list[str], nproc: int) -> int:
     """Run `python -m p2pfl *argv` as `nproc` ranks; the exit status of the run (rank 0's, or
-    the first failed rank's when rank 0 succeeded)."""
+    the first failed rank's when rank 0 succeeded; 128 + N for a rank killed by signal N, as a
+    shell reports it)."""
     port = free_port()
     procs = [subprocess.Popen([sys.executable, "-m", "p2pfl", *argv],
                               env=rank_env(r, nproc, port), start_new_session=True,
                               stdout=None if r == 0 else subprocess.DEVNULL)
              for r in range(nproc)]
-    interrupts = 0
 
     def forward(signum: int, frame: Any) -> None:
-        nonlocal interrupts
-        interrupts += 1
         for p in procs:
             if p.poll() is None:
                 p.send_signal(signal.SIGINT)
 
-    previous = signal.signal(signal.SIGINT, forward)
+    def stop(signum: int, frame: Any) -> None:
+        raise SystemExit(128 + signum)  # the ranks are stopped below
+
+    # the ranks run in their own sessions: a SIGTERM or SIGHUP to this process must reach them
+    previous = {s: signal.signal(s, h) for s, h in ((signal.SIGINT, forward),
+                                                    (signal.SIGTERM, stop), (signal.SIGHUP, stop))}
     try:
         failed_at = None
         while any(p.poll() is None for p in procs):
@@ -66,10 +69,11 @@ def spawn(argv: list[str], nproc: int) -> int:
                         p.kill()
             time.sleep(POLL_S)
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for s, h in previous.items():
+            signal.signal(s, h)
         for p in procs:
             if p.poll() is None:
                 p.kill()
                 p.wait()
-    codes = [p.returncode for p in procs]
+    codes = [c if c >= 0 else 128 - c for c in (p.returncode for p in procs)]  # 137: SIGKILL
     return codes[0] if codes[0] != 0 else next((c for c in codes if c != 0), 0)

@@ -113,6 +113,7 @@ class Runner:
                                                            self._checkpoint_due())
                     if self.stop_requested or due:
                         self.checkpoint()
+                    self.ctx.comm.take_bytes()  # between rounds (flags, checkpoint): not counted
                     if self.stop_requested and t + 1 < cfg.rounds:
                         raise RunInterrupted(f"stopped after round {t + 1} with a checkpoint",
                                              f"continue with: p2pfl resume {self.out}")
@@ -153,7 +154,9 @@ class Runner:
         self.stopped = call_all(self.callbacks, end, record)
         if ctx.comm.world > 1:  # what crossed processes: mixing rows, collective payloads
             sent = torch.tensor(ctx.comm.take_bytes(), dtype=torch.float64)
+            sent[1] += sent.numel() * sent.element_size()  # this all-reduce's own payload
             mixing, collective = ctx.comm.all_sum(sent).tolist()
+            ctx.comm.take_bytes()  # (counted above)
             record["rank_bytes_mixing"], record["rank_bytes_collective"] = (int(mixing),
                                                                             int(collective))
         unfit = [k for k in EVALUATED if not math.isfinite(record.get(k, 0.0))]

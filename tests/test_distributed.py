@@ -163,12 +163,16 @@ def expected_mixing_bytes(cfg_path: Path, world: int) -> list[int]:
     return counts
 
 
-def test_push_sum_with_link_drops_on_3_processes_equals_one(tmp_path: Path, quick: None) -> None:
-    """SGP with 20 % of messages lost: the metrics and parameters of 3 processes equal one
-    process's within 1e-12 (float64), the Push-Sum mass is N every round, and the mixing bytes
-    are the rows that cross processes."""
-    cfg = write(tmp_path, dist_toml("sgp", "exponential", 4, extra="link_drop = 0.2"))
+def test_push_sum_with_faults_on_3_processes_equals_one(tmp_path: Path, quick: None) -> None:
+    """SGP with 20 % of messages lost and 30 % of nodes offline (in round 1, both nodes of
+    rank 2): the metrics and parameters of 3 processes equal one process's within 1e-12
+    (float64), the Push-Sum mass is N every round, the mixing bytes are the rows that cross
+    processes, and the collective bytes are the round's own collectives (not the checkpoint's
+    gather)."""
+    cfg = write(tmp_path, dist_toml("sgp", "exponential", 4,
+                                    extra="link_drop = 0.2\nnode_drop = 0.3"))
     reference = single(cfg, tmp_path / "one")
+    assert reference[0]["nodes_trained"] == 3  # nodes 0, 1, 5, 6 offline
     done = nproc("run", str(cfg), "--out", str(tmp_path / "three"), "--quiet", "--nproc", "3")
     assert done.returncode == 0, done.stderr
     assert_same_run(tmp_path / "three", tmp_path / "one")
@@ -176,6 +180,12 @@ def test_push_sum_with_link_drops_on_3_processes_equals_one(tmp_path: Path, quic
     assert all(abs(r["ps_weight_sum"] - 7) < 1e-9 for r in records)
     assert len({r["messages"] for r in reference}) > 1  # links were lost
     assert [r["rank_bytes_mixing"] for r in records] == expected_mixing_bytes(cfg, 3)
+    # per rank and round: the average model twice (divergence check, evaluation), the losses
+    # [7] float64, the two divergence records [7] int32, the evaluation's sums (2 + 3 float64,
+    # a float32 minimum) and the accounting all-reduce (2 float64)
+    model = build(load_config(cfg))[0].population.num_params * 8
+    small = 7 * 8 + 2 * 7 * 4 + (2 + 3) * 8 + 4 + 2 * 8
+    assert [r["rank_bytes_collective"] for r in records] == [3 * (2 * model + small)] * 4
 
 
 def test_sharded_checkpoints_resume_in_one_process_and_refuse_a_changed_shard(
@@ -306,3 +316,113 @@ def test_bad_launches_are_one_line(tmp_path: Path, capsys: Any, args: list[str],
     err = capsys.readouterr().err
     assert message in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize(("rank", "lines"), [("0", 1), ("1", 0)])
+def test_what_every_rank_has_alike_is_printed_once(tmp_path: Path, capsys: Any,
+                                                   monkeypatch: Any, rank: str,
+                                                   lines: int) -> None:
+    """Under torchrun (whose ranks' outputs all reach the terminal) the final record and the
+    line of a second Ctrl-C come from rank 0 alone."""
+    cfg = write(tmp_path, dist_toml("dfedavg", "ring", 2))
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("RANK", rank)
+    monkeypatch.setattr(engine, "run", lambda *args, **kwargs: [{"round": 2}])
+    assert main(["run", str(cfg), "--out", str(tmp_path / "run")]) == 0
+    assert len(capsys.readouterr().out.splitlines()) == lines
+
+    def interrupted(*args: Any, **kwargs: Any) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(engine, "run", interrupted)
+    assert main(["run", str(cfg), "--out", str(tmp_path / "run")]) == 130
+    assert len(capsys.readouterr().err.splitlines()) == lines
+
+
+@pytest.mark.parametrize("command", ["run", "compare"])
+def test_compare_variants_under_torchrun_are_one_line(tmp_path: Path, capsys: Any,
+                                                      monkeypatch: Any, command: str) -> None:
+    """A config with [[compare]] variants runs in one process: under torchrun it is refused
+    before anything is written (not raced by every rank into one directory)."""
+    cfg = write(tmp_path, dist_toml("dfedavg", "ring", 2)
+                + "[[compare]]\nalgorithm.lr = 0.1\n[[compare]]\nalgorithm.lr = 0.2\n")
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("RANK", "0")
+    assert main([command, str(cfg), "--out", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err
+    assert "runs in one process" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_sigterm_to_the_launcher_stops_every_rank(tmp_path: Path) -> None:
+    """The ranks of --nproc run in their own sessions: a SIGTERM to the launcher (a scheduler,
+    `timeout`) stops them too, rather than leaving them running."""
+    cfg = write(tmp_path, dist_toml("dfedavg", "ring", 10_000))
+    proc = subprocess.Popen([sys.executable, "-m", "p2pfl", "run", str(cfg), "--out",
+                             str(tmp_path / "run"), "--quiet", "--nproc", "2"],
+                            env={**os.environ, "OMP_NUM_THREADS": "1"})
+    ranks: list[int] = []
+    try:
+        deadline = time.monotonic() + TIMEOUT
+        while len(ranks) < 2:
+            assert proc.poll() is None and time.monotonic() < deadline
+            ranks = children(proc.pid)
+            time.sleep(0.05)
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 128 + signal.SIGTERM
+        assert not any(Path(f"/proc/{pid}").exists() for pid in ranks)
+    finally:
+        for pid in ranks:
+            if Path(f"/proc/{pid}").exists():
+                os.kill(pid, signal.SIGKILL)
+
+
+def test_nproc_however_abbreviated_is_not_passed_on_and_never_nests(tmp_path: Path,
+                                                                    capsys: Any,
+                                                                    monkeypatch: Any) -> None:
+    """argparse takes --npro 3 for --nproc 3: the ranks must not get it (each would launch 3
+    more, without end), and a process of a distributed launch refuses --nproc."""
+    from p2pfl.cli import _without_nproc
+
+    assert _without_nproc(["run", "c.toml", "--npro", "3", "--quiet", "--np=2", "--nproc",
+                           "2", "--out", "x"]) == ["run", "c.toml", "--quiet", "--out", "x"]
+    cfg = write(tmp_path, dist_toml("dfedavg", "ring", 2))
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("RANK", "0")
+    assert main(["run", str(cfg), "--out", str(tmp_path / "run"), "--npro", "2"]) == 2
+    err = capsys.readouterr().err
+    assert "already one of a distributed run's processes" in err
+    assert len(err.strip().splitlines()) == 1 and not (tmp_path / "run").exists()
+
+
+def test_a_cuda_run_joins_with_a_backend_for_its_cpu_tensors(monkeypatch: Any) -> None:
+    """NCCL carries CUDA tensors only; the startup agreement, the stop flags and the byte
+    counts are CPU tensors, so the process group of a CUDA run needs gloo for those too."""
+    from torch.distributed.distributed_c10d import BackendConfig
+
+    from p2pfl import distributed
+
+    asked: dict[str, str] = {}
+    monkeypatch.delenv("LOCAL_RANK", raising=False)
+    monkeypatch.setattr(torch.cuda, "set_device", lambda device: None)
+    monkeypatch.setattr(distributed.dist, "is_initialized", lambda: False)
+    monkeypatch.setattr(distributed.dist, "init_process_group",
+                        lambda backend, **kwargs: asked.update(backend=backend))
+    monkeypatch.setattr(distributed.atexit, "register", lambda f: None)
+    assert distributed.init(torch.device("cuda")) == torch.device("cuda", 0)
+    assert BackendConfig(asked["backend"]).get_device_backend_map() == {"cpu": "gloo",
+                                                                         "cuda": "nccl"}
+
+
+def test_a_rank_killed_by_a_signal_is_the_launchers_status_128_plus_it(tmp_path: Path,
+                                                                       monkeypatch: Any) -> None:
+    """Rank 0 killed (SIGKILL: out of memory) ends --nproc with 137, as a shell says, not
+    sys.exit(-9), which the shell reads as 247."""
+    from p2pfl import launch
+
+    victim = tmp_path / "victim"
+    victim.write_text("#!/bin/sh\nkill -9 $$\n")
+    victim.chmod(0o755)
+    monkeypatch.setattr(launch.sys, "executable", str(victim))
+    assert launch.spawn(["run"], 2) == 128 + signal.SIGKILL
