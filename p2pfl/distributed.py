@@ -74,11 +74,6 @@ class Shard:
     def rows(self) -> int:
         return self.hi - self.lo
 
-    def owner(self, nodes: np.ndarray) -> np.ndarray:
-        """The rank that owns each node id (int64 [m])."""
-        starts = np.array([self.bounds(r)[0] for r in range(self.world)])
-        return np.searchsorted(starts, nodes, side="right") - 1
-
     def mine(self, nodes: torch.Tensor) -> torch.Tensor:
         """bool [m]: which of `nodes` (ids) this rank owns."""
         return (nodes >= self.lo) & (nodes < self.hi)
@@ -116,6 +111,18 @@ def init(device: torch.device) -> torch.device:
             raise PeerLost(f"could not join the other ranks: {_first_line(err)}") from None
         atexit.register(_leave)
     return device
+
+
+def rank0_value(value: Any) -> Any:
+    """Rank 0's `value` (picklable) on every rank: a choice one rank makes for all (a default
+    run directory named from rank 0's clock)."""
+    box = [value]
+    try:
+        dist.broadcast_object_list(box, src=0)
+    except (RuntimeError, ValueError) as err:
+        raise PeerLost(f"rank {dist.get_rank()} lost another rank while starting: "
+                       f"{_first_line(err)}") from None
+    return box[0]
 
 
 def _leave() -> None:

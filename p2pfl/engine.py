@@ -23,7 +23,7 @@ from p2pfl.config import (
     variant_overrides,
     with_overrides,
 )
-from p2pfl.distributed import agreed, init, launched
+from p2pfl.distributed import agreed, init, launched, rank0_value
 from p2pfl.loop import DivergenceError, RunInterrupted, Runner
 from p2pfl.objects import resolve
 from p2pfl.objects.inputs import INPUTS_RECORD, check_inputs, describe_inputs, with_absolute_paths
@@ -65,6 +65,8 @@ def run(cfg: Config, out_dir: str | Path | None = None, progress: bool = False,
     out = Path(out_dir) if out_dir is not None else default_out_dir(cfg)
     if launched():  # one of the processes of `torchrun` or `--nproc` (p2pfl.distributed)
         init(resolve_device(cfg.device))
+        if out_dir is None:  # named from the clock: rank 0's name for all
+            out = rank0_value(out)
     with ExitStack() as stack:
         with agreed():  # a distributed run: any process's error stops all before round 1
             cfg, parts = resolve(with_absolute_paths(cfg), out, resume, topology, model, data,
