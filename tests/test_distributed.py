@@ -264,10 +264,12 @@ run(load_config(sys.argv[1]), sys.argv[2], topology=graph)
 """
 
 
-def test_python_topology_under_torchrun(tmp_path: Path, quick: None) -> None:
+def test_python_topology_under_torchrun_in_float32(tmp_path: Path, quick: None) -> None:
     """A script that hands the engine a networkx graph, launched as users launch it
-    (torchrun, 2 processes), equals the same script's run in one process."""
-    cfg = write(tmp_path, dist_toml("dfedavg", "ring", 3))
+    (torchrun, 2 processes), in float32: the mixing adds the same terms in another order, so
+    the run equals one process's to float32 rounding (parameters within 1e-5 after 3 rounds,
+    losses within 1e-4 relative, accuracies within one test sample of 100)."""
+    cfg = write(tmp_path, dist_toml("dfedavg", "ring", 3, dtype="float32"))
     script = tmp_path / "script.py"
     script.write_text(SCRIPT)
     graph = nx.cycle_graph(7)
@@ -275,8 +277,20 @@ def test_python_topology_under_torchrun(tmp_path: Path, quick: None) -> None:
     single(cfg, tmp_path / "one", topology=graph)
     done = torchrun(script, str(cfg), str(tmp_path / "two"))
     assert done.returncode == 0, done.stderr
-    assert_same_run(tmp_path / "two", tmp_path / "one")
     assert json.loads((tmp_path / "two" / "config.json").read_text())["topology"]
+    ours, reference = read_metrics(tmp_path / "two" / METRICS), read_metrics(
+        tmp_path / "one" / METRICS)
+    for x, y in zip(ours, reference, strict=True):
+        for key in set(y) - set(TIME_KEYS):
+            if key.startswith("test_acc"):
+                assert abs(x[key] - y[key]) <= 0.0101, key
+            else:
+                assert x[key] == pytest.approx(y[key], rel=1e-4, abs=1e-6), key
+    final = torch.load(tmp_path / "two" / "final.pt", weights_only=True)
+    widths = [v.numel() for v in final["average_model"].values()]
+    pa = read_population(tmp_path / "two", final["population"], widths)["flat"]
+    pb = torch.load(tmp_path / "one" / "final.pt", weights_only=True)["population"]["flat"]
+    assert (pa - pb).abs().max().item() <= 1e-5
 
 
 def torchrun(script: Path, *args: str) -> subprocess.CompletedProcess:
