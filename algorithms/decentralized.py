@@ -58,7 +58,7 @@ class Decentralized(Algorithm):
         if len(nodes) == len(held):
             losses = self.train(ctx, params, nodes, t, lr[nodes])
         elif not len(nodes):  # every node this process holds is offline
-            losses = lr[nodes]
+            losses = lr.new_zeros(0)
         else:
             rows = ctx.population.rows(nodes)
             losses = self.train(ctx, rows, nodes, t, lr[nodes])

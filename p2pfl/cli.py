@@ -8,13 +8,12 @@ import argparse
 import errno
 import importlib
 import json
-import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from analysis import cli as analysis_cli
-from p2pfl.entry import EXIT_INTERRUPTED, interrupted_while_starting, prints
+from p2pfl.entry import EXIT_INTERRUPTED, interrupted_while_starting, launched, prints
 from p2pfl.errors import ConfigError, DivergenceError, PeerLost, RunInterrupted
 
 if TYPE_CHECKING:
@@ -159,7 +158,7 @@ def _spawn(args: argparse.Namespace, cfg: Config) -> int | None:
         raise ConfigError("--nproc", f"must be at least 1, got {args.nproc}")
     if args.nproc == 1:
         return None
-    if int(os.environ.get("WORLD_SIZE", "1")) > 1:  # never a launch within a launch
+    if launched():  # never a launch within a launch
         raise ConfigError("--nproc", "this process is already one of a distributed run's "
                           "processes (torchrun or --nproc): leave --nproc out")
     if args.nproc > cfg.data.num_nodes:
@@ -276,7 +275,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         return interrupted_while_starting()
     try:
-        if args.command in ("compare", "study") and int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        if args.command in ("compare", "study") and launched():
             raise ConfigError(args.command, "runs in one process (docs/distributed.md): start "
                               "it without torchrun")
         return commands[args.command](args)

@@ -79,11 +79,6 @@ class Shard:
         return (nodes >= self.lo) & (nodes < self.hi)
 
 
-def launched() -> bool:
-    """Whether this process is one of several started by torchrun (or `--nproc`)."""
-    return int(os.environ.get("WORLD_SIZE", "1")) > 1
-
-
 def timeout_s() -> float:
     """How long a collective waits for a rank that does not answer ($P2PFL_TIMEOUT_S)."""
     value = os.environ.get(TIMEOUT_ENV, str(DEFAULT_TIMEOUT_S))

@@ -23,7 +23,8 @@ from p2pfl.config import (
     variant_overrides,
     with_overrides,
 )
-from p2pfl.distributed import agreed, init, launched, rank0_value
+from p2pfl.distributed import agreed, init, rank0_value
+from p2pfl.entry import launched
 from p2pfl.loop import DivergenceError, RunInterrupted, Runner
 from p2pfl.objects import resolve
 from p2pfl.objects.inputs import INPUTS_RECORD, check_inputs, describe_inputs, with_absolute_paths

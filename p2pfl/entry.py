@@ -9,10 +9,15 @@ import sys
 EXIT_INTERRUPTED = 130
 
 
+def launched() -> bool:
+    """Whether this process is one of several started by torchrun (or `--nproc`)."""
+    return int(os.environ.get("WORLD_SIZE", "1")) > 1
+
+
 def prints() -> bool:
     """Whether this process prints what every process of a distributed run has alike: a single
     process, or rank 0 of a distributed run."""
-    return os.environ.get("RANK", "0") == "0" or os.environ.get("WORLD_SIZE", "1") == "1"
+    return not launched() or os.environ.get("RANK", "0") == "0"
 
 
 def interrupted_while_starting() -> int:

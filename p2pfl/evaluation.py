@@ -50,20 +50,18 @@ class Evaluation(Callback):
         correct, loss_sum = evaluate_sums(
             ctx.forward, {k: v.unsqueeze(0) for k, v in average.items()},
             ctx.data.x_test[part], ctx.data.y_test[part], size, 1)
-        totals = ctx.comm.all_sum(torch.cat([correct.double(), loss_sum]))
-        acc, loss = totals[0].float() / n_test, totals[1] / n_test
         local = end.local_models()
         local_acc, _ = evaluate(ctx.forward, local, *self.local_eval, ev.batch_size, chunk)
-        # sums over the nodes of every process (one process: these nodes), then the means
-        sums = torch.stack([local_acc.double().sum(),
-                            torch.tensor(float(len(local_acc)), dtype=torch.float64,
-                                         device=local_acc.device),
-                            squared_distance(local, average)])
-        count = ctx.comm.all_sum(sums)[1]
+        # sums over the processes' shares (one process: all of it), then the means
+        sums = ctx.comm.all_sum(torch.cat([
+            correct.double(), loss_sum, local_acc.double().sum().view(1),
+            loss_sum.new_tensor([float(len(local_acc))]),
+            squared_distance(local, average).view(1)]))
+        acc, loss, count = sums[0].float() / n_test, sums[1] / n_test, sums[3]
         lowest = ctx.comm.all_min(local_acc.min() if len(local_acc) else
                                   local_acc.new_tensor(torch.inf))
         return {"test_acc": acc.item(), "test_loss": loss.item(),
-                "test_acc_local_mean": (sums[0] / count).item(),
+                "test_acc_local_mean": (sums[2] / count).item(),
                 "test_acc_local_min": lowest.item(),
-                "consensus_dist": (sums[2] / count).item(),
+                "consensus_dist": (sums[4] / count).item(),
                 "eval_s": time.perf_counter() - start}
