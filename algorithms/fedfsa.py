@@ -103,8 +103,10 @@ class FedFSA(FedCM):
         self.data.node_indices = shuffled[:, :n - n_test].contiguous()
         self.personal_test = shuffled[:, n - n_test:].contiguous()  # [N, n_test] sample indices
         self.trainer = ctx.comm.clients_trainer(ctx.guard.install(
-            VectorizedTrainer(ctx.forward, self.data, ctx.trainer.chunk_size)))
-        self.tuner = VectorizedTrainer(ctx.forward, self.data, ctx.trainer.chunk_size)
+            VectorizedTrainer(ctx.forward, self.data, ctx.trainer.chunk_size,
+                              gradients=ctx.trainer.gradients)))
+        self.tuner = VectorizedTrainer(ctx.forward, self.data, ctx.trainer.chunk_size,
+                                       gradients=ctx.trainer.gradients)
         self.selected = torch.zeros(ctx.num_nodes, len(self.server), dtype=torch.bool,
                                     device=ctx.device)
         last = list(self.server)[-1].rsplit(".", 1)[0]

@@ -27,6 +27,7 @@ from p2pfl.data import (
 )
 from p2pfl.distributed import DistComm
 from p2pfl.federated import FederatedData
+from p2pfl.gradients import local_gradients
 from p2pfl.guard import Guard
 from p2pfl.local import VectorizedTrainer
 from p2pfl.memory import check_fits, plan_chunks
@@ -230,7 +231,8 @@ def build(cfg: Config, dataset: Dataset | None = None, parts: Parts | None = Non
             chunks = (plan.train, plan.eval)
         if cfg.engine.compile:
             forward = torch.compile(forward)
-        trainer = VectorizedTrainer(forward, data, *chunks)
+        gradients = local_gradients(model, forward, hand_written=not (bf16 or cfg.engine.compile))
+        trainer = VectorizedTrainer(forward, data, *chunks, gradients=gradients)
     guard = Guard(cfg.data.num_nodes, device)
     ctx = RunContext(cfg, device, dtype, data, population, forward, guard.install(trainer),
                      comm, schedule, guard,

@@ -9,12 +9,14 @@ step for all nodes of a chunk.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
 
 import torch
 import torch.nn.functional as F
 
 from p2pfl.federated import BatchPlan, FederatedData
+from p2pfl.gradients import AutogradGradients, Gradients
 from p2pfl.models import StackedForward
 from p2pfl.population import Params, per_node_sq_norm, row_scale
 
@@ -38,50 +40,39 @@ class LocalSolver:
     clip_norm: float = 0.0
 
 
-def node_losses(forward: StackedForward, params: Params, x: torch.Tensor,
-                y: torch.Tensor) -> torch.Tensor:
-    """Mean cross-entropy of each node on its own minibatch: [c] (x [c, B, ...], y [c, B])."""
-    logits = forward(params, x)
-    losses = F.cross_entropy(logits.flatten(0, 1), y.flatten(), reduction="none")
-    return losses.view(y.shape).mean(dim=1)
+Scratch = Callable[[str, Params], Params]  # (purpose, like) -> reused buffers shaped like `like`
 
 
-def stacked_grads(forward: StackedForward, params: Params, x: torch.Tensor,
-                  y: torch.Tensor) -> tuple[Params, torch.Tensor]:
-    """Per-node gradients of each node's mean loss, and the losses [c].
+def descent_direction(gradients: Gradients, params: Params, x: torch.Tensor, y: torch.Tensor,
+                      solver: LocalSolver, scratch: Scratch) -> tuple[Params, torch.Tensor]:
+    """The (SAM) gradient at `params` on one minibatch, clipped per node; and the losses at x.
 
-    The nodes are independent, so the gradient of the sum of their losses with respect to the
-    stacked parameters is, row by row, each node's own gradient.
+    The SAM gradient is taken at x + e written into a scratch copy, so x itself is never moved
+    and restored. The direction may be a scratch buffer: it is valid until the next call.
     """
-    leaves = {k: v.detach().requires_grad_() for k, v in params.items()}
-    losses = node_losses(forward, leaves, x, y)
-    grads = torch.autograd.grad(losses.sum(), list(leaves.values()))
-    return dict(zip(leaves, grads)), losses.detach()
+    def into(purpose: str) -> Params | None:
+        return scratch(purpose, params) if gradients.fills_buffers else None
 
-
-def descent_direction(forward: StackedForward, params: Params, x: torch.Tensor, y: torch.Tensor,
-                      solver: LocalSolver) -> tuple[Params, torch.Tensor]:
-    """The (SAM) gradient at `params` on one minibatch, clipped per node; and the losses at x."""
-    grads, losses = stacked_grads(forward, params, x, y)
+    grads, losses = gradients(params, x, y, into("gradient"))
     if solver.rho > 0:
         norm = per_node_sq_norm(grads).sqrt()
         scale = solver.rho / (norm + SAM_EPS)
-        perturb = {k: g * row_scale(scale, g) for k, g in grads.items()}
-        for k, e in perturb.items():
-            params[k].add_(e)
-        grads, _ = stacked_grads(forward, params, x, y)
-        for k, e in perturb.items():
-            params[k].sub_(e)
+        ascended = scratch("ascended", params)
+        for k, g in grads.items():
+            torch.addcmul(params[k], g, row_scale(scale, g), out=ascended[k])
+        grads, _ = gradients(ascended, x, y, into("sam_gradient"))
     if solver.clip_norm > 0:
         norm = per_node_sq_norm(grads).sqrt()
         coef = (solver.clip_norm / (norm + CLIP_EPS)).clamp(max=1.0)
-        grads = {k: g * row_scale(coef, g) for k, g in grads.items()}
+        for g in grads.values():
+            g.mul_(row_scale(coef, g))
     return grads, losses
 
 
 def apply_step(params: Params, direction: Params, buffers: Params | None, lr: torch.Tensor,
                solver: LocalSolver, first: bool = False) -> None:
-    """x -= lr * (momentum buffer of d + wd * x), in place; `lr` is per node [c].
+    """x -= lr * (momentum buffer of d + wd * x), in place; `lr` is per node [c]. `direction`
+    is consumed (weight decay is added to it in place).
 
     Two passes over memory per tensor (the step is memory-bound): b <- d + momentum * b, then
     x <- x - lr * b. `first`: the buffers hold garbage and are overwritten (the momentum buffer
@@ -90,7 +81,7 @@ def apply_step(params: Params, direction: Params, buffers: Params | None, lr: to
     for k, d in direction.items():
         x = params[k]
         if solver.weight_decay > 0:
-            d = d.add(x, alpha=solver.weight_decay)
+            d = d.add_(x, alpha=solver.weight_decay)
         if buffers is not None:
             b = buffers[k]
             d = b.copy_(d) if first else torch.add(d, b, alpha=solver.momentum, out=b)
@@ -250,27 +241,31 @@ def corrected_direction(forward: StackedForward, params: Params, x: torch.Tensor
 class VectorizedTrainer:
     """Runs the local phase of many nodes as batched tensor operations, `chunk_size` nodes at a
     time (each chunk runs all K steps; nodes are independent, so chunking does not change results).
-    Evaluation of the nodes' models goes `eval_chunk_size` nodes at a time (p2pfl.memory).
+    `gradients` (p2pfl.gradients; default autograd through `forward`) gives the plain local
+    step's gradients; `LocalTerms` steps take autograd through `forward`. Evaluation of the
+    nodes' models goes `eval_chunk_size` nodes at a time (p2pfl.memory).
     """
 
     def __init__(self, forward: StackedForward, data: FederatedData, chunk_size: int,
-                 eval_chunk_size: int | None = None) -> None:
+                 eval_chunk_size: int | None = None, gradients: Gradients | None = None) -> None:
         self.forward = forward
         self.data = data
         self.chunk_size = chunk_size
         self.eval_chunk_size = eval_chunk_size or chunk_size
-        self._buffers: Params = {}  # momentum buffers, reused: fresh ones page-fault every chunk
+        self.gradients = gradients or AutogradGradients(forward)
+        self._buffers: dict[tuple[str, str], torch.Tensor] = {}  # fresh ones page-fault
 
-    def momentum_buffers(self, chunk: Params) -> Params:
-        """Scratch momentum buffers shaped like `chunk` (contents undefined)."""
-        rows = next(iter(chunk.values())).shape[0]
-        for k, v in chunk.items():
-            held = self._buffers.get(k)
+    def scratch(self, purpose: str, like: Params) -> Params:
+        """Buffers shaped like `like` [rows, ...] (contents undefined), reused from chunk to
+        chunk for one `purpose`."""
+        rows = next(iter(like.values())).shape[0]
+        for k, v in like.items():
+            held = self._buffers.get((purpose, k))
             if (held is None or held.shape[0] < rows or held.shape[1:] != v.shape[1:]
                     or held.dtype != v.dtype or held.device != v.device):
-                self._buffers[k] = torch.empty((max(rows, self.chunk_size), *v.shape[1:]),
-                                               dtype=v.dtype, device=v.device)
-        return {k: self._buffers[k][:rows] for k in chunk}
+                self._buffers[purpose, k] = torch.empty((max(rows, self.chunk_size), *v.shape[1:]),
+                                                        dtype=v.dtype, device=v.device)
+        return {k: self._buffers[purpose, k][:rows] for k in like}
 
     def train(self, params: Params, nodes: torch.Tensor, plan: BatchPlan, solver: LocalSolver,
               lr: torch.Tensor, terms: LocalTerms | None = None) -> torch.Tensor:
@@ -285,11 +280,12 @@ class VectorizedTrainer:
             rows = slice(start, min(start + self.chunk_size, m))
             chunk = {k: v[rows] for k, v in params.items()}
             chunk_terms = terms.rows(rows) if terms is not None else None
-            buffers = self.momentum_buffers(chunk) if solver.momentum > 0 else None
+            buffers = self.scratch("momentum", chunk) if solver.momentum > 0 else None
             for step in range(plan.steps):
                 x, y = self.data.batch(plan, step, nodes[rows])
                 if chunk_terms is None:
-                    direction, losses = descent_direction(self.forward, chunk, x, y, solver)
+                    direction, losses = descent_direction(self.gradients, chunk, x, y, solver,
+                                                          self.scratch)
                 else:
                     direction, losses = corrected_direction(self.forward, chunk, x, y, solver,
                                                             chunk_terms)

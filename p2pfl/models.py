@@ -7,7 +7,8 @@ losses yields every node's gradient at once.
 
 - `mlp` and `cnn` carry a hand-written `batched_forward` (baddbmm for linear layers; per-node
   convolutions on CPU, one grouped convolution elsewhere). Forward+backward, c=10, B=32, 2-core
-  CPU: mlp ~1.25x, cnn ~2.7-3x faster than `torch.func.vmap`.
+  CPU: mlp ~1.25x, cnn ~2.7-3x faster than `torch.func.vmap`. `mlp` also carries a hand-written
+  backward, `batched_gradients` (p2pfl.gradients), which the local phase uses in float32/64.
 - Any other `nn.Module` (including `resnet18_gn`) goes through `torch.func`: `vmap` over
   `functional_call`, except convolutional models on CPU, which call the module node by node
   (grouped convolutions are slow on CPU). BatchNorm with running statistics is rejected: its
@@ -25,6 +26,8 @@ from torch import nn
 from torch.func import functional_call, vmap
 from torch.nn.modules.batchnorm import _NormBase
 from torch.nn.modules.conv import _ConvNd
+
+from p2pfl.gradients import linear_relu_chain
 
 MODELS = ("mlp", "cnn", "resnet18_gn")
 
@@ -122,6 +125,12 @@ class MLP(nn.Module):
         h = F.relu(_stacked_linear(h, params["fc1.weight"], params["fc1.bias"]))
         h = F.relu(_stacked_linear(h, params["fc2.weight"], params["fc2.bias"]))
         return _stacked_linear(h, params["fc3.weight"], params["fc3.bias"])
+
+    def batched_gradients(self, params: Params, x: torch.Tensor, y: torch.Tensor,
+                          out: Params | None = None) -> tuple[Params, torch.Tensor]:
+        """Each node's gradient of its mean cross-entropy on (x [c, B, ...], y [c, B]) by a
+        hand-written backward, into `out` when given; and the losses [c]."""
+        return linear_relu_chain(params, x, y, ("fc1", "fc2", "fc3"), out)
 
 
 class CNN(nn.Module):

@@ -1,0 +1,122 @@
+"""The local phase's gradients: the mlp's hand-written backward against a hand computation and
+against autograd, the trainer on both, and which one a run uses."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from torch import nn
+
+from p2pfl import engine
+from p2pfl.engine import build
+from p2pfl.gradients import AutogradGradients, HandWrittenGradients, linear_relu_chain
+from p2pfl.local import LocalSolver
+from p2pfl.models import MLP
+from p2pfl.results import METRICS, read_metrics
+from tests.conftest import skip_plots, small_config
+
+
+def _stacked(model: nn.Module, c: int, spread: float, seed: int = 0) -> dict[str, torch.Tensor]:
+    """c perturbed float64 copies of the model's parameters: name -> [c, *shape]."""
+    gen = torch.Generator().manual_seed(seed)
+    return {k: v.detach().double().expand(c, *v.shape)
+            + spread * torch.randn(c, *v.shape, generator=gen, dtype=torch.float64)
+            for k, v in model.named_parameters()}
+
+
+def test_one_linear_layer_by_hand():
+    """W = 0, b = 0: softmax is uniform, so for x = (1, 2), y = 0 the logits' gradient is
+    (0.5 - 1, 0.5), dW = that outer x, db = that, and the loss is ln 2."""
+    params = {"fc.weight": torch.zeros(1, 2, 2, dtype=torch.float64),
+              "fc.bias": torch.zeros(1, 2, dtype=torch.float64)}
+    x = torch.tensor([[[1.0, 2.0]]], dtype=torch.float64)
+    grads, losses = linear_relu_chain(params, x, torch.tensor([[0]]), ("fc",))
+    assert losses.tolist() == pytest.approx([math.log(2)], abs=1e-15)
+    assert grads["fc.weight"][0].tolist() == [[-0.5, -1.0], [0.5, 1.0]]
+    assert grads["fc.bias"][0].tolist() == [-0.5, 0.5]
+
+
+@pytest.mark.parametrize("buffers", [False, True])
+def test_mlp_backward_equals_autograd(buffers):
+    """Per node, on inputs where about half of the ReLUs are cut; with buffers the gradients
+    are written into them."""
+    torch.manual_seed(1)
+    model = MLP(12, 5).double()
+    params = _stacked(model, 3, 0.3)
+    x = torch.randn(3, 7, 3, 4, dtype=torch.float64)
+    y = torch.randint(0, 5, (3, 7))
+    want, want_losses = AutogradGradients(model.batched_forward)(params, x, y)
+    out = {k: torch.full_like(v, math.nan) for k, v in params.items()} if buffers else None
+    got, losses = HandWrittenGradients(model.batched_gradients)(params, x, y, out)
+    for k in params:
+        torch.testing.assert_close(got[k], want[k], rtol=0, atol=1e-14)
+        if buffers:
+            assert got[k].data_ptr() == out[k].data_ptr()
+    torch.testing.assert_close(losses, want_losses, rtol=0, atol=1e-15)
+    hidden = torch.relu(x.flatten(2) @ params["fc1.weight"].transpose(1, 2)
+                        + params["fc1.bias"].unsqueeze(1))
+    assert 0.2 < (hidden == 0).double().mean() < 0.8  # the ReLU masks matter
+
+
+@pytest.mark.parametrize("solver", [
+    LocalSolver(momentum=0.9, weight_decay=1e-3),
+    LocalSolver(rho=0.05, momentum=0.5, clip_norm=0.5),
+])
+def test_the_trainer_on_hand_written_and_autograd_gradients(solver):
+    """Two rounds of the same local phase, float64: equal to rounding."""
+    ctx, algorithm = build(small_config())
+    plan = ctx.data.plan(0, 0, 16, 0, local_steps=3)
+    lr = torch.full((6,), 0.1, dtype=torch.float64)
+    trained = []
+    for gradients in (ctx.trainer.gradients, AutogradGradients(ctx.forward)):
+        assert isinstance(ctx.trainer.gradients, HandWrittenGradients)
+        params = {k: v.clone() for k, v in ctx.population.params.items()}
+        ctx.trainer.gradients = gradients
+        losses = ctx.trainer.train(params, ctx.all_nodes(), plan, solver, lr)
+        trained.append((params, losses))
+    (a, loss_a), (b, loss_b) = trained
+    for k in a:
+        assert not torch.equal(a[k], ctx.population.params[k])
+        torch.testing.assert_close(a[k], b[k], rtol=0, atol=1e-13)
+    torch.testing.assert_close(loss_a, loss_b, rtol=0, atol=1e-13)
+
+
+@pytest.mark.parametrize("overrides, hand_written", [
+    ({}, True),
+    ({"engine__dtype": "float32", "engine__precision": "bf16"}, False),
+    ({"model__name": "cnn"}, False),
+])
+def test_which_gradients_a_run_uses(overrides, hand_written):
+    """The mlp's own backward in float32/64; bf16 autocast and models without one: autograd."""
+    ctx, _ = build(small_config(**overrides))
+    kind = HandWrittenGradients if hand_written else AutogradGradients
+    assert isinstance(ctx.trainer.gradients, kind)
+
+
+class OwnBackward(nn.Module):
+    """A module of one's own with a `batched_gradients` that reports zero gradients."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.fc = nn.Linear(784, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc(x.flatten(1))
+
+    def batched_gradients(self, params, x, y, out=None):
+        return {k: torch.zeros_like(v) for k, v in params.items()}, torch.zeros(y.shape[0],
+                                                                                dtype=x.dtype)
+
+
+def test_a_modules_own_batched_gradients_is_what_trains(tmp_path, monkeypatch):
+    """Zero gradients from the module's own backward: no node moves, so the test accuracy
+    stays at the starting model's."""
+    skip_plots(monkeypatch)
+    out = tmp_path / "run"
+    engine.run(small_config(rounds=2), out, model=OwnBackward())
+    first, second = read_metrics(out / METRICS)
+    assert first["train_loss"] == 0 and first["test_acc"] == second["test_acc"]
+    assert first["consensus_dist"] < 1e-25  # mixing equal models moves them by rounding only
