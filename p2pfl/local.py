@@ -154,10 +154,15 @@ class LocalTerms:
         return replace(self, **changes)
 
 
-def _objective_grads(forward: StackedForward, params: Params, x: torch.Tensor, y: torch.Tensor,
-                     terms: LocalTerms, teacher_logits: torch.Tensor | None,
+def _objective_grads(forward: StackedForward, gradients: Gradients, params: Params,
+                     x: torch.Tensor, y: torch.Tensor, terms: LocalTerms,
+                     teacher_logits: torch.Tensor | None,
                      names: tuple[str, ...]) -> tuple[Params, torch.Tensor]:
-    """Per-node gradients (of the `names` parameters) of the local objective; CE losses [c]."""
+    """Per-node gradients (of the `names` parameters) of the local objective; CE losses [c].
+    The plain cross-entropy of all parameters goes through `gradients`, anything else through
+    autograd over `forward`."""
+    if teacher_logits is None and len(names) == len(params):
+        return gradients(params, x, y)
     leaves = {k: v.detach().requires_grad_() if k in names else v.detach()
               for k, v in params.items()}
     logits = forward(leaves, x)
@@ -196,8 +201,8 @@ def _ascent(grads: Params, params: Params, solver: LocalSolver,
     return {k: g * row_scale(terms.radii[:, order.index(k)] / norm, g) for k, g in grads.items()}
 
 
-def corrected_direction(forward: StackedForward, params: Params, x: torch.Tensor,
-                        y: torch.Tensor, solver: LocalSolver,
+def corrected_direction(forward: StackedForward, gradients: Gradients, params: Params,
+                        x: torch.Tensor, y: torch.Tensor, solver: LocalSolver,
                         terms: LocalTerms) -> tuple[Params, torch.Tensor]:
     """The step direction of `LocalTerms` (before weight decay and momentum); CE losses [c]."""
     names = terms.trainable or tuple(params)
@@ -209,12 +214,13 @@ def corrected_direction(forward: StackedForward, params: Params, x: torch.Tensor
         perturb: Params | None = {k: terms.perturb[k] for k in names}
         grads = None
     else:
-        grads, losses = _objective_grads(forward, params, x, y, terms, teacher_logits, names)
+        grads, losses = _objective_grads(forward, gradients, params, x, y, terms,
+                                         teacher_logits, names)
         perturb = _ascent(grads, params, solver, terms)
     if perturb is not None:
         for k, e in perturb.items():
             params[k].add_(e)
-        perturbed, perturbed_losses = _objective_grads(forward, params, x, y, terms,
+        perturbed, perturbed_losses = _objective_grads(forward, gradients, params, x, y, terms,
                                                        teacher_logits, names)
         for k, e in perturb.items():
             params[k].sub_(e)
@@ -241,8 +247,9 @@ def corrected_direction(forward: StackedForward, params: Params, x: torch.Tensor
 class VectorizedTrainer:
     """Runs the local phase of many nodes as batched tensor operations, `chunk_size` nodes at a
     time (each chunk runs all K steps; nodes are independent, so chunking does not change results).
-    `gradients` (p2pfl.gradients; default autograd through `forward`) gives the plain local
-    step's gradients; `LocalTerms` steps take autograd through `forward`. Evaluation of the
+    `gradients` (p2pfl.gradients; default autograd through `forward`) gives the cross-entropy
+    gradients; a distillation term or a subset of trainable parameters (`LocalTerms`) takes
+    autograd through `forward`. Evaluation of the
     nodes' models goes `eval_chunk_size` nodes at a time (p2pfl.memory).
     """
 
@@ -287,8 +294,8 @@ class VectorizedTrainer:
                     direction, losses = descent_direction(self.gradients, chunk, x, y, solver,
                                                           self.scratch)
                 else:
-                    direction, losses = corrected_direction(self.forward, chunk, x, y, solver,
-                                                            chunk_terms)
+                    direction, losses = corrected_direction(self.forward, self.gradients, chunk,
+                                                            x, y, solver, chunk_terms)
                 apply_step(chunk, direction, buffers, lr[rows], solver, first=step == 0)
                 mean_loss[rows] += losses
         return mean_loss / plan.steps
