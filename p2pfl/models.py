@@ -27,12 +27,11 @@ from torch.func import functional_call, vmap
 from torch.nn.modules.batchnorm import _NormBase
 from torch.nn.modules.conv import _ConvNd
 
-from p2pfl.gradients import linear_relu_chain
+from p2pfl.gradients import StackedForward, linear_relu_chain
 
 MODELS = ("mlp", "cnn", "resnet18_gn")
 
 Params = dict[str, torch.Tensor]
-StackedForward = Callable[[Params, torch.Tensor], torch.Tensor]
 
 
 class _StackedLinear(torch.autograd.Function):
