@@ -6,14 +6,18 @@ from step to step, that an implementation may write the gradients into (`fills_b
 
 - `AutogradGradients`: one autograd backward through any stacked forward (p2pfl.models).
 - `HandWrittenGradients`: a model's own `batched_gradients(params, x, y, out)`, such as the
-  built-in mlp's `linear_relu_chain`. It builds no autograd graph and allocates no gradient
-  tensors: an mlp-100 round took 11 % (SGD) and 16 % (SAM) less time than with autograd, in one
-  process on a 2-core CPU (docs/performance.md, "The mlp's own backward").
+  built-in mlp's (p2pfl.models). It builds no autograd graph, and given `out` it allocates no
+  gradient tensors: an mlp-100 round took 11 % (SGD) and 16 % (SAM) less time than with
+  autograd, in one process on a 2-core CPU (docs/performance.md, "The mlp's own backward").
+
+Either way the caller owns the gradients it gets: the local step scales them and adds weight
+decay in place, so no two may share memory.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import torch
 import torch.nn.functional as F
@@ -21,7 +25,9 @@ from torch import nn
 
 from p2pfl.population import Params
 
-StackedForward = Callable[[Params, torch.Tensor], torch.Tensor]  # (params, x) -> logits [c, B, K]
+if TYPE_CHECKING:
+    from p2pfl.models import StackedForward
+
 GradientFn = Callable[[Params, torch.Tensor, torch.Tensor, Params | None],
                       tuple[Params, torch.Tensor]]
 
@@ -37,7 +43,9 @@ def node_losses(forward: StackedForward, params: Params, x: torch.Tensor,
 class AutogradGradients:
     """Gradients by autograd: the nodes are independent, so the gradient of the sum of their
     losses with respect to the stacked parameters is, row by row, each node's own gradient.
-    Autograd allocates the gradients; `out` is not used."""
+    Autograd allocates the gradients; `out` is not used. A gradient that autograd hands out
+    twice (two parameters used as one sum) or as a broadcast view is copied, so that each is
+    the caller's own."""
 
     fills_buffers = False
 
@@ -49,7 +57,21 @@ class AutogradGradients:
         leaves = {k: v.detach().requires_grad_() for k, v in params.items()}
         losses = node_losses(self.forward, leaves, x, y)
         grads = torch.autograd.grad(losses.sum(), list(leaves.values()))
-        return dict(zip(leaves, grads)), losses.detach()
+        return dict(zip(leaves, _owned(grads))), losses.detach()
+
+
+def _owned(grads: tuple[torch.Tensor, ...]) -> list[torch.Tensor]:
+    """`grads` with copies of any tensor that shares memory with an earlier one or repeats
+    elements (a zero stride), so that in-place updates of one leave the others alone."""
+    seen: set[int] = set()
+    owned = []
+    for g in grads:
+        storage = g.untyped_storage().data_ptr()
+        if storage in seen or 0 in g.stride():
+            g = g.clone()
+        seen.add(g.untyped_storage().data_ptr())
+        owned.append(g)
+    return owned
 
 
 class HandWrittenGradients:
@@ -76,40 +98,3 @@ def local_gradients(model: nn.Module, forward: StackedForward, hand_written: boo
     if hand_written and own is not None:
         return HandWrittenGradients(own)
     return AutogradGradients(forward)
-
-
-def linear_relu_chain(params: Params, x: torch.Tensor, y: torch.Tensor, layers: tuple[str, ...],
-                      out: Params | None = None) -> tuple[Params, torch.Tensor]:
-    """Gradients and losses of h -> relu(h W1^T + b1) -> ... -> h Wn^T + bn, x flattened to
-    [c, B, in], with a hand-written backward (`{layer}.weight` [c, out, in], `{layer}.bias`
-    [c, out]); gradients are written into `out` when given.
-
-    Loss: per node, the batch mean of -log softmax(z)[y]; its gradient in the logits z is
-    (softmax(z) - onehot(y)) / B. Then, layer by layer from the last: dW = dz^T h, db = sum_B dz,
-    dh = dz W masked where the layer's input was cut by its ReLU.
-    """
-    c, batch = y.shape
-    inputs = [x.flatten(2)]  # each layer's input [c, B, in]
-    for i, layer in enumerate(layers):
-        weight, bias = params[f"{layer}.weight"], params[f"{layer}.bias"]
-        z = torch.baddbmm(bias.unsqueeze(1), inputs[-1], weight.transpose(1, 2))
-        inputs.append(z.relu_() if i + 1 < len(layers) else z)
-    log_p = torch.log_softmax(inputs.pop(), dim=-1)
-    target = y.unsqueeze(2)
-    losses = log_p.gather(2, target).squeeze(2).mean(dim=1).neg_()
-    dz = log_p.exp_()
-    dz.scatter_add_(2, target, dz.new_full(target.shape, -1.0)).div_(batch)
-    grads: Params = {}
-    for i in reversed(range(len(layers))):
-        weight_name, bias_name = f"{layers[i]}.weight", f"{layers[i]}.bias"
-        h = inputs[i]
-        if out is None:
-            grads[weight_name] = torch.bmm(dz.transpose(1, 2), h)
-            grads[bias_name] = dz.sum(dim=1)
-        else:
-            grads[weight_name] = torch.bmm(dz.transpose(1, 2), h, out=out[weight_name])
-            grads[bias_name] = torch.sum(dz, dim=1, out=out[bias_name])
-        if i > 0:
-            dh = torch.bmm(dz, params[weight_name])
-            dz = torch.ops.aten.threshold_backward.grad_input(dh, h, 0, grad_input=dh)
-    return {k: grads[k] for k in params}, losses

@@ -29,8 +29,8 @@ class LocalSolver:
     """One local step: d = clip(g) + wd * x; b = momentum * b + d; x -= lr * b.
 
     With `rho` > 0, g is the SAM gradient: g1 at x, e = rho * g1 / (||g1|| + eps) with one global
-    L2 norm per node, g = gradient at x + e on the SAME minibatch, then x is restored by
-    subtracting the stored e. The momentum buffer starts at zero every round. Weight decay is not
+    L2 norm per node, g = gradient at x + e on the SAME minibatch, taken at a copy of x + e (x
+    itself does not move). The momentum buffer starts at zero every round. Weight decay is not
     part of the loss and is added after clipping, as torch.optim.SGD does.
     """
 
@@ -60,7 +60,7 @@ def descent_direction(gradients: Gradients, params: Params, x: torch.Tensor, y: 
         ascended = scratch("ascended", params)
         for k, g in grads.items():
             torch.addcmul(params[k], g, row_scale(scale, g), out=ascended[k])
-        grads, _ = gradients(ascended, x, y, into("sam_gradient"))
+        grads, _ = gradients(ascended, x, y, into("gradient"))  # g1 is spent
     if solver.clip_norm > 0:
         norm = per_node_sq_norm(grads).sqrt()
         coef = (solver.clip_norm / (norm + CLIP_EPS)).clamp(max=1.0)

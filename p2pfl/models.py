@@ -8,7 +8,8 @@ losses yields every node's gradient at once.
 - `mlp` and `cnn` carry a hand-written `batched_forward` (baddbmm for linear layers; per-node
   convolutions on CPU, one grouped convolution elsewhere). Forward+backward, c=10, B=32, 2-core
   CPU: mlp ~1.25x, cnn ~2.7-3x faster than `torch.func.vmap`. `mlp` also carries a hand-written
-  backward, `batched_gradients` (p2pfl.gradients), which the local phase uses in float32/64.
+  backward, `batched_gradients` (`linear_relu_chain`), which the local phase uses in float32 and
+  float64 unless the forward is compiled (p2pfl.gradients).
 - Any other `nn.Module` (including `resnet18_gn`) goes through `torch.func`: `vmap` over
   `functional_call`, except convolutional models on CPU, which call the module node by node
   (grouped convolutions are slow on CPU). BatchNorm with running statistics is rejected: its
@@ -27,11 +28,10 @@ from torch.func import functional_call, vmap
 from torch.nn.modules.batchnorm import _NormBase
 from torch.nn.modules.conv import _ConvNd
 
-from p2pfl.gradients import StackedForward, linear_relu_chain
-
 MODELS = ("mlp", "cnn", "resnet18_gn")
 
 Params = dict[str, torch.Tensor]
+StackedForward = Callable[[Params, torch.Tensor], torch.Tensor]
 
 
 class _StackedLinear(torch.autograd.Function):
@@ -69,6 +69,43 @@ class _StackedLinear(torch.autograd.Function):
 def _stacked_linear(h: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
     """Per-node affine map: h [c, B, in], weight [c, out, in], bias [c, out] -> [c, B, out]."""
     return _StackedLinear.apply(h, weight, bias)
+
+
+def linear_relu_chain(params: Params, x: torch.Tensor, y: torch.Tensor, layers: tuple[str, ...],
+                      out: Params | None = None) -> tuple[Params, torch.Tensor]:
+    """Gradients and losses of h -> relu(h W1^T + b1) -> ... -> h Wn^T + bn, x flattened to
+    [c, B, in], with a hand-written backward (`{layer}.weight` [c, out, in], `{layer}.bias`
+    [c, out]); gradients are written into `out` when given.
+
+    Loss: per node, the batch mean of -log softmax(z)[y]; its gradient in the logits z is
+    (softmax(z) - onehot(y)) / B. Then, layer by layer from the last: dW = dz^T h, db = sum_B dz,
+    dh = dz W masked where the layer's input was cut by its ReLU.
+    """
+    c, batch = y.shape
+    inputs = [x.flatten(2)]  # each layer's input [c, B, in]
+    for i, layer in enumerate(layers):
+        weight, bias = params[f"{layer}.weight"], params[f"{layer}.bias"]
+        z = torch.baddbmm(bias.unsqueeze(1), inputs[-1], weight.transpose(1, 2))
+        inputs.append(z.relu_() if i + 1 < len(layers) else z)
+    log_p = torch.log_softmax(inputs.pop(), dim=-1)
+    target = y.unsqueeze(2)
+    losses = log_p.gather(2, target).squeeze(2).mean(dim=1).neg_()
+    dz = log_p.exp_()
+    dz.scatter_add_(2, target, dz.new_full(target.shape, -1.0)).div_(batch)
+    grads: Params = {}
+    for i in reversed(range(len(layers))):
+        weight_name, bias_name = f"{layers[i]}.weight", f"{layers[i]}.bias"
+        h = inputs[i]
+        if out is None:
+            grads[weight_name] = torch.bmm(dz.transpose(1, 2), h)
+            grads[bias_name] = dz.sum(dim=1)
+        else:
+            grads[weight_name] = torch.bmm(dz.transpose(1, 2), h, out=out[weight_name])
+            grads[bias_name] = torch.sum(dz, dim=1, out=out[bias_name])
+        if i > 0:
+            dh = torch.bmm(dz, params[weight_name])
+            dz = torch.ops.aten.threshold_backward.grad_input(dh, h, 0, grad_input=dh)
+    return {k: grads[k] for k in params}, losses
 
 
 def _conv_features_loop(params: Params, x: torch.Tensor) -> torch.Tensor:

@@ -7,13 +7,16 @@ import math
 
 import pytest
 import torch
+import torch.nn.functional as F
 from torch import nn
+from torch.func import functional_call
 
 from p2pfl import engine
 from p2pfl.engine import build
-from p2pfl.gradients import AutogradGradients, HandWrittenGradients, linear_relu_chain
-from p2pfl.local import LocalSolver
-from p2pfl.models import MLP
+from p2pfl.gradients import AutogradGradients, HandWrittenGradients
+from p2pfl.local import LocalSolver, descent_direction
+from p2pfl.models import MLP, linear_relu_chain, stacked_forward
+from p2pfl.population import per_node_sq_norm
 from p2pfl.results import METRICS, read_metrics
 from tests.conftest import skip_plots, small_config
 
@@ -38,16 +41,29 @@ def test_one_linear_layer_by_hand():
     assert grads["fc.bias"][0].tolist() == [-0.5, 0.5]
 
 
+def _per_node_reference(model: nn.Module, params, x, y):
+    """Each node's gradient and loss by plain autograd through the module's own forward, one
+    node at a time (no stacked layers involved)."""
+    grads, losses = {k: [] for k in params}, []
+    for i in range(y.shape[0]):
+        own = {k: v[i].detach().requires_grad_() for k, v in params.items()}
+        loss = F.cross_entropy(functional_call(model, own, (x[i],)), y[i])
+        for k, g in zip(own, torch.autograd.grad(loss, list(own.values()))):
+            grads[k].append(g)
+        losses.append(loss.detach())
+    return {k: torch.stack(v) for k, v in grads.items()}, torch.stack(losses)
+
+
 @pytest.mark.parametrize("buffers", [False, True])
-def test_mlp_backward_equals_autograd(buffers):
-    """Per node, on inputs where about half of the ReLUs are cut; with buffers the gradients
-    are written into them."""
+def test_mlp_backward_equals_autograd_node_by_node(buffers):
+    """On inputs where about half of the ReLUs are cut; with buffers the gradients are written
+    into them."""
     torch.manual_seed(1)
     model = MLP(12, 5).double()
     params = _stacked(model, 3, 0.3)
     x = torch.randn(3, 7, 3, 4, dtype=torch.float64)
     y = torch.randint(0, 5, (3, 7))
-    want, want_losses = AutogradGradients(model.batched_forward)(params, x, y)
+    want, want_losses = _per_node_reference(model, params, x, y)
     out = {k: torch.full_like(v, math.nan) for k, v in params.items()} if buffers else None
     got, losses = HandWrittenGradients(model.batched_gradients)(params, x, y, out)
     for k in params:
@@ -60,13 +76,43 @@ def test_mlp_backward_equals_autograd(buffers):
     assert 0.2 < (hidden == 0).double().mean() < 0.8  # the ReLU masks matter
 
 
+class SharedSum(nn.Module):
+    """A weight used as a sum of two parameters: autograd hands both the same gradient."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(2)
+        self.a = nn.Parameter(torch.randn(3, 4))
+        self.b = nn.Parameter(torch.randn(3, 4))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return F.linear(x, self.a + self.b)
+
+
+def test_autograd_gradients_are_the_callers_own():
+    """The clip scales each gradient in place: a shared one would be scaled twice."""
+    model = SharedSum().double()
+    params = _stacked(model, 2, 0.1)
+    x = torch.randn(2, 5, 4, dtype=torch.float64)
+    y = torch.randint(0, 3, (2, 5))
+    gradients = AutogradGradients(stacked_forward(model))
+    grads, _ = gradients(params, x, y)
+    assert grads["a"].data_ptr() != grads["b"].data_ptr()
+    torch.testing.assert_close(grads["a"], grads["b"], rtol=0, atol=0)
+    norm = per_node_sq_norm(grads).sqrt()
+    clipped, _ = descent_direction(gradients, params, x, y, LocalSolver(clip_norm=1e-3), None)
+    torch.testing.assert_close(per_node_sq_norm(clipped).sqrt(), 1e-3 * norm / (norm + 1e-6),
+                               rtol=1e-12, atol=0)  # clip_norm / (||g|| + eps) * ||g||
+
+
 @pytest.mark.parametrize("solver", [
     LocalSolver(momentum=0.9, weight_decay=1e-3),
     LocalSolver(rho=0.05, momentum=0.5, clip_norm=0.5),
 ])
 def test_the_trainer_on_hand_written_and_autograd_gradients(solver):
-    """Two rounds of the same local phase, float64: equal to rounding."""
-    ctx, algorithm = build(small_config())
+    """The same local phase, float64: equal to rounding. Chunks of 4 then 2 nodes: the second
+    reuses the first's buffers in part."""
+    ctx, algorithm = build(small_config(engine__chunk_size=4))
     plan = ctx.data.plan(0, 0, 16, 0, local_steps=3)
     lr = torch.full((6,), 0.1, dtype=torch.float64)
     trained = []
@@ -87,9 +133,11 @@ def test_the_trainer_on_hand_written_and_autograd_gradients(solver):
     ({}, True),
     ({"engine__dtype": "float32", "engine__precision": "bf16"}, False),
     ({"model__name": "cnn"}, False),
+    ({"engine__compile": True}, False),
 ])
 def test_which_gradients_a_run_uses(overrides, hand_written):
-    """The mlp's own backward in float32/64; bf16 autocast and models without one: autograd."""
+    """The mlp's own backward in float32/64; bf16 autocast, a compiled forward and models
+    without one: autograd."""
     ctx, _ = build(small_config(**overrides))
     kind = HandWrittenGradients if hand_written else AutogradGradients
     assert isinstance(ctx.trainer.gradients, kind)
