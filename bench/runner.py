@@ -15,7 +15,9 @@ precision; the loop is always float32) a row holds (units in the names):
   round, and
   chunk_size: the nodes it trains in one batched step;
 - loop_s_per_round: the loop executor's s/round, timed on `loop_nodes` nodes and multiplied by
-  N / loop_nodes when fewer (loop_scaled); speedup = loop_s_per_round / s_per_round.
+  N / loop_nodes when fewer (loop_scaled); speedup = loop_s_per_round / s_per_round;
+- s_range and loop_s_range: the fastest and slowest timed round of each side (the loop's
+  scaled like its median), which show a machine whose speed moved during the run.
 """
 
 from __future__ import annotations
@@ -92,7 +94,8 @@ def run_solver(workload: Workload, solver: str, dataset: Dataset, device: str, r
         for p, (ctx, algorithm, _) in vectorized.items():
             times[p].append(timed_round(ctx, algorithm, t))
         loop_times.append(timed_round(loop_ctx, loop_alg, t))
-    loop_seconds = statistics.median(loop_times) * n / loop_nodes
+    scale = n / loop_nodes
+    loop_seconds = statistics.median(loop_times) * scale
     model = build_model(workload.model, dataset.input_shape, dataset.num_classes)
     gradients = 2 if "rho" in SOLVERS[solver][1] else 1
     flops = n * k * b * gradients * gradient_flops_per_sample(model, dataset.input_shape)
@@ -115,7 +118,9 @@ def run_solver(workload: Workload, solver: str, dataset: Dataset, device: str, r
             "peak_mem_mb": peak_bytes / MIB,
             "num_params": ctx.population.num_params,
             "chunk_size": ctx.trainer.chunk_size,
+            "s_range": [min(times[p]), max(times[p])],
             "loop_s_per_round": loop_seconds,
+            "loop_s_range": [min(loop_times) * scale, max(loop_times) * scale],
             "loop_nodes": loop_nodes,
             "loop_scaled": loop_nodes < n,
             "speedup": loop_seconds / seconds,

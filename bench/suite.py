@@ -51,6 +51,7 @@ from p2pfl.results import write_json_atomic
 DEFAULT_ROUNDS = 3
 QUICK_ROUNDS = 1
 MIXING_REPEATS = 5
+SPREAD_FLAG = 1.3  # a row is marked when its slowest round took this many times its fastest
 COLUMNS = (("workload", 12, "s"), ("data", 18, "s"), ("N", 5, "d"), ("solver", 6, "s"),
            ("precision", 9, "s"), ("s/round", 9, ".3f"), ("node-steps/s", 12, ".0f"),
            ("samples/s", 10, ".0f"),
@@ -114,7 +115,8 @@ def table_header() -> str:
 
 
 def table_rows(result: dict[str, Any]) -> list[str]:
-    """One table row per solver and precision of a `run_workload` result."""
+    """One table row per solver and precision of a `run_workload` result; `!` marks a row whose
+    vectorized or loop rounds ranged over more than SPREAD_FLAG x."""
     rows = []
     for r in result["rows"]:
         row = _row((result["workload"], result["data"], result["num_nodes"], r["solver"],
@@ -123,6 +125,10 @@ def table_rows(result: dict[str, Any]) -> list[str]:
                     r["loop_s_per_round"], r["speedup"]))
         if r["loop_scaled"]:
             row += f"  * loop on {r['loop_nodes']} nodes, scaled"
+        (low, high), (loop_low, loop_high) = r["s_range"], r["loop_s_range"]
+        if high > SPREAD_FLAG * low or loop_high > SPREAD_FLAG * loop_low:
+            row += (f"  ! rounds ranged {low:.3g}-{high:.3g} s, loop {loop_low:.3g}-"
+                    f"{loop_high:.3g} s")
         rows.append(row)
     return rows
 
@@ -233,7 +239,9 @@ def run_suite(args: argparse.Namespace) -> int:
           f"SAM rho {SAM_RHO}) + Push-Sum mixing{'; vectorized compiled' if args.compile else ''}"
           f"; median of {rounds} timed round(s) after 1 "
           "warm-up; matmul = matmul GFLOP/s in the row's precision, measured just before the "
-          "workload; the loop runs float32; meaningful only on an otherwise idle machine")
+          "workload; the loop runs float32; meaningful only on an otherwise idle machine; "
+          f"! = a side's rounds ranged over more than {SPREAD_FLAG}x: the machine's speed moved, "
+          "read that row's ratio with care")
     print(table_header(), flush=True)
     data: dict[str, tuple[Dataset, str]] = {}
     results = []

@@ -85,9 +85,16 @@ def test_tiny_workload_runs(one_thread):
     with pytest.raises(ValueError, match="tiny: 32 samples per node, fewer than the batch size 40"):
         run_workload(Workload("tiny", "mlp", "synthetic", 2, 2, 1, 40), dataset, "", "cpu", 1,
                      {"fp32": 1.0})
+        assert r["s_range"][0] <= r["s_per_round"] <= r["s_range"][1]
+        assert r["loop_s_range"][0] <= r["loop_s_per_round"] <= r["loop_s_range"][1]
     result["mixing"] = "bench.mixing not present"
+    for r in rows:  # steady rounds: no mark
+        r["s_range"], r["loop_s_range"] = [1.0, 1.2], [2.0, 2.5]
     lines = table_rows(result)
     assert len(lines) == 4 and "bf16" in lines[1] and "fp32" in lines[2]
+    assert not any("!" in line for line in lines)
+    rows[2]["loop_s_range"] = [0.46, 1.06]  # the loop switched speed during the run
+    assert table_rows(result)[2].endswith("! rounds ranged 1-1.2 s, loop 0.46-1.06 s")
     assert "n/a" in mixing_line(result)
 
 
