@@ -16,6 +16,7 @@ decay in place, so no two may share memory.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -48,6 +49,7 @@ class AutogradGradients:
     the caller's own."""
 
     fills_buffers = False
+    accumulates = False
 
     def __init__(self, forward: StackedForward) -> None:
         self.forward = forward
@@ -76,15 +78,22 @@ def _owned(grads: tuple[torch.Tensor, ...]) -> list[torch.Tensor]:
 
 class HandWrittenGradients:
     """A model's own `batched_gradients(params, x, y, out) -> (grads, losses)`, which writes
-    into `out` when given."""
+    into `out` when given. When it also takes `beta` (`accumulates`), it accumulates:
+    out <- beta * out + gradient, which lets the local step fold its momentum into the
+    gradient's own products."""
 
     fills_buffers = True
 
     def __init__(self, batched_gradients: GradientFn) -> None:
         self.batched_gradients = batched_gradients
+        self.accumulates = "beta" in inspect.signature(batched_gradients).parameters
 
     def __call__(self, params: Params, x: torch.Tensor, y: torch.Tensor,
-                 out: Params | None = None) -> tuple[Params, torch.Tensor]:
+                 out: Params | None = None, beta: float = 0.0) -> tuple[Params, torch.Tensor]:
+        if self.accumulates:
+            return self.batched_gradients(params, x, y, out, beta=beta)
+        if beta:
+            raise TypeError("this batched_gradients takes no beta: it cannot accumulate")
         return self.batched_gradients(params, x, y, out)
 
 

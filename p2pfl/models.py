@@ -72,10 +72,11 @@ def _stacked_linear(h: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -
 
 
 def linear_relu_chain(params: Params, x: torch.Tensor, y: torch.Tensor, layers: tuple[str, ...],
-                      out: Params | None = None) -> tuple[Params, torch.Tensor]:
+                      out: Params | None = None, beta: float = 0.0) -> tuple[Params, torch.Tensor]:
     """Gradients and losses of h -> relu(h W1^T + b1) -> ... -> h Wn^T + bn, x flattened to
     [c, B, in], with a hand-written backward (`{layer}.weight` [c, out, in], `{layer}.bias`
-    [c, out]); gradients are written into `out` when given.
+    [c, out]). With `out` the gradients are accumulated into it by the products themselves:
+    out <- beta * out + gradient (beta = 0 overwrites, whatever out held).
 
     Loss: per node, the batch mean of -log softmax(z)[y]; its gradient in the logits z is
     (softmax(z) - onehot(y)) / B. Then, layer by layer from the last: dW = dz^T h, db = sum_B dz,
@@ -100,8 +101,10 @@ def linear_relu_chain(params: Params, x: torch.Tensor, y: torch.Tensor, layers: 
             grads[weight_name] = torch.bmm(dz.transpose(1, 2), h)
             grads[bias_name] = dz.sum(dim=1)
         else:
-            grads[weight_name] = torch.bmm(dz.transpose(1, 2), h, out=out[weight_name])
-            grads[bias_name] = torch.sum(dz, dim=1, out=out[bias_name])
+            w, b = out[weight_name], out[bias_name]
+            grads[weight_name] = torch.baddbmm(w, dz.transpose(1, 2), h, beta=beta, out=w)
+            grads[bias_name] = (torch.sum(dz, dim=1, out=b) if beta == 0
+                                else b.mul_(beta).add_(dz.sum(dim=1)))
         if i > 0:
             dh = torch.bmm(dz, params[weight_name])
             dz = torch.ops.aten.threshold_backward.grad_input(dh, h, 0, grad_input=dh)
@@ -163,10 +166,12 @@ class MLP(nn.Module):
         return _stacked_linear(h, params["fc3.weight"], params["fc3.bias"])
 
     def batched_gradients(self, params: Params, x: torch.Tensor, y: torch.Tensor,
-                          out: Params | None = None) -> tuple[Params, torch.Tensor]:
+                          out: Params | None = None,
+                          beta: float = 0.0) -> tuple[Params, torch.Tensor]:
         """Each node's gradient of its mean cross-entropy on (x [c, B, ...], y [c, B]) by a
-        hand-written backward, into `out` when given; and the losses [c]."""
-        return linear_relu_chain(params, x, y, ("fc1", "fc2", "fc3"), out)
+        hand-written backward, accumulated into `out` when given (out <- beta * out + grad);
+        and the losses [c]."""
+        return linear_relu_chain(params, x, y, ("fc1", "fc2", "fc3"), out, beta)
 
 
 class CNN(nn.Module):

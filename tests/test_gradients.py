@@ -106,8 +106,10 @@ def test_autograd_gradients_are_the_callers_own():
 
 
 @pytest.mark.parametrize("solver", [
-    LocalSolver(momentum=0.9, weight_decay=1e-3),
-    LocalSolver(rho=0.05, momentum=0.5, clip_norm=0.5),
+    LocalSolver(momentum=0.9, weight_decay=1e-3),  # momentum accumulated by the products
+    LocalSolver(rho=0.05, momentum=0.5, weight_decay=1e-3),  # the same, after a SAM ascent
+    LocalSolver(rho=0.05, momentum=0.5, clip_norm=0.5),  # clipped: gradient, then momentum
+    LocalSolver(rho=0.05),
 ])
 def test_the_trainer_on_hand_written_and_autograd_gradients(solver):
     """The same local phase, float64: equal to rounding. Chunks of 4 then 2 nodes: the second
@@ -141,6 +143,36 @@ def test_which_gradients_a_run_uses(overrides, hand_written):
     ctx, _ = build(small_config(**overrides))
     kind = HandWrittenGradients if hand_written else AutogradGradients
     assert isinstance(ctx.trainer.gradients, kind)
+
+
+def test_a_backward_without_beta_does_not_accumulate():
+    """A module's batched_gradients without `beta` is called without it, and refuses one."""
+    model = MLP(12, 5).double()
+    plain = HandWrittenGradients(lambda params, x, y, out: model.batched_gradients(params, x, y,
+                                                                                    out))
+    assert HandWrittenGradients(model.batched_gradients).accumulates and not plain.accumulates
+    params = _stacked(model, 2, 0.3)
+    x, y = torch.randn(2, 4, 12, dtype=torch.float64), torch.randint(0, 5, (2, 4))
+    grads, _ = plain(params, x, y)
+    torch.testing.assert_close(grads, model.batched_gradients(params, x, y)[0], rtol=0, atol=0)
+    with pytest.raises(TypeError, match="takes no beta"):
+        plain(params, x, y, grads, beta=0.9)
+
+
+def test_accumulating_into_buffers():
+    """out <- beta * out + gradient, the bias included; beta = 0 ignores what out held."""
+    model = MLP(12, 5).double()
+    params = _stacked(model, 2, 0.3)
+    x, y = torch.randn(2, 4, 12, dtype=torch.float64), torch.randint(0, 5, (2, 4))
+    grads, _ = model.batched_gradients(params, x, y)
+    held = {k: torch.randn_like(v) for k, v in params.items()}
+    out = {k: v.clone() for k, v in held.items()}
+    model.batched_gradients(params, x, y, out, beta=0.9)
+    for k in params:
+        torch.testing.assert_close(out[k], 0.9 * held[k] + grads[k], rtol=0, atol=1e-15)
+    out = {k: torch.full_like(v, math.nan) for k, v in params.items()}
+    model.batched_gradients(params, x, y, out, beta=0.0)
+    torch.testing.assert_close(out, grads, rtol=0, atol=0)
 
 
 class OwnBackward(nn.Module):
