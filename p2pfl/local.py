@@ -227,9 +227,10 @@ def _ascent(grads: Params, params: Params, solver: LocalSolver,
 
 
 def corrected_direction(forward: StackedForward, gradients: Gradients, params: Params,
-                        x: torch.Tensor, y: torch.Tensor, solver: LocalSolver,
-                        terms: LocalTerms) -> tuple[Params, torch.Tensor]:
-    """The step direction of `LocalTerms` (before weight decay and momentum); CE losses [c]."""
+                        x: torch.Tensor, y: torch.Tensor, solver: LocalSolver, terms: LocalTerms,
+                        scratch: Scratch) -> tuple[Params, torch.Tensor]:
+    """The step direction of `LocalTerms` (before weight decay and momentum); CE losses [c].
+    The gradient at x + e is taken at a scratch copy of the perturbed rows (x does not move)."""
     names = terms.trainable or tuple(params)
     teacher_logits = None
     if terms.teacher is not None and terms.distill_weight > 0:
@@ -243,12 +244,11 @@ def corrected_direction(forward: StackedForward, gradients: Gradients, params: P
                                          teacher_logits, names)
         perturb = _ascent(grads, params, solver, terms)
     if perturb is not None:
-        for k, e in perturb.items():
-            params[k].add_(e)
-        perturbed, perturbed_losses = _objective_grads(forward, gradients, params, x, y, terms,
+        moved = scratch("ascended", {k: params[k] for k in perturb})
+        ascended = {k: torch.add(v, perturb[k], out=moved[k]) if k in perturb else v
+                    for k, v in params.items()}
+        perturbed, perturbed_losses = _objective_grads(forward, gradients, ascended, x, y, terms,
                                                        teacher_logits, names)
-        for k, e in perturb.items():
-            params[k].sub_(e)
         if grads is None:
             grads, losses = perturbed, perturbed_losses
         elif terms.sam_mix == 1.0:
@@ -325,8 +325,9 @@ class VectorizedTrainer:
                         direction, losses = descent_direction(self.gradients, chunk, x, y,
                                                               solver, self.scratch)
                     else:
-                        direction, losses = corrected_direction(self.forward, self.gradients,
-                                                                chunk, x, y, solver, chunk_terms)
+                        direction, losses = corrected_direction(
+                            self.forward, self.gradients, chunk, x, y, solver, chunk_terms,
+                            self.scratch)
                     apply_step(chunk, direction, buffers, lr[rows], solver, first=step == 0)
                 mean_loss[rows] += losses
         return mean_loss / plan.steps
