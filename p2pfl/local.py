@@ -274,8 +274,8 @@ class VectorizedTrainer:
     time (each chunk runs all K steps; nodes are independent, so chunking does not change results).
     `gradients` (p2pfl.gradients; default autograd through `forward`) gives the cross-entropy
     gradients; a distillation term or a subset of trainable parameters (`LocalTerms`) takes
-    autograd through `forward`. Evaluation of the
-    nodes' models goes `eval_chunk_size` nodes at a time (p2pfl.memory).
+    autograd through `forward`. Evaluation of the nodes' models goes `eval_chunk_size` nodes at
+    a time (p2pfl.memory).
     """
 
     def __init__(self, forward: StackedForward, data: FederatedData, chunk_size: int,
