@@ -25,6 +25,7 @@ import topologies as T
 from p2pfl.callbacks import Callback
 from p2pfl.config import Config, ConfigError
 from p2pfl.context import RunContext
+from p2pfl.federated import BatchPlan, FederatedData
 from p2pfl.local import LocalSolver
 from p2pfl.options import AlgorithmOptions
 from p2pfl.population import Params
@@ -78,6 +79,10 @@ class Algorithm(ABC):
         if cfg.variant not in self.variants:
             raise ConfigError("algorithm.variant", f"{self.name} has no {cfg.variant!r} form "
                               f"(allowed: {', '.join(self.variants)})")
+        if cfg.local_steps > 0 and cfg.last_batch != "keep":
+            raise ConfigError("algorithm.last_batch", f"is {cfg.last_batch!r} but local_steps = "
+                              f"{cfg.local_steps} takes full batches across epochs: leave it "
+                              "at 'keep' or set local_steps = 0")
         defaults = {f.name: f.default for f in dataclasses.fields(self.Options)}
         in_form = self.form_options.get(cfg.variant, ())
         for key in {k for keys in self.form_options.values() for k in keys} - set(in_form):
@@ -102,12 +107,16 @@ class Algorithm(ABC):
         """Local learning rate of round t (decayed once per round)."""
         return self.cfg.lr * self.cfg.lr_decay**t
 
+    def plan(self, ctx: RunContext, t: int, data: FederatedData | None = None) -> BatchPlan:
+        """The minibatches of round t of every node of `data` (default: the run's)."""
+        a = self.cfg
+        return (data or ctx.data).plan(ctx.cfg.seed, t, a.batch_size, a.local_epochs,
+                                       a.local_steps, a.last_batch)
+
     def train(self, ctx: RunContext, params: Params, nodes: torch.Tensor, t: int,
               lr: torch.Tensor) -> torch.Tensor:
         """Run the local phase of round t for `nodes` on `params` (in place); losses [m]."""
-        a = self.cfg
-        plan = ctx.data.plan(ctx.cfg.seed, t, a.batch_size, a.local_epochs, a.local_steps)
-        return ctx.trainer.train(params, nodes, plan, self.solver, lr)
+        return ctx.trainer.train(params, nodes, self.plan(ctx, t), self.solver, lr)
 
     @abstractmethod
     def round(self, ctx: RunContext, t: int, graph: nx.Graph, faults: T.Faults) -> RoundReport:
@@ -121,6 +130,12 @@ class Algorithm(ABC):
     @abstractmethod
     def local_models(self, ctx: RunContext) -> Params:
         """The nodes' own models for `test_acc_local_mean`: name -> [m, *shape]."""
+
+    def node_models(self, ctx: RunContext) -> Params:
+        """The model each node this process holds would use on its own data, rows as
+        `ctx.all_nodes()` (for `test_acc_node_*` on the nodes' local test splits): its own
+        model (decentralized) or the server's (centralized). name -> [rows, *shape]."""
+        return ctx.population.params
 
     def selection_losses(self) -> np.ndarray | None:
         """The nodes' latest training losses [N] for loss-based neighbour selection (None: not

@@ -68,6 +68,7 @@ class FedAdam(FedAvg):
     """Adam on the server with the mean client update as the (negative) pseudo-gradient."""
 
     name = "fedadam"
+    paper_weights = "uniform"  # Reddi et al. 2021, Algorithm 2: Delta = (1 / |S|) sum Delta_i
 
     @dataclass
     class Options(FedAvg.Options):

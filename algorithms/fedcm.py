@@ -16,7 +16,7 @@ from algorithms.server import ClientRound, Server
 from p2pfl.context import RunContext
 from p2pfl.local import LocalTerms
 from p2pfl.options import option
-from p2pfl.population import Params
+from p2pfl.population import Params, row_scale
 
 
 class FedCM(Server):
@@ -27,6 +27,7 @@ class FedCM(Server):
         cm_alpha: float = option(0.1, low=0, high=1, low_open=True,
                                  doc="weight of the LOCAL gradient in the client step")
     down = 2  # model and Delta
+    paper_weights = "uniform"  # Delta = (1 / |S|) sum Delta_i
 
     def setup(self, ctx: RunContext) -> None:
         super().setup(ctx)
@@ -40,9 +41,13 @@ class FedCM(Server):
 
     def aggregate(self, ctx: RunContext, r: ClientRound) -> None:
         update = self.mean_update(ctx, r)
+        # the clients' mean gradient: sum_i w_i (x_i^K - x) / (-K_i eta_l), K_i their steps
+        per_step = {k: v - r.start[k] for k, v in r.trained.items()}
+        per_step = {k: v / row_scale(-r.steps * r.lr, v) for k, v in per_step.items()}
+        gradient = self.client_mean(ctx, r, per_step)
         for k, x in self.server.items():
             x.add_(update[k], alpha=self.cfg.server_lr)
-            self.momentum[k] = update[k] / (-r.steps * r.lr)
+            self.momentum[k] = gradient[k]
 
     def state_dict(self) -> dict[str, Any]:
         return super().state_dict() | {"momentum": clone(self.momentum)}

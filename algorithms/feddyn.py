@@ -28,6 +28,7 @@ class FedDyn(Server):
     @dataclass
     class Options(Dual, Server.Options):
         pass
+    paper_weights = "uniform"  # theta = (1 / |P_t|) sum theta_k - h / alpha
 
     def setup(self, ctx: RunContext) -> None:
         super().setup(ctx)
@@ -43,7 +44,7 @@ class FedDyn(Server):
 
     def aggregate(self, ctx: RunContext, r: ClientRound) -> None:
         self.dual.absorb(r.nodes, r.trained, r.start)
-        mean = self.client_mean(ctx, r.trained)
+        mean = self.client_mean(ctx, r)
         correction = self.server_correction(ctx, r.nodes)
         self.server = {k: v + correction[k] for k, v in mean.items()}
 
@@ -111,7 +112,7 @@ class FedSMOO(FedDyn):
     def aggregate(self, ctx: RunContext, r: ClientRound) -> None:
         super().aggregate(ctx, r)
         self.perturb_dual.write(r.nodes, r.terms.dual)
-        mean = self.client_mean(ctx, r.terms.dual)
+        mean = self.client_mean(ctx, r, r.terms.dual)
         scale = self.cfg.rho / (sq_norm(mean).sqrt() + SAM_EPS)
         self.global_perturb = {k: v * scale for k, v in mean.items()}
 

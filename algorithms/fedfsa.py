@@ -19,22 +19,21 @@ same splits). The fine-tuned copies are discarded.
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass, replace
 from typing import Any
 
-import numpy as np
 import torch
 
+from algorithms.client_state import expand
 from algorithms.fedcm import FedCM
 from algorithms.server import ClientRound
 from p2pfl.callbacks import Callback, RoundEnd
 from p2pfl.config import ConfigError
 from p2pfl.context import RunContext
 from p2pfl.local import LocalSolver, LocalTerms, VectorizedTrainer
+from p2pfl.metrics import evaluate_own
 from p2pfl.options import option
 from p2pfl.population import Params, broadcast
-from p2pfl.seeding import numpy_rng
 
 UNSCORED = ("bias", "bn", "norm", "gn", "downsample", "shortcut")
 
@@ -91,17 +90,11 @@ class FedFSA(FedCM):
 
     def setup(self, ctx: RunContext) -> None:
         super().setup(ctx)
-        n = ctx.data.n_per_node
-        n_test = max(1, round(self.cfg.personal_fraction * n))
-        if n_test >= n:
-            raise ConfigError("algorithm.personal_fraction", f"{n} samples per client leave "
-                              "none to train on")
-        rng = numpy_rng(ctx.cfg.seed, "eval", 1)
-        order = np.stack([rng.permutation(n) for _ in range(ctx.num_nodes)])
-        shuffled = ctx.data.node_indices.gather(1, torch.as_tensor(order, device=ctx.device))
-        self.data = copy.copy(ctx.data)
-        self.data.node_indices = shuffled[:, :n - n_test].contiguous()
-        self.personal_test = shuffled[:, n - n_test:].contiguous()  # [N, n_test] sample indices
+        try:
+            self.data, self.personal_test = ctx.data.held_out(self.cfg.personal_fraction,
+                                                              ctx.cfg.seed, 1)
+        except ValueError as err:
+            raise ConfigError("algorithm.personal_fraction", str(err)) from None
         self.trainer = ctx.comm.clients_trainer(ctx.guard.install(
             VectorizedTrainer(ctx.forward, self.data, ctx.trainer.chunk_size,
                               gradients=ctx.trainer.gradients)))
@@ -132,24 +125,13 @@ class FedFSA(FedCM):
         changes nothing the run keeps."""
         a, nodes = self.cfg, torch.arange(ctx.num_nodes, device=ctx.device)
         tuned = broadcast(self.server, ctx.num_nodes)
-        plan = self.data.plan(ctx.cfg.seed, t, a.batch_size, a.local_epochs, a.local_steps)
+        plan = self.plan(ctx, t, self.data)
         lrs = torch.full((ctx.num_nodes,), self.lr(t), device=ctx.device, dtype=ctx.dtype)
         solver = LocalSolver(weight_decay=a.weight_decay, clip_norm=a.clip_norm)
         self.tuner.train(tuned, nodes, plan, solver, lrs, LocalTerms(trainable=self.head))
-        chunk = self.tuner.chunk_size
-        correct = torch.zeros(2, ctx.num_nodes, device=ctx.device)
-        with torch.no_grad():
-            for start in range(0, ctx.num_nodes, chunk):
-                rows = slice(start, min(start + chunk, ctx.num_nodes))
-                idx = self.personal_test[rows]
-                x, y = ctx.data.x_train[idx], ctx.data.y_train[idx]
-                c = idx.shape[0]
-                models = ({k: v[rows] for k, v in tuned.items()},
-                          {k: v.unsqueeze(0).expand(c, *v.shape) for k, v in self.server.items()})
-                for i, model in enumerate(models):
-                    pred = ctx.forward(model, x).argmax(-1)
-                    correct[i, rows] = (pred == y).sum(dim=1).to(correct.dtype)
-        acc = correct / self.personal_test.shape[1]
+        acc = [evaluate_own(ctx.forward, models, ctx.data.x_train, ctx.data.y_train,
+                            self.personal_test, ctx.cfg.eval.batch_size, self.tuner.chunk_size)
+               for models in (tuned, expand(self.server, ctx.num_nodes))]
         return acc[0].mean().item(), acc[1].mean().item()
 
     def callbacks(self, ctx: RunContext) -> list[Callback]:

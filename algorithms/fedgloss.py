@@ -111,7 +111,7 @@ class FedGloSS(Server):
             origin, weight = r.start, 1.0 / (beta * n * len(r.nodes))
         weights = torch.full((len(r.nodes),), weight, device=ctx.device, dtype=ctx.dtype)
         drift = ctx.comm.weighted_sum({k: v - origin[k] for k, v in r.trained.items()}, weights)
-        mean = self.client_mean(ctx, r.trained)
+        mean = self.client_mean(ctx, r)
         self.pseudo_grad = {k: r.start[k] - v for k, v in mean.items()}
         self.optimizer.step(self.server, {k: -v for k, v in self.pseudo_grad.items()})
         for k, s in self.sigma.items():
@@ -142,7 +142,7 @@ class NaiveFedGloSS(FedGloSS):
         _, first, _ = self.exchange(ctx, nodes, self.server, t, delivery)
         start = self.server
         if len(first.nodes):
-            mean = self.client_mean(ctx, first.trained)
+            mean = self.client_mean(ctx, first)
             ascent = {k: x - mean[k] for k, x in self.server.items()}
             start = ascend(self.server, ascent, self.server_rho(t))
         trained, arrived, losses = self.exchange(ctx, nodes, start, t, delivery)

@@ -30,6 +30,7 @@ from p2pfl.population import Params
 
 class FedGMT(Server):
     name = "fedgmt"
+    paper_weights = "uniform"  # the mean over the active clients (FL-Simulator code)
 
     @dataclass
     class Options(Dual, Server.Options):
@@ -57,7 +58,7 @@ class FedGMT(Server):
 
     def aggregate(self, ctx: RunContext, r: ClientRound) -> None:
         self.dual.absorb(r.nodes, r.trained, r.start)
-        mean = self.client_mean(ctx, r.trained)
+        mean = self.client_mean(ctx, r)
         if self.cfg.variant == "paper":
             correction = self.dual.mean_over(ctx.comm, r.nodes)
         else:

@@ -56,6 +56,8 @@ class LocalEstimate:
 class _LESAM(Server):
     """Mixin: the base algorithm's local terms with the fixed FedLESAM perturbation."""
 
+    paper_weights = "uniform"  # FL-Simulator's plain mean over the active clients
+
     def setup(self, ctx: RunContext) -> None:
         super().setup(ctx)
         self.estimate = LocalEstimate(self.server, ctx.num_nodes)

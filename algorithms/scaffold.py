@@ -17,7 +17,7 @@ from algorithms.options import ServerStep
 from algorithms.server import ClientRound, Server
 from p2pfl.context import RunContext
 from p2pfl.local import LocalTerms
-from p2pfl.population import Params
+from p2pfl.population import Params, row_scale
 
 
 class Scaffold(Server):
@@ -28,6 +28,7 @@ class Scaffold(Server):
         pass
     down = 2  # x and c
     up = 2  # x_i^K and Delta c_i
+    paper_weights = "uniform"  # x <- x + (eta_g / |S|) sum Delta y_i
 
     def setup(self, ctx: RunContext) -> None:
         super().setup(ctx)
@@ -46,7 +47,8 @@ class Scaffold(Server):
 
     def aggregate(self, ctx: RunContext, r: ClientRound) -> None:
         old = self.client_control.rows(r.nodes)
-        new = {k: v - self.control[k] + (r.start[k] - r.trained[k]) / (r.steps * r.lr)
+        step = r.steps * r.lr  # K_i eta_l per client [m]
+        new = {k: v - self.control[k] + (r.start[k] - r.trained[k]) / row_scale(step, v)
                for k, v in old.items()}
         self.client_control.write(r.nodes, new)
         weights = torch.full((len(r.nodes),), 1.0 / ctx.num_nodes, device=ctx.device,

@@ -12,8 +12,9 @@ import torch
 
 import topologies as T
 from algorithms.base import Algorithm, RoundReport
+from algorithms.client_state import expand
 from algorithms.options import SAMPLINGS, Momentum, Sam
-from p2pfl.config import ConfigError
+from p2pfl.config import Config, ConfigError
 from p2pfl.context import RunContext
 from p2pfl.local import LocalSolver, LocalTerms, VectorizedTrainer
 from p2pfl.options import AlgorithmOptions, option
@@ -29,15 +30,16 @@ class ClientRound:
     start: Params  # the model they started from (sent by the server): name -> [*shape]
     trained: Params  # their models after the local steps: name -> [m, *shape]
     lr: float  # local learning rate of the round
-    steps: int  # local steps K
+    steps: torch.Tensor  # local steps K_i of each client [m] (the run's dtype)
     terms: LocalTerms | None  # what the algorithm added to the local step
+    samples: torch.Tensor  # local training samples n_i of each client [m] (the run's dtype)
 
     def subset(self, keep: torch.Tensor) -> ClientRound:
         """The record restricted to the rows `keep` (bool [m]); per-row terms are indexed too."""
         terms = None if self.terms is None else self.terms.rows(keep)
         return ClientRound(self.nodes[keep], self.start, {k: v[keep] for k, v in
                                                           self.trained.items()},
-                           self.lr, self.steps, terms)
+                           self.lr, self.steps[keep], terms, self.samples[keep])
 
 
 @dataclass(frozen=True)
@@ -69,9 +71,20 @@ class Server(Algorithm):
                                       doc="share r of the clients sampled per round")
         sampling: str = option("fixed", choices=SAMPLINGS,
                                doc="fixed: m = round(r N) clients; bernoulli: each w.p. r")
+        weights: str = option("", choices=("", "samples", "uniform"),
+                              doc="aggregation weights of the clients' models: n_i / sum n_j "
+                              "over those aggregated (samples), or 1 / m (uniform); '' = the "
+                              "paper's")
 
     down: ClassVar[int] = 1
     up: ClassVar[int] = 1
+    # the aggregation weights of the paper (FedAvg: n_i / n); equal for equal client sizes
+    paper_weights: ClassVar[str] = "samples"
+
+    @classmethod
+    def implied(cls, cfg: Config) -> dict[str, Any]:
+        """An unset `algorithm.weights` is the paper's."""
+        return {"algorithm.weights": cls.paper_weights}
     uses_terms: ClassVar[bool] = True  # needs the vectorized trainer's LocalTerms
 
     def setup(self, ctx: RunContext) -> None:
@@ -116,16 +129,21 @@ class Server(Algorithm):
     def train_clients(self, ctx: RunContext, nodes: torch.Tensor, start: Params,
                       t: int) -> tuple[ClientRound, torch.Tensor]:
         """K local steps of `nodes` from `start`; the round's record and the losses [m]."""
-        a = self.cfg
         start = {k: v.clone() for k, v in start.items()}  # the server model may move on
         params = broadcast(start, len(nodes))
         lr = self.lr(t)
-        plan = self.data.plan(ctx.cfg.seed, t, a.batch_size, a.local_epochs, a.local_steps)
+        plan = self.plan(ctx, t, self.data)
         terms = self.local_terms(ctx, nodes, start, t)
         lrs = torch.full((len(nodes),), lr, device=ctx.device, dtype=ctx.dtype)
         extra = () if terms is None else (terms,)
         losses = self.trainer.train(params, nodes, plan, self.solver_at(t), lrs, *extra)
-        return ClientRound(nodes, start, params, lr, plan.steps, terms), losses
+        steps = torch.as_tensor(plan.node_steps(nodes), device=ctx.device, dtype=ctx.dtype)
+        return ClientRound(nodes, start, params, lr, steps, terms, self.samples(ctx, nodes)), losses
+
+    def samples(self, ctx: RunContext, nodes: torch.Tensor) -> torch.Tensor:
+        """n_i, the local training samples of `nodes` [m], in the run's dtype."""
+        return torch.as_tensor(self.data.sizes[nodes.cpu().numpy()], device=ctx.device,
+                               dtype=ctx.dtype)
 
     def delivery(self, faults: T.Faults, nodes: torch.Tensor) -> Delivery | None:
         """What of the round's star exchange with the sampled clients `nodes` [m] gets through,
@@ -154,7 +172,8 @@ class Server(Algorithm):
             r, losses = self.train_clients(ctx, nodes, start, t)
             return r, r, losses
         if not delivery.down.any():
-            empty = ClientRound(nodes[:0], start, broadcast(start, 0), self.lr(t), 0, None)
+            none = torch.zeros(0, device=ctx.device, dtype=ctx.dtype)
+            empty = ClientRound(nodes[:0], start, broadcast(start, 0), self.lr(t), none, None, none)
             return empty, empty, torch.zeros(0, device=ctx.device, dtype=ctx.dtype)
         r, losses = self.train_clients(ctx, nodes[delivery.down], start, t)
         return r, r.subset(delivery.up[delivery.down]), losses
@@ -187,15 +206,22 @@ class Server(Algorithm):
     def aggregate(self, ctx: RunContext, r: ClientRound) -> None:
         """Update `self.server` (and the algorithm's state) from the round's client models."""
 
-    def client_mean(self, ctx: RunContext, trained: Params) -> Params:
-        """Mean of the client models [m, ...] (equal client sizes: sample weighting = mean)."""
-        m = next(iter(trained.values())).shape[0]
-        weights = torch.full((m,), 1.0 / m, device=ctx.device, dtype=ctx.dtype)
-        return ctx.comm.weighted_sum(trained, weights)
+    def client_weights(self, r: ClientRound) -> torch.Tensor:
+        """The aggregation weight of each client of `r` [m], summing to 1: n_i / sum_j n_j
+        (`weights = "samples"`, FedAvg's) or 1 / m ("uniform")."""
+        if (self.cfg.weights or self.paper_weights) == "samples":
+            return r.samples / r.samples.sum()
+        return torch.full_like(r.samples, 1.0 / len(r.samples))
+
+    def client_mean(self, ctx: RunContext, r: ClientRound, tensors: Params | None = None) -> Params:
+        """The weighted mean (`client_weights`) of the clients' models (or of `tensors`, rows as
+        the clients of `r`): name -> [*shape]."""
+        return ctx.comm.weighted_sum(r.trained if tensors is None else tensors,
+                                     self.client_weights(r))
 
     def mean_update(self, ctx: RunContext, r: ClientRound) -> Params:
-        """U = mean_i (x_i^K - start): name -> [*shape]."""
-        mean = self.client_mean(ctx, r.trained)
+        """U = sum_i w_i (x_i^K - start), w the `client_weights`: name -> [*shape]."""
+        mean = self.client_mean(ctx, r)
         return {k: v - r.start[k] for k, v in mean.items()}
 
     def average_model(self, ctx: RunContext) -> Params:
@@ -203,6 +229,10 @@ class Server(Algorithm):
 
     def local_models(self, ctx: RunContext) -> Params:
         return ctx.population.rows(ctx.owned(self.last_nodes))
+
+    def node_models(self, ctx: RunContext) -> Params:
+        """Every client deploys the server model."""
+        return expand(self.server, ctx.population.num_nodes)
 
     def state_dict(self) -> dict[str, Any]:
         return {"server": {k: v.clone() for k, v in self.server.items()},

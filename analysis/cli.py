@@ -34,6 +34,14 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                    help="override a config field for every run (repeatable)")
     s.add_argument("--device", choices=("cpu", "cuda", "auto"), help="overrides config.device")
     s.add_argument("--quiet", action="store_true", help="no progress bars")
+    d = sub.add_parser("data", help="what a config's partition gives each node")
+    d.add_argument("action", choices=("describe",), help="describe: sizes, label skew and a "
+                   "stacked bar per node of its labels")
+    d.add_argument("config", help="TOML experiment file (its [data] table)")
+    d.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a config field, e.g. --set data.alpha=0.1 (repeatable)")
+    d.add_argument("--out", help="figure file stem (.png and .pdf; default: none drawn)")
+    d.add_argument("--json", action="store_true", help="print one JSON object")
 
 
 def _fmt(value: Any) -> str:
@@ -116,4 +124,31 @@ def study(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"analyze": analyze, "study": study}
+def data(args: argparse.Namespace) -> int:
+    from analysis.partition import partition_summary, plot_label_bars
+    from p2pfl.build import federated_data
+    from p2pfl.config import ConfigError, load_config, parse_overrides
+
+    cfg = load_config(args.config, parse_overrides(args.overrides))
+    if cfg.compare:
+        raise ConfigError("compare", "describe the data of one run: a config without "
+                          "[[compare]] variants (or --set the variant's data fields)")
+    d = cfg.data
+    counts = federated_data(cfg).label_counts()
+    result = {"dataset": d.name, "partition": d.partition, **partition_summary(counts)}
+    if args.json:
+        print(json.dumps(result | {"sizes": counts.sum(axis=1).tolist()}))
+    else:
+        width = max(map(len, result))
+        for key, value in result.items():
+            print(f"{key:<{width}}  {_fmt(value)}")
+    if args.out:
+        title = (f"{d.name}, {d.partition}: {result['nodes']} nodes of {result['size_min']} to "
+                 f"{result['size_max']} samples")
+        for path in plot_label_bars(counts, args.out, title):
+            if not args.json:
+                print(path)
+    return 0
+
+
+COMMANDS = {"analyze": analyze, "study": study, "data": data}

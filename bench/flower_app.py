@@ -69,9 +69,9 @@ def train(msg: Message, context: Context) -> Message:
     torch.set_num_threads(int(config["threads"]))
     model = build_model(cfg.model.name, data.input_shape, data.num_classes)
     model.load_state_dict(msg.content["arrays"].to_torch_state_dict())
-    loss = M.local_sgd(model, cfg, data, int(config["server-round"]) - 1,
-                       int(context.node_config["partition-id"]))
-    metrics = MetricRecord({"train_loss": loss, "num-examples": data.n_per_node})
+    client = int(context.node_config["partition-id"])
+    loss = M.local_sgd(model, cfg, data, int(config["server-round"]) - 1, client)
+    metrics = MetricRecord({"train_loss": loss, "num-examples": int(data.sizes[client])})
     return Message(RecordDict({"arrays": ArrayRecord(model.state_dict()), "metrics": metrics}),
                    reply_to=msg)
 

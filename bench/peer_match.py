@@ -16,8 +16,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from p2pfl.build import federated_data as build_federated_data
 from p2pfl.config import Config, config_from_dict
-from p2pfl.data import load_dataset, partition
 from p2pfl.federated import FederatedData
 from p2pfl.models import build_model
 from p2pfl.seeding import numpy_rng, stream_seed
@@ -53,16 +53,9 @@ def from_json(text: str) -> Config:
 
 
 def federated_data(cfg: Config, dtype: torch.dtype = torch.float32) -> FederatedData:
-    """The dataset and node partition of `p2pfl.engine.build(cfg)` on the CPU: same
-    normalisation, same `partition` call with the same seed, so row i of `node_indices` is
-    client i's local data."""
-    d = cfg.data
-    seed = stream_seed(cfg.seed, "partition")
-    dataset = load_dataset(d.name, d.root or None, seed=seed,
-                           synthetic_train=d.synthetic_train, synthetic_test=d.synthetic_test)
-    indices = partition(dataset.y_train.numpy(), d.num_nodes, d.partition, alpha=d.alpha,
-                        classes_per_node=d.classes_per_node, seed=seed)
-    return FederatedData(dataset, torch.as_tensor(indices), torch.device("cpu"), dtype)
+    """The dataset and node partition of `p2pfl.engine.build(cfg)` on the CPU (the engine's own
+    loading and partition with the same seed): node i's data is client i's local data."""
+    return build_federated_data(cfg, dtype)
 
 
 def initial_model(cfg: Config, data: FederatedData) -> nn.Module:
@@ -87,9 +80,9 @@ def client_batches(cfg: Config, data: FederatedData, t: int, client: int) -> lis
     """Indices into `data.x_train` of each local step of `client` in round t: K tensors int64
     [B], the rows p2pfl's trainer gathers for that client (`FederatedData.batch`)."""
     a = cfg.algorithm
-    plan = data.plan(cfg.seed, t, a.batch_size, a.local_epochs, a.local_steps)
-    own = data.node_indices[client]
-    return [own[plan.stream[client, start:stop]] for start, stop in plan.bounds]
+    plan = data.plan(cfg.seed, t, a.batch_size, a.local_epochs, a.local_steps, a.last_batch)
+    return [plan.ids[k, client, :int(plan.lengths[client, k])]
+            for k in range(int(plan.steps_of[client]))]
 
 
 def local_sgd(model: nn.Module, cfg: Config, data: FederatedData, t: int, client: int) -> float:

@@ -28,6 +28,7 @@ import torch
 from bench.flops import matmul_gflops
 from bench.mixing import PARAMS_MLP
 from bench.overlap import overlap_cost, overlap_line
+from bench.ragged import RAGGED, ragged_lines, run_ragged
 from bench.runner import PRECISIONS, run_workload
 from bench.scaleout import scaleout
 from bench.scaleout import table as scaleout_table
@@ -155,7 +156,8 @@ def parser() -> argparse.ArgumentParser:
                         "nodes (about a minute on a 2-core CPU)")
     b.add_argument("--device", choices=("cpu", "cuda", "auto"), default="auto")
     b.add_argument("--only", metavar="WORKLOAD[,..]",
-                   help="mlp-10, mlp-100, mlp-1000, cnn, resnet18_gn, or a model name")
+                   help="mlp-10, mlp-100, mlp-1000, cnn, resnet18_gn, ragged (unequal local "
+                   "datasets against balanced ones), or a model name")
     b.add_argument("--rounds", type=int, help="timed rounds after one warm-up (default 3, "
                    "--quick 1)")
     b.add_argument("--json-out", metavar="FILE", help="also write all results as JSON")
@@ -221,10 +223,13 @@ def run_suite(args: argparse.Namespace) -> int:
         return run_scaleout(args)
     device = resolve_device(args.device)
     workloads = QUICK_WORKLOADS if args.quick else WORKLOADS
+    wanted = [w.strip() for w in (args.only or "").split(",") if w.strip()]
+    ragged = RAGGED in wanted or not (args.only or args.quick)
+    others = ",".join(w for w in wanted if w != RAGGED)
     try:
-        chosen = select(workloads, args.only)
+        chosen = select(workloads, others) if others or not wanted else []
     except ValueError as err:
-        raise ConfigError("--only", str(err)) from None
+        raise ConfigError("--only", f"{err}, {RAGGED}") from None
     rounds = args.rounds if args.rounds is not None else (
         QUICK_ROUNDS if args.quick else DEFAULT_ROUNDS)
     if rounds < 1:
@@ -242,7 +247,8 @@ def run_suite(args: argparse.Namespace) -> int:
           "workload; the loop runs float32; meaningful only on an otherwise idle machine; "
           f"! = a side's rounds ranged over more than {SPREAD_FLAG}x: the machine's speed moved, "
           "read that row's ratio with care")
-    print(table_header(), flush=True)
+    if chosen:
+        print(table_header(), flush=True)
     data: dict[str, tuple[Dataset, str]] = {}
     results = []
     for workload in chosen:
@@ -257,6 +263,12 @@ def run_suite(args: argparse.Namespace) -> int:
         result.update(env)
         results.append(result)
         print("\n".join(table_rows(result)), flush=True)
+    if ragged:
+        if "fashion_mnist" not in data:
+            data["fashion_mnist"] = load_workload_data("fashion_mnist", args.quick)
+        ragged_result = run_ragged(data["fashion_mnist"][0], str(device), rounds)
+        ragged_result.update(env)
+        print("\n".join(ragged_lines(ragged_result)), flush=True)
     print()
     for result in results:
         print(mixing_line(result))
@@ -264,6 +276,8 @@ def run_suite(args: argparse.Namespace) -> int:
     print(overlap_line(overlap))
     if args.json_out:
         write_json_atomic(Path(args.json_out), results)
+    if ragged:
+        results.append(ragged_result)
     for result in results:
         print(json.dumps(result, sort_keys=True, default=str))
     print(json.dumps({"overlap": overlap}, sort_keys=True))

@@ -8,6 +8,7 @@ import math
 from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
 import torch
 import torch.distributed as dist
 from torch import nn
@@ -15,30 +16,34 @@ from torch import nn
 import topologies as T
 from algorithms import ALGORITHMS, Algorithm
 from p2pfl.comm import Comm, LocalComm
-from p2pfl.config import Config, ConfigError
+from p2pfl.config import Config, ConfigError, DataConfig
 from p2pfl.context import RunContext
 from p2pfl.data import (
+    PARTITION_PARAMS,
+    PARTITIONS,
     SYNTHETIC_SHAPE,
     Dataset,
     DatasetNotFoundError,
+    check_partition,
     find_dataset_dir,
     load_dataset,
     partition,
 )
 from p2pfl.distributed import DistComm
-from p2pfl.federated import FederatedData
+from p2pfl.federated import FederatedData, check_steps, steps_per_node
 from p2pfl.gradients import local_gradients
 from p2pfl.guard import Guard
 from p2pfl.local import VectorizedTrainer
 from p2pfl.memory import check_fits, plan_chunks
 from p2pfl.models import build_model, mixed_precision, stacked_forward
-from p2pfl.network import Clock, local_steps
-from p2pfl.objects import Parts, as_partition
+from p2pfl.network import Clock
+from p2pfl.objects import Parts
 from p2pfl.population import Population
 from p2pfl.reference import LoopTrainer
 from p2pfl.seeding import stream_seed
 
 CONNECTIVITY_WINDOW = 20  # rounds of a time-varying schedule checked for joint connectivity
+LOCAL_TEST_KEY = 2  # the "eval" stream key of the local test split (FedFSA's own split is 1)
 
 
 def resolve_device(name: str) -> torch.device:
@@ -90,25 +95,54 @@ def _named_dataset(cfg: Config, dtype: torch.dtype) -> Dataset:
     return dataset
 
 
-def _partition(cfg: Config, dataset: Dataset) -> torch.Tensor:
-    """int64 [num_nodes, m]: the configured partition of `dataset`'s training set."""
+def _partition(cfg: Config, dataset: Dataset, given: object | None = None) -> list[np.ndarray]:
+    """One index array per node into `dataset`'s training set: the configured partition, or
+    `given` (index lists, or a partitioner function called with the configured seed)."""
     d = cfg.data
+    labels = dataset.y_train.numpy()
+    if given is None:
+        _check_partition_params(d)
     try:
-        return torch.as_tensor(partition(dataset.y_train.numpy(), d.num_nodes, d.partition,
-                                         alpha=d.alpha, classes_per_node=d.classes_per_node,
-                                         seed=stream_seed(cfg.seed, "partition")))
+        if given is not None and not callable(given):
+            return check_partition(given, d.num_nodes, len(labels), d.allow_overlap)
+        params = {k: getattr(d, k) for k in PARTITION_PARAMS}
+        return partition(labels, d.num_nodes, given or d.partition, allow_overlap=d.allow_overlap,
+                         seed=stream_seed(cfg.seed, "partition"), **params)
     except ValueError as err:
-        raise ConfigError("data", str(err)) from None
+        raise ConfigError("partition" if given is not None else "data", str(err)) from None
+
+
+def _check_partition_params(d: DataConfig) -> None:
+    """Refuse a partition parameter set away from its default that the partition does not
+    read (it would be silently ignored)."""
+    reads = PARTITIONS[d.partition].params if d.partition in PARTITIONS else ()
+    default = DataConfig()
+    for key in PARTITION_PARAMS:
+        if key not in reads and getattr(d, key) != getattr(default, key):
+            raise ConfigError(f"data.{key}", f"is set ({getattr(d, key)!r}) but partition "
+                              f"{d.partition!r} does not read it (it reads: "
+                              f"{', '.join(reads) or 'nothing'})")
 
 
 def _load_data(cfg: Config, device: torch.device, dtype: torch.dtype,
-               dataset: Dataset | None = None,
-               node_indices: torch.Tensor | None = None) -> FederatedData:
+               dataset: Dataset | None = None, given: object | None = None) -> FederatedData:
+    """The run's federated data: the partition, then each node's local test share held out
+    when `data.local_test` > 0."""
     dataset = dataset if dataset is not None else _named_dataset(cfg, dtype)
-    if node_indices is not None:
-        node_indices = as_partition(node_indices, cfg.data.num_nodes, len(dataset.y_train))
-        return FederatedData(dataset, node_indices, device, dtype)
-    return FederatedData(dataset, _partition(cfg, dataset), device, dtype)
+    data = FederatedData(dataset, _partition(cfg, dataset, given), device, dtype)
+    if cfg.data.local_test > 0:
+        try:
+            data, tests = data.held_out(cfg.data.local_test, cfg.seed, LOCAL_TEST_KEY)
+        except ValueError as err:
+            raise ConfigError("data.local_test", str(err)) from None
+        data.local_test = tests
+    return data
+
+
+def federated_data(cfg: Config, dtype: torch.dtype = torch.float32) -> FederatedData:
+    """The data `cfg` trains on (its dataset, partition and local test split) on the CPU,
+    without a model: what `p2pfl data describe` summarises."""
+    return _load_data(cfg, torch.device("cpu"), dtype)
 
 
 def check_variants(cfgs: Sequence[tuple[str, Config]], named_topology: bool = True,
@@ -190,6 +224,12 @@ def build(cfg: Config, dataset: Dataset | None = None, parts: Parts | None = Non
     algorithm = ALGORITHMS[cfg.algorithm.name](cfg.algorithm)
     data = _load_data(cfg, device, dtype,
                       parts.dataset if parts.dataset is not None else dataset, parts.partition)
+    a = cfg.algorithm
+    try:
+        check_steps(steps_per_node(data.sizes, a.batch_size, a.local_epochs, a.local_steps,
+                                a.last_batch), data.sizes, a.batch_size)
+    except ValueError as err:
+        raise ConfigError("algorithm.last_batch", str(err)) from None
     if schedule is None:
         schedule = schedule_for(cfg, algorithm)
     elif algorithm.mixing == "server":
@@ -262,7 +302,11 @@ def _clock(cfg: Config, algorithm: Algorithm, schedule: T.Schedule, data: Federa
         return None
     size = population.num_params * population.flat.element_size()
     size += 8 if algorithm.mixing == "column_stochastic" else 0
-    return Clock(cfg.network, schedule.n, cfg.seed, local_steps(cfg, data.n_per_node), size,
+    a = cfg.algorithm
+    steps = steps_per_node(data.sizes, a.batch_size, a.local_epochs, a.local_steps, a.last_batch)
+    if algorithm.mixing == "server":  # the star: the server (node 0) takes no local step
+        steps = np.concatenate(([0], steps))
+    return Clock(cfg.network, schedule.n, cfg.seed, steps, size,
                  getattr(algorithm, "gossip_steps", 1))
 
 

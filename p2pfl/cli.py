@@ -1,6 +1,7 @@
 """Command line: `p2pfl run CONFIG ...`, `p2pfl resume RUN_DIR`, `p2pfl plot RUN_DIR ...`,
 `p2pfl table RUN_DIR ...`, `p2pfl compare CONFIG --only a,b --seeds 0,1,2 --out DIR`,
-`p2pfl analyze TOPOLOGY`, `p2pfl study CONFIG`, `p2pfl bench [--quick]`."""
+`p2pfl analyze TOPOLOGY`, `p2pfl study CONFIG`, `p2pfl data describe CONFIG`,
+`p2pfl bench [--quick]`."""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
 EXIT_CONFIG = 2
 EXIT_DIVERGED = 3
 EXIT_PEER_LOST = 4  # a process of a distributed run was lost
-TRAINING = ("run", "resume", "compare", "study")  # the commands that need the engine
+TRAINING = ("run", "resume", "compare", "study", "data")  # the commands that need the engine
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -26,7 +26,7 @@ from p2pfl.config import (
 from p2pfl.distributed import agreed, init, rank0_value
 from p2pfl.entry import launched
 from p2pfl.loop import DivergenceError, RunInterrupted, Runner
-from p2pfl.objects import resolve
+from p2pfl.objects import DATA_RECORD, check_partition_record, describe_partition, resolve
 from p2pfl.objects.inputs import INPUTS_RECORD, check_inputs, describe_inputs, with_absolute_paths
 from p2pfl.plots import plot_histories
 from p2pfl.results import write_json_atomic
@@ -78,7 +78,10 @@ def run(cfg: Config, out_dir: str | Path | None = None, progress: bool = False,
             ctx, algo = build(cfg, parts=parts, chunks=checkpoint and checkpoint.get("chunks"))
             inputs = describe_inputs(cfg, ctx.data)
             check_inputs(out, resume, inputs)
-            records = parts.records | ({INPUTS_RECORD: inputs} if inputs else {})
+            data_record = parts.records.get(DATA_RECORD, {}) | describe_partition(cfg, ctx.data)
+            check_partition_record(out, resume, data_record)
+            records = parts.records | {DATA_RECORD: data_record} | (
+                {INPUTS_RECORD: inputs} if inputs else {})
             runner = Runner(cfg, out, ctx, algo, checkpoint["metrics"] if checkpoint else [],
                             progress and ctx.comm.rank == 0, label, list(parts.callbacks))
             if checkpoint is not None:  # before the directory is touched: a state that does

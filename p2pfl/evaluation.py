@@ -13,7 +13,7 @@ import torch
 from p2pfl.callbacks import Callback, RoundEnd
 from p2pfl.context import RunContext
 from p2pfl.local import VectorizedTrainer
-from p2pfl.metrics import evaluate, evaluate_sums, squared_distance
+from p2pfl.metrics import evaluate, evaluate_own, evaluate_sums, squared_distance
 from p2pfl.seeding import numpy_rng
 
 
@@ -29,9 +29,19 @@ def eval_subset(ctx: RunContext) -> tuple[torch.Tensor, torch.Tensor]:
     return ctx.data.x_test[idx], ctx.data.y_test[idx]
 
 
+def node_spread(acc: torch.Tensor) -> dict[str, float]:
+    """test_acc_node_mean / _worst10 (the mean of the lowest tenth, at least one node) / _std
+    (population standard deviation) of per-node accuracies [N]."""
+    worst = acc.sort().values[:max(1, math.ceil(0.1 * len(acc)))]
+    return {"test_acc_node_mean": acc.mean().item(), "test_acc_node_worst10": worst.mean().item(),
+            "test_acc_node_std": acc.std(unbiased=False).item()}
+
+
 class Evaluation(Callback):
     """test_acc / test_loss of the average model, test_acc_local_mean / _min of the nodes' own
-    models, their consensus distance to the average, and eval_s (seconds spent here)."""
+    models, their consensus distance to the average, and eval_s (seconds spent here). With
+    `data.local_test` > 0, also each node's model (`Algorithm.node_models`) on the node's own
+    test split: `node_spread` of those accuracies."""
 
     def __init__(self, ctx: RunContext) -> None:
         self.local_eval = eval_subset(ctx)
@@ -60,8 +70,22 @@ class Evaluation(Callback):
         acc, loss, count = sums[0].float() / n_test, sums[1] / n_test, sums[3]
         lowest = ctx.comm.all_min(local_acc.min() if len(local_acc) else
                                   local_acc.new_tensor(torch.inf))
-        return {"test_acc": acc.item(), "test_loss": loss.item(),
-                "test_acc_local_mean": (sums[2] / count).item(),
-                "test_acc_local_min": lowest.item(),
-                "consensus_dist": (sums[4] / count).item(),
-                "eval_s": time.perf_counter() - start}
+        record = {"test_acc": acc.item(), "test_loss": loss.item(),
+                  "test_acc_local_mean": (sums[2] / count).item(),
+                  "test_acc_local_min": lowest.item(),
+                  "consensus_dist": (sums[4] / count).item()}
+        if ctx.data.local_test is not None:
+            record |= node_spread(self.node_accuracy(end, chunk))
+        return record | {"eval_s": time.perf_counter() - start}
+
+    @staticmethod
+    def node_accuracy(end: RoundEnd, chunk: int) -> torch.Tensor:
+        """Accuracy of every node's model on its own local test split, all N nodes: [N]."""
+        ctx = end.ctx
+        held = ctx.all_nodes()
+        tests = [ctx.data.local_test[i] for i in held.tolist()]
+        acc = evaluate_own(ctx.forward, end.algorithm.node_models(ctx), ctx.data.x_train,
+                           ctx.data.y_train, tests, ctx.cfg.eval.batch_size, chunk)
+        every = torch.zeros(ctx.num_nodes, device=ctx.device, dtype=torch.float64)
+        every[held] = acc.double()
+        return ctx.comm.all_sum(every)

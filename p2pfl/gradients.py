@@ -1,8 +1,10 @@
 """Per-node gradients of the local loss: each node's mean cross-entropy on its own minibatch.
 
-A `Gradients` maps (params {name: [c, *shape]}, x [c, B, *input_shape], y int64 [c, B], out) to
-(grads {name: [c, *shape]}, losses [c]). `out` is a set of buffers shaped like `params`, reused
-from step to step, that an implementation may write the gradients into (`fills_buffers`).
+A `Gradients` maps (params {name: [c, *shape]}, x [c, B, *input_shape], y int64 [c, B], out,
+weight) to (grads {name: [c, *shape]}, losses [c]). `out` is a set of buffers shaped like
+`params`, reused from step to step, that an implementation may write the gradients into
+(`fills_buffers`). `weight` [c, B] (rows summing to 1, or None for the plain batch mean) weights
+the samples of a step whose nodes' batches differ in size (p2pfl.federated.Batch).
 
 - `AutogradGradients`: one autograd backward through any stacked forward (p2pfl.models).
 - `HandWrittenGradients`: a model's own `batched_gradients(params, x, y, out)`, such as the
@@ -34,12 +36,17 @@ GradientFn = Callable[[Params, torch.Tensor, torch.Tensor, Params | None],
                       tuple[Params, torch.Tensor]]
 
 
-def node_losses(forward: StackedForward, params: Params, x: torch.Tensor,
-                y: torch.Tensor) -> torch.Tensor:
+def batch_mean(values: torch.Tensor, weight: torch.Tensor | None) -> torch.Tensor:
+    """Per-node mean of per-sample values [c, B]: plain, or weighted by `weight` [c, B]."""
+    return values.mean(dim=1) if weight is None else (values * weight).sum(dim=1)
+
+
+def node_losses(forward: StackedForward, params: Params, x: torch.Tensor, y: torch.Tensor,
+                weight: torch.Tensor | None = None) -> torch.Tensor:
     """Mean cross-entropy of each node on its own minibatch: [c] (x [c, B, ...], y [c, B])."""
     logits = forward(params, x)
     losses = F.cross_entropy(logits.flatten(0, 1), y.flatten(), reduction="none")
-    return losses.view(y.shape).mean(dim=1)
+    return batch_mean(losses.view(y.shape), weight)
 
 
 class AutogradGradients:
@@ -51,14 +58,16 @@ class AutogradGradients:
 
     fills_buffers = False
     accumulates = False
+    weighted = True
 
     def __init__(self, forward: StackedForward) -> None:
         self.forward = forward
 
     def __call__(self, params: Params, x: torch.Tensor, y: torch.Tensor,
-                 out: Params | None = None) -> tuple[Params, torch.Tensor]:
+                 out: Params | None = None,
+                 weight: torch.Tensor | None = None) -> tuple[Params, torch.Tensor]:
         leaves = {k: v.detach().requires_grad_() for k, v in params.items()}
-        losses = node_losses(self.forward, leaves, x, y)
+        losses = node_losses(self.forward, leaves, x, y, weight)
         grads = torch.autograd.grad(losses.sum(), list(leaves.values()))
         return dict(zip(leaves, _owned(grads))), losses.detach()
 
@@ -81,21 +90,29 @@ class HandWrittenGradients:
     """A model's own `batched_gradients(params, x, y, out) -> (grads, losses)`, which writes
     into `out` when given. When it also takes `beta` (`accumulates`), it accumulates:
     out <- beta * out + gradient, which lets the local step fold its momentum into the
-    gradient's own products."""
+    gradient's own products. When it takes `weight` (`weighted`), it weights the samples of a
+    step whose batches differ in size; otherwise such a step takes autograd
+    (p2pfl.local.VectorizedTrainer)."""
 
     fills_buffers = True
 
     def __init__(self, batched_gradients: GradientFn) -> None:
         self.batched_gradients = batched_gradients
-        self.accumulates = "beta" in inspect.signature(batched_gradients).parameters
+        takes = inspect.signature(batched_gradients).parameters
+        self.accumulates = "beta" in takes
+        self.weighted = "weight" in takes
 
     def __call__(self, params: Params, x: torch.Tensor, y: torch.Tensor,
-                 out: Params | None = None, beta: float = 0.0) -> tuple[Params, torch.Tensor]:
+                 out: Params | None = None, beta: float = 0.0,
+                 weight: torch.Tensor | None = None) -> tuple[Params, torch.Tensor]:
+        extra = {"weight": weight} if weight is not None else {}
+        if weight is not None and not self.weighted:
+            raise TypeError("this batched_gradients takes no weight: it cannot weight samples")
         if self.accumulates:
-            return self.batched_gradients(params, x, y, out, beta=beta)
+            return self.batched_gradients(params, x, y, out, beta=beta, **extra)
         if beta:
             raise TypeError("this batched_gradients takes no beta: it cannot accumulate")
-        return self.batched_gradients(params, x, y, out)
+        return self.batched_gradients(params, x, y, out, **extra)
 
 
 Gradients = AutogradGradients | HandWrittenGradients

@@ -12,11 +12,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
-from p2pfl.federated import BatchPlan, FederatedData
-from p2pfl.gradients import AutogradGradients, Gradients
+from p2pfl.federated import Batch, BatchPlan, FederatedData
+from p2pfl.gradients import AutogradGradients, Gradients, batch_mean
 from p2pfl.models import StackedForward
 from p2pfl.population import Params, per_node_sq_norm, row_scale
 
@@ -52,7 +53,7 @@ def _ascended(params: Params, grads: Params, rho: float, scratch: Scratch) -> Pa
     return ascended
 
 
-def descent_direction(gradients: Gradients, params: Params, x: torch.Tensor, y: torch.Tensor,
+def descent_direction(gradients: Gradients, params: Params, batch: Batch,
                       solver: LocalSolver, scratch: Scratch) -> tuple[Params, torch.Tensor]:
     """The (SAM) gradient at `params` on one minibatch, clipped per node; and the losses at x.
 
@@ -62,10 +63,11 @@ def descent_direction(gradients: Gradients, params: Params, x: torch.Tensor, y: 
     def into(purpose: str) -> Params | None:
         return scratch(purpose, params) if gradients.fills_buffers else None
 
-    grads, losses = gradients(params, x, y, into("gradient"))
+    x, y, weight = batch.x, batch.y, _weighting(batch)
+    grads, losses = gradients(params, x, y, into("gradient"), **weight)
     if solver.rho > 0:  # g1 is spent once x + e is written: its buffers take g
         grads, _ = gradients(_ascended(params, grads, solver.rho, scratch), x, y,
-                             into("gradient"))
+                             into("gradient"), **weight)
     if solver.clip_norm > 0:
         norm = per_node_sq_norm(grads).sqrt()
         coef = (solver.clip_norm / (norm + CLIP_EPS)).clamp(max=1.0)
@@ -74,19 +76,25 @@ def descent_direction(gradients: Gradients, params: Params, x: torch.Tensor, y: 
     return grads, losses
 
 
-def momentum_step(gradients: Gradients, params: Params, x: torch.Tensor, y: torch.Tensor,
-                  solver: LocalSolver, scratch: Scratch, buffers: Params, lr: torch.Tensor,
+def _weighting(batch: Batch) -> dict[str, torch.Tensor]:
+    """The `weight` keyword of a gradients call for `batch` (none for a plain batch mean)."""
+    return {} if batch.weight is None else {"weight": batch.weight}
+
+
+def momentum_step(gradients: Gradients, params: Params, batch: Batch, solver: LocalSolver,
+                  scratch: Scratch, buffers: Params, lr: torch.Tensor,
                   first: bool) -> torch.Tensor:
     """One local step (no clipping) whose (SAM) gradient is accumulated into the momentum
     buffers by the gradient's own products (`gradients.accumulates`): b <- momentum * b + g
     (b <- g when `first`), b += wd * x, x -= lr * b. One pass over memory less than
     `descent_direction` + `apply_step`, same values up to rounding. Returns the losses at x."""
     beta = 0.0 if first else solver.momentum
+    x, y, weight = batch.x, batch.y, _weighting(batch)
     if solver.rho > 0:
-        grads, losses = gradients(params, x, y, scratch("gradient", params))
-        gradients(_ascended(params, grads, solver.rho, scratch), x, y, buffers, beta)
+        grads, losses = gradients(params, x, y, scratch("gradient", params), **weight)
+        gradients(_ascended(params, grads, solver.rho, scratch), x, y, buffers, beta, **weight)
     else:
-        _, losses = gradients(params, x, y, buffers, beta)
+        _, losses = gradients(params, x, y, buffers, beta, **weight)
     for k, b in buffers.items():
         if solver.weight_decay > 0:
             b.add_(params[k], alpha=solver.weight_decay)
@@ -180,25 +188,25 @@ class LocalTerms:
 
 
 def _objective_grads(forward: StackedForward, gradients: Gradients, params: Params,
-                     x: torch.Tensor, y: torch.Tensor, terms: LocalTerms,
-                     teacher_logits: torch.Tensor | None,
+                     batch: Batch, terms: LocalTerms, teacher_logits: torch.Tensor | None,
                      names: tuple[str, ...]) -> tuple[Params, torch.Tensor]:
     """Per-node gradients (of the `names` parameters) of the local objective; CE losses [c].
     The plain cross-entropy of all parameters goes through `gradients`, anything else through
     autograd over `forward`."""
+    x, y = batch.x, batch.y
     if teacher_logits is None and len(names) == len(params):
-        return gradients(params, x, y)
+        return gradients(params, x, y, **_weighting(batch))
     leaves = {k: v.detach().requires_grad_() if k in names else v.detach()
               for k, v in params.items()}
     logits = forward(leaves, x)
     ce = F.cross_entropy(logits.flatten(0, 1), y.flatten(), reduction="none").view(y.shape)
-    ce = ce.mean(dim=1)
+    ce = batch_mean(ce, batch.weight)
     objective = ce
     if teacher_logits is not None:
         tau = terms.temperature
         log_p = F.log_softmax(logits / tau, dim=-1)
         log_q = F.log_softmax(teacher_logits / tau, dim=-1)
-        kl = (log_q.exp() * (log_q - log_p)).sum(dim=-1).mean(dim=1)
+        kl = batch_mean((log_q.exp() * (log_q - log_p)).sum(dim=-1), batch.weight)
         objective = ce + terms.distill_weight * tau**2 * kl
     grads = torch.autograd.grad(objective.sum(), [leaves[k] for k in names])
     return dict(zip(names, grads)), ce.detach()
@@ -227,7 +235,7 @@ def _ascent(grads: Params, params: Params, solver: LocalSolver,
 
 
 def corrected_direction(forward: StackedForward, gradients: Gradients, params: Params,
-                        x: torch.Tensor, y: torch.Tensor, solver: LocalSolver, terms: LocalTerms,
+                        batch: Batch, solver: LocalSolver, terms: LocalTerms,
                         scratch: Scratch) -> tuple[Params, torch.Tensor]:
     """The step direction of `LocalTerms` (before weight decay and momentum); CE losses [c].
     The gradient at x + e is taken at a scratch copy of the perturbed rows (x does not move)."""
@@ -235,19 +243,19 @@ def corrected_direction(forward: StackedForward, gradients: Gradients, params: P
     teacher_logits = None
     if terms.teacher is not None and terms.distill_weight > 0:
         with torch.no_grad():
-            teacher_logits = forward(terms.teacher, x)
+            teacher_logits = forward(terms.teacher, batch.x)
     if terms.ascent == "fixed":
         perturb: Params | None = {k: terms.perturb[k] for k in names}
         grads = None
     else:
-        grads, losses = _objective_grads(forward, gradients, params, x, y, terms,
+        grads, losses = _objective_grads(forward, gradients, params, batch, terms,
                                          teacher_logits, names)
         perturb = _ascent(grads, params, solver, terms)
     if perturb is not None:
         moved = scratch("ascended", {k: params[k] for k in perturb})
         ascended = {k: torch.add(v, perturb[k], out=moved[k]) if k in perturb else v
                     for k, v in params.items()}
-        perturbed, perturbed_losses = _objective_grads(forward, gradients, ascended, x, y, terms,
+        perturbed, perturbed_losses = _objective_grads(forward, gradients, ascended, batch, terms,
                                                        teacher_logits, names)
         if grads is None:
             grads, losses = perturbed, perturbed_losses
@@ -271,11 +279,14 @@ def corrected_direction(forward: StackedForward, gradients: Gradients, params: P
 
 class VectorizedTrainer:
     """Runs the local phase of many nodes as batched tensor operations, `chunk_size` nodes at a
-    time (each chunk runs all K steps; nodes are independent, so chunking does not change results).
-    `gradients` (p2pfl.gradients; default autograd through `forward`) gives the cross-entropy
-    gradients; a distillation term or a subset of trainable parameters (`LocalTerms`) takes
-    autograd through `forward`. Evaluation of the nodes' models goes `eval_chunk_size` nodes at
-    a time (p2pfl.memory).
+    time (each chunk runs all its steps; nodes are independent, so chunking does not change
+    results). Nodes that take different numbers of steps K_i are trained in the order of
+    decreasing K_i, so that the nodes still stepping at step k are a prefix of their chunk and
+    every step works on views of it. `gradients` (p2pfl.gradients; default autograd through
+    `forward`) gives the cross-entropy gradients; a distillation term or a subset of trainable
+    parameters (`LocalTerms`), or a weighted step that `gradients` cannot weight, takes autograd
+    through `forward`. Evaluation of the nodes' models goes `eval_chunk_size` nodes at a time
+    (p2pfl.memory).
     """
 
     def __init__(self, forward: StackedForward, data: FederatedData, chunk_size: int,
@@ -285,6 +296,8 @@ class VectorizedTrainer:
         self.chunk_size = chunk_size
         self.eval_chunk_size = eval_chunk_size or chunk_size
         self.gradients = gradients or AutogradGradients(forward)
+        self.weighted_gradients = (self.gradients if self.gradients.weighted
+                                   else AutogradGradients(forward))
         self._buffers: dict[tuple[str, str], torch.Tensor] = {}  # fresh ones page-fault
 
     def scratch(self, purpose: str, like: Params) -> Params:
@@ -304,30 +317,63 @@ class VectorizedTrainer:
         """Update `params` (name -> [m, ...], row r belongs to node nodes[r]) in place.
 
         `lr` [m] is each row's step size; `terms` (rows as `params`) the algorithm's additions to
-        the step. Returns each row's mean training loss over its steps [m].
+        the step. Returns each row's mean training loss over its K_i steps [m].
         """
         m = len(nodes)
+        steps = plan.node_steps(nodes)
         mean_loss = torch.zeros(m, device=lr.device, dtype=lr.dtype)
+        ragged = m > 0 and bool((steps != steps[0]).any())
+        order = np.argsort(-steps, kind="stable") if ragged else np.arange(m)
         for start in range(0, m, self.chunk_size):
-            rows = slice(start, min(start + self.chunk_size, m))
-            chunk = {k: v[rows] for k, v in params.items()}
+            stop = min(start + self.chunk_size, m)
+            if ragged:  # copies of the rows, in order of decreasing steps
+                rows: slice | torch.Tensor = torch.as_tensor(order[start:stop],
+                                                             device=nodes.device)
+                chunk = {k: v[rows] for k, v in params.items()}
+            else:
+                rows = slice(start, stop)
+                chunk = {k: v[rows] for k, v in params.items()}
             chunk_terms = terms.rows(rows) if terms is not None else None
-            buffers = self.scratch("momentum", chunk) if solver.momentum > 0 else None
-            fused = (chunk_terms is None and buffers is not None and solver.clip_norm == 0
-                     and self.gradients.accumulates)
-            for step in range(plan.steps):
-                x, y = self.data.batch(plan, step, nodes[rows])
-                if fused:
-                    losses = momentum_step(self.gradients, chunk, x, y, solver, self.scratch,
-                                           buffers, lr[rows], first=step == 0)
+            losses = self._train_chunk(chunk, nodes[rows], plan, steps[order[start:stop]],
+                                       solver, lr[rows], chunk_terms)
+            mean_loss[rows] = losses
+            if ragged:
+                for k, v in params.items():
+                    v[rows] = chunk[k]
+                if chunk_terms is not None and chunk_terms.dual is not None:
+                    for k, v in terms.dual.items():
+                        v[rows] = chunk_terms.dual[k]
+        return mean_loss
+
+    def _train_chunk(self, chunk: Params, nodes: torch.Tensor, plan: BatchPlan,
+                     steps: np.ndarray, solver: LocalSolver, lr: torch.Tensor,
+                     terms: LocalTerms | None) -> torch.Tensor:
+        """All local steps of one chunk (rows in order of decreasing `steps` [c]); each row's
+        mean loss [c]."""
+        buffers = self.scratch("momentum", chunk) if solver.momentum > 0 else None
+        fused = (terms is None and buffers is not None and solver.clip_norm == 0
+                 and self.gradients.accumulates)
+        loss_sum = torch.zeros(len(nodes), device=lr.device, dtype=lr.dtype)
+        for step in range(int(steps.max()) if len(steps) else 0):
+            active = int((steps > step).sum())
+            rows, x, b, r, t = chunk, buffers, lr, nodes, terms
+            if active < len(nodes):  # the nodes still stepping: a prefix, as views
+                part = slice(0, active)
+                rows, r, b = {k: v[part] for k, v in chunk.items()}, nodes[part], lr[part]
+                x = None if buffers is None else {k: v[part] for k, v in buffers.items()}
+                t = None if terms is None else terms.rows(part)
+            batch = self.data.batch(plan, step, r)
+            gradients = self.gradients if batch.weight is None else self.weighted_gradients
+            if fused and gradients.accumulates:
+                losses = momentum_step(gradients, rows, batch, solver, self.scratch, x, b,
+                                       first=step == 0)
+            else:
+                if t is None:
+                    direction, losses = descent_direction(gradients, rows, batch, solver,
+                                                          self.scratch)
                 else:
-                    if chunk_terms is None:
-                        direction, losses = descent_direction(self.gradients, chunk, x, y,
-                                                              solver, self.scratch)
-                    else:
-                        direction, losses = corrected_direction(
-                            self.forward, self.gradients, chunk, x, y, solver, chunk_terms,
-                            self.scratch)
-                    apply_step(chunk, direction, buffers, lr[rows], solver, first=step == 0)
-                mean_loss[rows] += losses
-        return mean_loss / plan.steps
+                    direction, losses = corrected_direction(self.forward, gradients, rows,
+                                                            batch, solver, t, self.scratch)
+                apply_step(rows, direction, x, b, solver, first=step == 0)
+            loss_sum[:active] += losses
+        return loss_sum / torch.as_tensor(steps, device=lr.device, dtype=lr.dtype).clamp(min=1)

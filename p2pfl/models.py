@@ -72,27 +72,31 @@ def _stacked_linear(h: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -
 
 
 def linear_relu_chain(params: Params, x: torch.Tensor, y: torch.Tensor, layers: tuple[str, ...],
-                      out: Params | None = None, beta: float = 0.0) -> tuple[Params, torch.Tensor]:
+                      out: Params | None = None, beta: float = 0.0,
+                      weight: torch.Tensor | None = None) -> tuple[Params, torch.Tensor]:
     """Gradients and losses of h -> relu(h W1^T + b1) -> ... -> h Wn^T + bn, x flattened to
     [c, B, in], with a hand-written backward (`{layer}.weight` [c, out, in], `{layer}.bias`
     [c, out]). With `out` the gradients are accumulated into it by the products themselves:
     out <- beta * out + gradient (beta = 0 overwrites, whatever out held).
 
-    Loss: per node, the batch mean of -log softmax(z)[y]; its gradient in the logits z is
-    (softmax(z) - onehot(y)) / B. Then, layer by layer from the last: dW = dz^T h, db = sum_B dz,
-    dh = dz W masked where the layer's input was cut by its ReLU.
+    Loss: per node, the batch mean of -log softmax(z)[y] (weighted by `weight` [c, B] when
+    given); its gradient in the logits z is (softmax(z) - onehot(y)) / B (times the weight).
+    Then, layer by layer from the last: dW = dz^T h, db = sum_B dz, dh = dz W masked where the
+    layer's input was cut by its ReLU.
     """
     c, batch = y.shape
     inputs = [x.flatten(2)]  # each layer's input [c, B, in]
     for i, layer in enumerate(layers):
-        weight, bias = params[f"{layer}.weight"], params[f"{layer}.bias"]
-        z = torch.baddbmm(bias.unsqueeze(1), inputs[-1], weight.transpose(1, 2))
+        w, bias = params[f"{layer}.weight"], params[f"{layer}.bias"]
+        z = torch.baddbmm(bias.unsqueeze(1), inputs[-1], w.transpose(1, 2))
         inputs.append(z.relu_() if i + 1 < len(layers) else z)
     log_p = torch.log_softmax(inputs.pop(), dim=-1)
     target = y.unsqueeze(2)
-    losses = log_p.gather(2, target).squeeze(2).mean(dim=1).neg_()
+    picked = log_p.gather(2, target).squeeze(2)
+    losses = (picked.mean(dim=1) if weight is None else (picked * weight).sum(dim=1)).neg_()
     dz = log_p.exp_()
-    dz.scatter_add_(2, target, dz.new_full(target.shape, -1.0)).div_(batch)
+    dz.scatter_add_(2, target, dz.new_full(target.shape, -1.0))
+    dz = dz.div_(batch) if weight is None else dz.mul_(weight.unsqueeze(2))
     grads: Params = {}
     for i in reversed(range(len(layers))):
         weight_name, bias_name = f"{layers[i]}.weight", f"{layers[i]}.bias"
@@ -166,12 +170,12 @@ class MLP(nn.Module):
         return _stacked_linear(h, params["fc3.weight"], params["fc3.bias"])
 
     def batched_gradients(self, params: Params, x: torch.Tensor, y: torch.Tensor,
-                          out: Params | None = None,
-                          beta: float = 0.0) -> tuple[Params, torch.Tensor]:
-        """Each node's gradient of its mean cross-entropy on (x [c, B, ...], y [c, B]) by a
-        hand-written backward, accumulated into `out` when given (out <- beta * out + grad);
-        and the losses [c]."""
-        return linear_relu_chain(params, x, y, ("fc1", "fc2", "fc3"), out, beta)
+                          out: Params | None = None, beta: float = 0.0,
+                          weight: torch.Tensor | None = None) -> tuple[Params, torch.Tensor]:
+        """Each node's gradient of its mean (or `weight`ed [c, B]) cross-entropy on
+        (x [c, B, ...], y [c, B]) by a hand-written backward, accumulated into `out` when given
+        (out <- beta * out + grad); and the losses [c]."""
+        return linear_relu_chain(params, x, y, ("fc1", "fc2", "fc3"), out, beta, weight)
 
 
 class CNN(nn.Module):

@@ -27,7 +27,6 @@ Every draw is a function of (seed, node or link, round), so times never depend o
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,7 +35,7 @@ import numpy as np
 from scipy.special import ndtri
 
 import topologies as T
-from p2pfl.config import Config, NetworkConfig
+from p2pfl.config import NetworkConfig
 from p2pfl.seeding import stream_seed
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
@@ -54,14 +53,6 @@ def hash_uniform(seed: int, *keys: np.ndarray) -> np.ndarray:
     z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
     z ^= z >> np.uint64(31)
     return (z >> np.uint64(11)).astype(np.float64) / 2.0**53
-
-
-def local_steps(cfg: Config, per_node: int) -> int:
-    """Local steps of one round (as `FederatedData.plan` makes them) for `per_node` samples."""
-    a = cfg.algorithm
-    if a.local_steps > 0:
-        return a.local_steps
-    return a.local_epochs * math.ceil(per_node / min(a.batch_size, per_node))
 
 
 @dataclass(frozen=True)
@@ -90,7 +81,7 @@ class Clock:
     """Per-node simulated time of a run (see the module docstring); `plan` is pure, `commit`
     advances the clock, so a round the divergence guard re-runs is timed once."""
 
-    def __init__(self, net: NetworkConfig, n: int, seed: int, steps: int,
+    def __init__(self, net: NetworkConfig, n: int, seed: int, steps: np.ndarray | int,
                  message_bytes: int, exchanges: int = 1) -> None:
         self.net, self.n, self.seed = net, n, seed
         self.steps, self.message_bytes, self.exchanges = steps, message_bytes, exchanges
@@ -100,7 +91,7 @@ class Clock:
         self.start = np.zeros(n)
         # Overlap: rounds are slots of one normal local phase; a node's phases follow each other
         # (`ready`: when its current one ends) and it takes part in the slot its phase ends in.
-        self.slot_s = steps * net.step_s
+        self.slot_s = float(np.mean(steps)) * net.step_s
         self.ready = self.compute(0, np.ones(n, dtype=bool)) if net.overlap else self.start
 
     def _jitter(self, t: int, *keys: np.ndarray) -> np.ndarray:

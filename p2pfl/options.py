@@ -44,6 +44,8 @@ class AlgorithmOptions:
     local_epochs: int = option(5, low=0, doc="local epochs per round (0: use local_steps)")
     local_steps: int = option(0, low=0, doc="local steps per round (0: use local_epochs)")
     batch_size: int = option(128, low=1, doc="local minibatch size")
+    last_batch: str = option("keep", choices=("keep", "drop"),
+                             doc="an epoch's last, partial batch: a step (keep) or unused (drop)")
     weight_decay: float = option(0.0, low=0, doc="L2 coefficient added to the gradient")
     clip_norm: float = option(0.0, low=0, doc="clip each local gradient to this norm (0: off)")
     variant: str = option("", choices=("", *VARIANTS),

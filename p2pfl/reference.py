@@ -29,6 +29,7 @@ class LoopTrainer:
     def train(self, params: Params, nodes: torch.Tensor, plan: BatchPlan, solver: LocalSolver,
               lr: torch.Tensor) -> torch.Tensor:
         losses = torch.zeros(len(nodes), device=lr.device, dtype=lr.dtype)
+        steps = plan.node_steps(nodes)
         for row, node in enumerate(nodes.tolist()):
             model = self.models[node]
             with torch.no_grad():
@@ -38,13 +39,16 @@ class LoopTrainer:
                                         momentum=solver.momentum,
                                         weight_decay=solver.weight_decay)
             node_ids = nodes[row:row + 1]
-            for step in range(plan.steps):
-                x, y = self.data.batch(plan, step, node_ids)
-                losses[row] += self._step(model, optimizer, x[0], y[0], solver, self.bf16)
+            for step in range(int(steps[row])):
+                batch = self.data.batch(plan, step, node_ids)
+                size = len(batch.y[0]) if batch.weight is None else int((batch.weight[0] > 0).sum())
+                losses[row] += self._step(model, optimizer, batch.x[0, :size], batch.y[0, :size],
+                                          solver, self.bf16)
+            losses[row] /= max(int(steps[row]), 1)
             with torch.no_grad():
                 for name, p in model.named_parameters():
                     params[name][row].copy_(p)
-        return losses / plan.steps
+        return losses
 
     @staticmethod
     def _step(model: nn.Module, optimizer: torch.optim.Optimizer, x: torch.Tensor,

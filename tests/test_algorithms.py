@@ -26,11 +26,12 @@ def _module_and_params(ctx):
 
 def test_fedavg_one_step_full_participation_equals_centralized_sgd():
     cfg = small_config(algorithm__name="fedavg", topology__name="star", data__partition="iid",
+                       data__alpha=0.3,
                        algorithm__participation=1.0, algorithm__local_steps=1)
     ctx, algorithm = build(cfg)
     start = {k: v.clone() for k, v in algorithm.server.items()}
     plan = ctx.data.plan(cfg.seed, 0, cfg.algorithm.batch_size, 0, local_steps=1)
-    x, y = ctx.data.batch(plan, 0, ctx.all_nodes())
+    x, y = (batch := ctx.data.batch(plan, 0, ctx.all_nodes())).x, batch.y
     model = _module_and_params(ctx)
     params = {k: v.clone().requires_grad_() for k, v in start.items()}
     loss = F.cross_entropy(functional_call(model, params, (x.flatten(0, 1),)), y.flatten())
@@ -95,7 +96,7 @@ def _numerator_sgp(ctx, rounds: int) -> tuple[dict[str, torch.Tensor], torch.Ten
         lr = cfg.algorithm.lr * cfg.algorithm.lr_decay**t
         for i in range(ctx.num_nodes):
             for step in range(plan.steps):
-                xb, yb = ctx.data.batch(plan, step, torch.tensor([i]))
+                xb, yb = (batch := ctx.data.batch(plan, step, torch.tensor([i]))).x, batch.y
                 z = {k: (v[i] / w[i]).requires_grad_() for k, v in x.items()}
                 loss = F.cross_entropy(functional_call(model, z, (xb[0],)), yb[0])
                 grads = torch.autograd.grad(loss, list(z.values()))

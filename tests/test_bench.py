@@ -159,7 +159,7 @@ def test_build_uses_a_supplied_cifar_shaped_dataset(one_thread):
                     batch_size=4)
     ctx, algorithm = build(workload_config(tiny, "sam", "vectorized", 2, "cpu", dataset.name),
                            dataset)
-    assert ctx.data.input_shape == (3, 32, 32) and ctx.data.n_per_node == 20
+    assert ctx.data.input_shape == (3, 32, 32) and (ctx.data.sizes == 20).all()
     assert ctx.population.num_params == 797_962  # cnn on 3x32x32, as docs/performance.md says
     assert len(time_rounds(ctx, algorithm, 1)) == 1
 

@@ -93,7 +93,7 @@ def reference(ctx, algorithm, rounds: int) -> torch.Tensor:
         if name.startswith("fedlesam") and old[i] is not None:
             e_fixed = a.rho * _unit(old[i] - start)
         for step in range(plan.steps):
-            xb, yb = data.batch(plan, step, torch.tensor([i]))
+            xb, yb = (batch := data.batch(plan, step, torch.tensor([i]))).x, batch.y
             xb, yb = xb[0], yb[0]
             teacher = ema if name == "fedgmt" else None
             g1 = R.grad(x, xb, yb, teacher, a.distill_gamma, a.kl_temperature)
@@ -399,12 +399,12 @@ def test_only_sampled_clients_change_their_state():
 
 def test_fedfsa_holds_out_a_personal_split_and_logs_personal_accuracy():
     ctx, algorithm = build(_config("fedfsa", algorithm__rho=0.1, rounds=1))
-    train, test = algorithm.data.node_indices, algorithm.personal_test
-    n = ctx.data.n_per_node
-    assert test.shape[1] == round(0.3 * n) and train.shape[1] + test.shape[1] == n
+    train, test = algorithm.data, algorithm.personal_test
     for i in range(ctx.num_nodes):
-        both = torch.cat([train[i], test[i]]).sort().values
-        assert torch.equal(both, ctx.data.node_indices[i].sort().values)
+        n = int(ctx.data.sizes[i])
+        assert len(test[i]) == round(0.3 * n) and train.sizes[i] + len(test[i]) == n
+        both = torch.cat([train.node_indices(i), torch.as_tensor(test[i])]).sort().values
+        assert torch.equal(both, ctx.data.node_indices(i).sort().values)
     play(algorithm, ctx, 0, ctx.schedule.at(0))
     before = {k: v.clone() for k, v in algorithm.server.items()}
     [personal] = algorithm.callbacks(ctx)

@@ -22,7 +22,7 @@ from p2pfl.data import (
     loaders,
     partition,
 )
-from p2pfl.data.partition import _draw_counts
+from p2pfl.data.priors import draw_counts
 
 IDX_NAMES = {
     ("train", "images"): "train-images-idx3-ubyte",
@@ -330,11 +330,14 @@ def max_class_share(rows: np.ndarray, labels: np.ndarray) -> float:
     return float(np.mean([np.bincount(labels[r]).max() / len(r) for r in rows]))
 
 
-@pytest.mark.parametrize("method", PARTITIONS)
+EQUAL_SIZES = ("iid", "dirichlet", "dirichlet_prior", "pathological")
+
+
+@pytest.mark.parametrize("method", EQUAL_SIZES)
 @pytest.mark.parametrize("num_nodes", [1, 7, 20])
-def test_partition_shape_and_no_duplicates(method: str, num_nodes: int) -> None:
+def test_equal_size_partitions_shape_and_no_duplicates(method: str, num_nodes: int) -> None:
     labels = balanced_labels()
-    rows = partition(labels, num_nodes, method, alpha=0.1, classes_per_node=2, seed=1)
+    rows = np.stack(partition(labels, num_nodes, method, alpha=0.1, classes_per_node=2, seed=1))
     assert rows.dtype == np.int64 and rows.shape == (num_nodes, len(labels) // num_nodes)
     assert len(np.unique(rows)) == rows.size
     assert rows.min() >= 0 and rows.max() < len(labels)
@@ -343,9 +346,9 @@ def test_partition_shape_and_no_duplicates(method: str, num_nodes: int) -> None:
 @pytest.mark.parametrize("method", PARTITIONS)
 def test_partition_deterministic_in_seed(method: str) -> None:
     labels = balanced_labels()
-    first = partition(labels, 10, method, seed=5)
-    np.testing.assert_array_equal(first, partition(labels, 10, method, seed=5))
-    assert not np.array_equal(first, partition(labels, 10, method, seed=6))
+    first = np.concatenate(partition(labels, 10, method, seed=5))
+    np.testing.assert_array_equal(first, np.concatenate(partition(labels, 10, method, seed=5)))
+    assert not np.array_equal(first, np.concatenate(partition(labels, 10, method, seed=6)))
 
 
 def test_iid_is_roughly_balanced() -> None:
@@ -373,14 +376,14 @@ def test_dirichlet_alpha_zero_one_class_per_node_evenly() -> None:
 
 def test_dirichlet_alpha_zero_with_scarce_class_still_fills_nodes() -> None:
     labels = np.concatenate([np.zeros(5, np.int64), np.repeat(np.arange(1, 4), 100)])
-    rows = partition(labels, 4, "dirichlet", alpha=0, seed=0)
+    rows = np.stack(partition(labels, 4, "dirichlet", alpha=0, seed=0))
     assert rows.shape == (4, 76) and len(np.unique(rows)) == rows.size
 
 
 def test_pathological_k_classes_until_exhaustion() -> None:
     labels = balanced_labels(per_class=1000)
     k = 3
-    rows = partition(labels, 20, "pathological", classes_per_node=k, seed=0)
+    rows = np.stack(partition(labels, 20, "pathological", classes_per_node=k, seed=0))
     sizes = np.bincount(labels)
     used = np.cumsum([np.bincount(labels[r], minlength=10) for r in rows], axis=0)
     clean = [i for i in range(len(rows)) if (used[i] < sizes).all()]  # nothing exhausted yet
@@ -393,7 +396,7 @@ def test_pathological_k_classes_until_exhaustion() -> None:
 
 def test_pathological_non_contiguous_labels() -> None:
     labels = np.repeat(np.array([3, 7, 42]), 50)
-    rows = partition(labels, 3, "pathological", classes_per_node=3, seed=0)
+    rows = np.stack(partition(labels, 3, "pathological", classes_per_node=3, seed=0))
     assert rows.shape == (3, 50)
     with pytest.raises(ValueError, match="classes_per_node"):
         partition(labels, 3, "pathological", classes_per_node=4)
@@ -402,17 +405,17 @@ def test_pathological_non_contiguous_labels() -> None:
 def test_exhausted_class_removed_and_prior_renormalised() -> None:
     rng = np.random.default_rng(0)
     # Only class 0 in the prior, 2 left: the rest comes from the remaining classes' frequencies.
-    counts = _draw_counts(np.array([1.0, 0.0, 0.0]), np.array([2, 5, 0]), 6, rng)
+    counts = draw_counts(np.array([1.0, 0.0, 0.0]), np.array([2, 5, 0]), 6, rng)
     assert counts.tolist() == [2, 4, 0]
     # Class 0 exhausts; the prior renormalises onto class 1 only (class 2 has prior 0).
-    counts = _draw_counts(np.array([0.5, 0.5, 0.0]), np.array([1, 100, 100]), 50, rng)
+    counts = draw_counts(np.array([0.5, 0.5, 0.0]), np.array([1, 100, 100]), 50, rng)
     assert counts.tolist() == [1, 49, 0]
 
 
 def test_dirichlet_fast_on_mnist_size() -> None:
     labels = balanced_labels(per_class=6000)
     start = time.perf_counter()
-    rows = partition(labels, 100, "dirichlet", alpha=0.3, seed=0)
+    rows = np.stack(partition(labels, 100, "dirichlet", alpha=0.3, seed=0))
     assert time.perf_counter() - start < 1.0
     assert rows.shape == (100, 600) and len(np.unique(rows)) == rows.size
 
@@ -422,7 +425,7 @@ def test_dirichlet_fast_on_mnist_size() -> None:
     [
         ({"num_nodes": 0, "method": "iid"}, "num_nodes"),
         ({"num_nodes": 6001, "method": "iid"}, "num_nodes"),
-        ({"num_nodes": 5, "method": "shards"}, "dirichlet"),
+        ({"num_nodes": 5, "method": "stripes"}, "dirichlet"),
         ({"num_nodes": 5, "method": "dirichlet", "alpha": -0.1}, "alpha"),
         ({"num_nodes": 5, "method": "dirichlet", "alpha": float("nan")}, "alpha"),
         ({"num_nodes": 5, "method": "pathological", "classes_per_node": 0}, "classes_per_node"),

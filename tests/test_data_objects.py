@@ -63,7 +63,7 @@ def test_an_own_partition_is_what_each_node_trains_on(tmp_path):
                                 partition=rows)
     ctx, _ = engine.build(cfg, None, parts)
     for i in range(6):
-        assert set(ctx.data.y_train[ctx.data.node_indices[i]].tolist()) == {i % 4}
+        assert set(ctx.data.y_train[ctx.data.node_indices(i)].tolist()) == {i % 4}
     engine.run(_cfg(), tmp_path / "run", data=(x_train, y_train, x_test, y_test), partition=rows)
     assert json.loads((tmp_path / "run" / "config.json").read_text())["data"]["partition"] \
         == "object"
@@ -78,10 +78,11 @@ def test_resume_needs_the_same_data(tmp_path):
     ("fashion", None, "expected a p2pfl.data.Dataset"),
     ((torch.zeros(10, 3), torch.zeros(9).long(), torch.zeros(4, 3), torch.zeros(4).long()),
      None, "train: expected inputs"),
-    (_tensors(), [[0, 1], [2, 3], [4, 5], [6, 7], [8, 9]], "has 5 lists"),
+    (_tensors(), [[0, 1], [2, 3], [4, 5], [6, 7], [8, 9]], "has 5 index lists"),
     (_tensors(), [[0, 1], [2, 3], [4, 5], [6, 7], [8, 9], [10, 0]], "more than one node"),
     (_tensors(), [[0, 1], [2, 3], [4, 5], [6, 7], [8, 9], [10, 999]], "indices must be in"),
-    (_tensors(), [[0, 1], [2, 3], [4, 5], [6, 7], [8, 9], [10]], "one index list per node"),
+    (_tensors(), [[0, 1], [2, 3], [4, 5], [6, 7], [8, 9], []], "node 5 has no samples"),
+    (_tensors(), [[0, 1], [2, 3], [4, 5], [6, 7], [8, 9], [[10]]], "node 5: expected a 1-D"),
 ])
 def test_bad_data_objects_are_one_line_errors(tmp_path, data, partition, match):
     with pytest.raises(ConfigError, match=match) as err:

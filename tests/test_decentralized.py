@@ -95,7 +95,7 @@ class Reference:
         plan = self.ctx.data.plan(self.cfg.seed, t, self.a.batch_size, self.a.local_epochs,
                                   self.a.local_steps)
         for step in range(plan.steps):
-            xb, yb = self.ctx.data.batch(plan, step, torch.tensor([i]))
+            xb, yb = (batch := self.ctx.data.batch(plan, step, torch.tensor([i]))).x, batch.y
             yield xb[0], yb[0]
 
     def lr(self, t: int) -> float:

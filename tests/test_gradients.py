@@ -13,6 +13,7 @@ from torch.func import functional_call
 
 from p2pfl import engine
 from p2pfl.engine import build
+from p2pfl.federated import Batch
 from p2pfl.gradients import AutogradGradients, HandWrittenGradients
 from p2pfl.local import LocalSolver, descent_direction
 from p2pfl.models import MLP, linear_relu_chain, stacked_forward
@@ -100,7 +101,8 @@ def test_autograd_gradients_are_the_callers_own():
     assert grads["a"].data_ptr() != grads["b"].data_ptr()
     torch.testing.assert_close(grads["a"], grads["b"], rtol=0, atol=0)
     norm = per_node_sq_norm(grads).sqrt()
-    clipped, _ = descent_direction(gradients, params, x, y, LocalSolver(clip_norm=1e-3), None)
+    clipped, _ = descent_direction(gradients, params, Batch(x, y, None),
+                                   LocalSolver(clip_norm=1e-3), None)
     torch.testing.assert_close(per_node_sq_norm(clipped).sqrt(), 1e-3 * norm / (norm + 1e-6),
                                rtol=1e-12, atol=0)  # clip_norm / (||g|| + eps) * ||g||
 

@@ -28,7 +28,8 @@ def built():
 def test_data_partition_and_initial_model_match_build(built, one_thread):
     cfg, ctx, algorithm = built
     data = M.federated_data(cfg)
-    assert torch.equal(data.node_indices, ctx.data.node_indices)
+    assert torch.equal(data.flat_indices, ctx.data.flat_indices)
+    assert (data.sizes == ctx.data.sizes).all()
     assert torch.equal(data.x_train, ctx.data.x_train)
     assert torch.equal(data.y_test, ctx.data.y_test)
     model = M.initial_model(cfg, data)
@@ -52,7 +53,7 @@ def test_client_batches_are_the_trainers(built):
     for t in (0, 5):
         plan = ctx.data.plan(cfg.seed, t, a.batch_size, a.local_epochs, a.local_steps)
         for step in range(plan.steps):
-            x, y = ctx.data.batch(plan, step, nodes)
+            x, y = (batch := ctx.data.batch(plan, step, nodes)).x, batch.y
             for row, node in enumerate(nodes.tolist()):
                 idx = M.client_batches(cfg, ctx.data, t, node)[step]
                 assert len(idx) == a.batch_size
@@ -76,8 +77,9 @@ def test_per_client_fedavg_reproduces_p2pfl_in_float64(one_thread):
         play(algorithm, ctx, t, ctx.schedule.at(t))
         clients = M.sampled_clients(cfg, t)
         total = {k: torch.zeros_like(v) for k, v in server.items()}
-        weight = data.n_per_node / (data.n_per_node * len(clients))  # n_i / sum_j n_j
+        total_samples = int(data.sizes[clients].sum())
         for client in clients:
+            weight = int(data.sizes[client]) / total_samples  # n_i / sum_j n_j
             model = M.initial_model(cfg, data)
             model.load_state_dict(server)
             loss = M.local_sgd(model, cfg, data, t, client)

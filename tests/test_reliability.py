@@ -314,7 +314,8 @@ def poison(monkeypatch, nodes: list[int] | slice) -> None:
 
     def build(cfg, *args, **kwargs):
         ctx, algorithm = real(cfg, *args, **kwargs)
-        rows = ctx.data.node_indices[nodes].flatten()
+        chosen = range(ctx.num_nodes)[nodes] if isinstance(nodes, slice) else nodes
+        rows = torch.cat([ctx.data.node_indices(i) for i in chosen])
         ctx.data.x_train[rows] = float("nan")
         return ctx, algorithm
 
@@ -639,7 +640,8 @@ def test_resume_refuses_a_dataset_whose_files_changed(tmp_path):
 
     make_idx_dataset(tmp_path / "fmnist", gz=True, seed=0)
     cfg = tiny(rounds=1, data__name="fashion_mnist", data__root=str(tmp_path / "fmnist"),
-               data__partition="iid", algorithm__batch_size=2, eval__local_samples=3)
+               data__partition="iid", data__alpha=0.3, algorithm__batch_size=2,
+               eval__local_samples=3)
     run(cfg, tmp_path / "run")
     assert "sha256" in load_json(tmp_path / "run" / "inputs.json")["data"]
     run(with_overrides(cfg, {"rounds": 2}), tmp_path / "run", resume=True)

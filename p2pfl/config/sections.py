@@ -20,6 +20,11 @@ class DataConfig:
     partition: str = "dirichlet"
     alpha: float = 0.3
     classes_per_node: int = 2
+    shards_per_node: int = 2  # shards
+    min_size: int = 10  # label_dirichlet, quantity_*: the fewest samples a node may get
+    sigma: float = 1.0  # quantity_lognormal
+    local_test: float = 0.0  # share of each node's data held out as its own test split
+    allow_overlap: bool = False  # a partition given as an object may give a sample to 2 nodes
     synthetic_train: int = 2000
     synthetic_test: int = 500
 
@@ -123,6 +128,10 @@ _RANGES: dict[tuple[str, str], tuple[float | None, float | None, bool, bool]] = 
     ("data", "num_nodes"): (1, None, True, True),
     ("data", "alpha"): (0, None, True, True),
     ("data", "classes_per_node"): (1, None, True, True),
+    ("data", "shards_per_node"): (1, None, True, True),
+    ("data", "min_size"): (1, None, True, True),
+    ("data", "sigma"): (0, 20, True, True),
+    ("data", "local_test"): (0, 1, True, False),
     ("data", "synthetic_train"): (1, None, True, True),
     ("data", "synthetic_test"): (1, None, True, True),
     ("eval", "every"): (1, None, True, True),

@@ -9,16 +9,41 @@ from p2pfl.data.loaders import (
     find_dataset_dir,
     load_dataset,
 )
-from p2pfl.data.partition import PARTITIONS, partition
+from p2pfl.data.partition import (
+    PARTITION_PARAMS,
+    PARTITIONS,
+    Partitioner,
+    by_group,
+    check_partition,
+    dirichlet_prior,
+    iid,
+    label_dirichlet,
+    partition,
+    pathological,
+    quantity_dirichlet,
+    quantity_lognormal,
+    shards,
+)
 
 __all__ = [
     "DATASETS",
     "DEBIAN_FASHION_MNIST",
     "PARTITIONS",
+    "PARTITION_PARAMS",
     "SYNTHETIC_SHAPE",
     "Dataset",
     "DatasetNotFoundError",
+    "Partitioner",
+    "by_group",
+    "check_partition",
+    "dirichlet_prior",
     "find_dataset_dir",
+    "iid",
+    "label_dirichlet",
     "load_dataset",
     "partition",
+    "pathological",
+    "quantity_dirichlet",
+    "quantity_lognormal",
+    "shards",
 ]

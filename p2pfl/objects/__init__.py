@@ -13,8 +13,10 @@ its class, parameter shapes and a fingerprint of its initial state. A run direct
 code, so a resume needs the model passed again, with the same class and initial parameters.
 
 Data (a `p2pfl.data.Dataset`, or tensors (x_train, y_train, x_test, y_test)) and, optionally, a
-partition of one's own (one index list per node, all of one length) are recorded in data.json by
-their shapes and fingerprints; a resume needs them passed again, unchanged.
+partition of one's own (one index list per node, any lengths, or a partitioner function
+(labels, num_nodes, rng) -> lists) are recorded in data.json by their shapes and fingerprints; a
+resume needs them passed again, unchanged. Every run's data.json also records the partition it
+trained on (sizes, label histograms, a fingerprint that a resume must match).
 
 An algorithm class of one's own (registered, or passed) is recorded in algorithm.json and round
 callbacks in callbacks.json, by class path and a fingerprint of their source (and a callback's
@@ -28,7 +30,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import torch
 from torch import nn
 
 import topologies as T
@@ -41,11 +42,16 @@ from p2pfl.objects.code import (
     resolve_algorithm,
     resolve_callbacks,
 )
-from p2pfl.objects.data import DATA_RECORD, as_partition, resolve_data
+from p2pfl.objects.data import (
+    DATA_RECORD,
+    check_partition_record,
+    describe_partition,
+    resolve_data,
+)
 from p2pfl.objects.model import MODEL_RECORD, resolve_model
 from p2pfl.objects.topology import RECORD, resolve_topology
 
-__all__ = ["Parts", "as_partition", "resolve"]
+__all__ = ["DATA_RECORD", "Parts", "check_partition_record", "describe_partition", "resolve"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,7 +61,7 @@ class Parts:
     schedule: T.Schedule | None = None
     model: nn.Module | None = None
     dataset: Dataset | None = None
-    partition: torch.Tensor | None = None  # int64 [num_nodes, m]
+    partition: object | None = None  # index lists (one per node, checked) or a partitioner
     callbacks: tuple[Callback, ...] = ()
     records: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)  # file -> record
 

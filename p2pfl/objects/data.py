@@ -1,4 +1,6 @@
-"""Data and a partition given as objects, checked, and their record (data.json)."""
+"""Data and a partition given as objects, checked, and the record of the data a run trained on
+(data.json): the partition's name and parameters, every node's size and label histogram, and a
+fingerprint of the partition that a resume must match."""
 
 from __future__ import annotations
 
@@ -7,11 +9,13 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 
 from p2pfl.config import OBJECT, Config, ConfigError, DataConfig
-from p2pfl.data import Dataset
-from p2pfl.objects.records import read_record
+from p2pfl.data import PARTITION_PARAMS, PARTITIONS, Dataset, check_partition
+from p2pfl.federated import FederatedData
+from p2pfl.objects.records import class_path, read_record
 
 DATA_RECORD = "data.json"
 
@@ -47,33 +51,12 @@ def as_dataset(data: object) -> Dataset:
                    int(max(y_train.max(), y_test.max())) + 1, tuple(x_train.shape[1:]))
 
 
-def as_partition(partition: object, num_nodes: int, num_train: int | None) -> torch.Tensor:
-    """int64 [num_nodes, m]: one index list per node, all of one length, no index twice, every
-    index below `num_train` (unchecked while None: the named dataset is not loaded yet)."""
-    try:
-        rows = (torch.stack([torch.as_tensor(r) for r in partition])
-                if isinstance(partition, list | tuple) else torch.as_tensor(partition))
-    except (TypeError, ValueError, RuntimeError):
-        raise ConfigError("partition", "expected one index list per node, all of one length "
-                          "(unequal local datasets are not supported)") from None
-    if rows.ndim != 2 or rows.is_floating_point():
-        raise ConfigError("partition", f"expected integer indices [num_nodes, m], got shape "
-                          f"{list(rows.shape)} ({rows.dtype})")
-    if rows.shape[0] != num_nodes or rows.shape[1] == 0:
-        raise ConfigError("partition", f"has {rows.shape[0]} lists of {rows.shape[1]}; "
-                          f"data.num_nodes is {num_nodes}")
-    if rows.min() < 0 or (num_train is not None and rows.max() >= num_train):
-        raise ConfigError("partition", "indices must be in 0..n_train - 1, got "
-                          f"{int(rows.min())}..{int(rows.max())}")
-    if rows.unique().numel() != rows.numel():
-        raise ConfigError("partition", "an index is given to more than one node (or twice)")
-    return rows.long()
-
-
 def resolve_data(cfg: Config, out: Path, resume: bool, data: object | None,
-                 partition: object | None) -> tuple[Config, Dataset | None, torch.Tensor | None,
+                 partition: object | None) -> tuple[Config, Dataset | None, object | None,
                                                     dict | None]:
-    """(config as recorded, dataset or None, partition or None, record to write)."""
+    """(config as recorded, dataset or None, partition or None, record to write). A partition
+    is index lists (checked here: one per node, none empty, no sample twice) or a partitioner
+    function (labels, num_nodes, rng) -> lists, called when the run is built."""
     recorded = read_record(out / DATA_RECORD) if resume else None
     if data is None and partition is None:
         if OBJECT not in (cfg.data.name, cfg.data.partition):
@@ -103,18 +86,59 @@ def resolve_data(cfg: Config, out: Path, resume: bool, data: object | None,
                    "input_shape": list(dataset.input_shape), "num_classes": dataset.num_classes}
     rows = None
     if partition is not None:
-        for key in ("partition", "alpha", "classes_per_node"):
+        for key in ("partition", *PARTITION_PARAMS):
             if getattr(d, key) != getattr(default, key):
                 raise ConfigError(f"data.{key}", f"is set ({getattr(d, key)!r}) but the "
                                   "partition is a Python object; leave it out")
-        rows = as_partition(partition, d.num_nodes,
-                            len(dataset.y_train) if dataset is not None else None)
-        tensor_digest(digest, rows)
+        if callable(partition):
+            rows = partition
+            record["partition"] = class_path(partition) if isinstance(partition, type) else (
+                f"{getattr(partition, '__module__', '')}.{getattr(partition, '__qualname__', '')}")
+        else:
+            try:
+                rows = check_partition(partition, d.num_nodes,
+                                       len(dataset.y_train) if dataset is not None else None,
+                                       d.allow_overlap)
+            except ValueError as err:
+                raise ConfigError("partition", str(err)) from None
+            for row in rows:
+                tensor_digest(digest, torch.as_tensor(row))
         changes["partition"] = OBJECT
-        record["per_node"] = rows.shape[1]
     record["fingerprint"] = digest.hexdigest()
-    if recorded is not None and recorded["fingerprint"] != record["fingerprint"]:
+    if recorded is not None and recorded.get("fingerprint", record["fingerprint"]) != record[
+            "fingerprint"]:
         raise ConfigError("data", f"the data or partition differ from those {out} ran on: pass "
                           "the same ones")
     cfg = dataclasses.replace(cfg, data=dataclasses.replace(d, **changes))
     return cfg, dataset, rows, record
+
+
+def describe_partition(cfg: Config, data: FederatedData) -> dict[str, Any]:
+    """The partition a run trains on: its name and the parameters it reads, every node's
+    number of training samples and label histogram, each node's local test size (when
+    `data.local_test` > 0), and a SHA-256 of all of it with the index lists."""
+    d = cfg.data
+    reads = PARTITIONS[d.partition].params if d.partition in PARTITIONS else ()
+    record: dict[str, Any] = {
+        "partition": {"name": d.partition, **{k: getattr(d, k) for k in reads}},
+        "sizes": data.sizes.tolist(),
+        "label_counts": data.label_counts().tolist()}
+    digest = hashlib.sha256(np.concatenate([data.sizes, *data.partition()]).tobytes())
+    if data.local_test is not None:
+        record["local_test"] = d.local_test
+        record["local_test_sizes"] = [len(r) for r in data.local_test]
+        digest.update(np.concatenate(data.local_test).tobytes())
+    record["partition_sha256"] = digest.hexdigest()
+    return record
+
+
+def check_partition_record(out: Path, resume: bool, record: dict[str, Any]) -> None:
+    """Refuse a resume whose partition differs from the one recorded in `out` (a run
+    directory from before partitions were recorded is not checked)."""
+    recorded = (read_record(out / DATA_RECORD) if resume else None) or {}
+    then = recorded.get("partition_sha256")
+    if then is not None and then != record["partition_sha256"]:
+        sizes = recorded.get("sizes", [])
+        raise ConfigError("data", f"the partition differs from the one {out} ran on (sizes "
+                          f"{sizes[:4]}..., now {record['sizes'][:4]}...): pass or configure "
+                          "the same one, or start a new run")

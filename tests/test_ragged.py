@@ -1,0 +1,218 @@
+"""Nodes with different amounts of data: the batch plan, the ragged vectorized population against
+per-node loops, aggregation weighted by n_i, per-node evaluation, records and resume."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from p2pfl.config import ConfigError, with_overrides
+from p2pfl.data import Dataset
+from p2pfl.engine import build, run
+from p2pfl.federated import FederatedData, steps_per_node
+from tests.conftest import play, small_config
+
+SIZES = [7, 23, 40]  # n_i of the 3-node population below; batch 8 leaves partial batches
+
+
+def ragged(**overrides):
+    """6 nodes of synthetic data with label-Dirichlet sizes, one local epoch of batch 16."""
+    base = {"data__partition": "label_dirichlet", "data__alpha": 0.3, "data__min_size": 10,
+            "algorithm__local_steps": 0, "algorithm__local_epochs": 1}
+    return small_config(**(base | overrides))
+
+
+def three_nodes(dtype: torch.dtype = torch.float64) -> FederatedData:
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn(80, 1, 4, 4, generator=gen)
+    y = torch.randint(0, 3, (80,), generator=gen)
+    dataset = Dataset("toy", x, y, x[:10], y[:10], 3, (1, 4, 4))
+    rows, start = [], 0
+    for n in SIZES:
+        rows.append(np.arange(start, start + n))
+        start += n
+    return FederatedData(dataset, rows, torch.device("cpu"), dtype)
+
+
+@pytest.mark.parametrize("last_batch", ["keep", "drop"])
+def test_an_epoch_visits_each_nodes_data_once(last_batch: str) -> None:
+    data = three_nodes()
+    plan = data.plan(seed=1, t=0, batch_size=8, local_epochs=2, local_steps=0,
+                     last_batch=last_batch)
+    expect = steps_per_node(data.sizes, 8, 2, 0, last_batch)
+    assert plan.steps_of.tolist() == expect.tolist()
+    assert expect.tolist() == ([2, 6, 10] if last_batch == "keep" else [0, 4, 10])
+    for i, n in enumerate(SIZES):
+        per_epoch = int(expect[i]) // 2
+        for epoch in range(2):
+            seen = []
+            for k in range(epoch * per_epoch, (epoch + 1) * per_epoch):
+                length = int(plan.lengths[i, k])
+                assert length == (8 if last_batch == "drop" else min(8, n - (k % per_epoch) * 8))
+                seen += plan.ids[k, i, :length].tolist()
+            owned = data.node_indices(i).tolist()
+            if last_batch == "keep":
+                assert sorted(seen) == sorted(owned)  # every sample once per epoch
+            else:
+                assert len(set(seen)) == len(seen) and set(seen) <= set(owned)
+
+
+def test_fixed_local_steps_take_full_batches_across_epochs() -> None:
+    data = three_nodes()
+    plan = data.plan(seed=0, t=3, batch_size=8, local_epochs=0, local_steps=5)
+    assert plan.steps_of.tolist() == [5, 5, 5]
+    assert plan.lengths[0].tolist() == [7] * 5 and plan.lengths[2].tolist() == [8] * 5
+    first = plan.ids[:, 1, :8].flatten().tolist()  # node 1: 40 draws over 2 epochs of 23
+    assert sorted(first[:23]) == data.node_indices(1).tolist()
+
+
+def test_a_step_with_unequal_batches_is_weighted_and_equal_batches_are_not() -> None:
+    data = three_nodes()
+    plan = data.plan(seed=0, t=0, batch_size=8, local_epochs=1)
+    nodes = torch.tensor([2, 1, 0])  # in order of decreasing steps: 5, 3, 1
+    first = data.batch(plan, 0, nodes)  # 8, 8 and 7 samples
+    assert first.weight is not None
+    assert first.weight.sum(1).tolist() == pytest.approx([1.0, 1.0, 1.0], abs=1e-15)
+    assert (first.weight[2] > 0).sum() == 7
+    assert data.batch(plan, 3, nodes[:1]).weight is None  # node 2 alone still steps
+
+
+def test_ragged_population_equals_separate_single_node_loops_float64(one_thread) -> None:
+    """Every node of a ragged population, trained in one batched phase (the mlp's own backward
+    with weights for the partial batches), ends where it ends trained alone by torch.optim.SGD,
+    with momentum, weight decay and SAM."""
+    for solver in ({"algorithm__name": "dfedavgm", "algorithm__momentum": 0.9,
+                    "algorithm__weight_decay": 1e-3},
+                   {"algorithm__name": "dfedsam", "algorithm__rho": 0.05}):
+        rows = {}
+        for executor in ("vectorized", "loop"):
+            ctx, algorithm = build(ragged(engine__executor=executor, **solver))
+            assert not ctx.data.balanced
+            for t in range(2):
+                play(algorithm, ctx, t, ctx.schedule.at(t))
+            rows[executor] = {k: v.clone() for k, v in ctx.population.params.items()}
+        diff = max((rows["vectorized"][k] - rows["loop"][k]).abs().max().item()
+                   for k in rows["loop"])
+        assert diff < 1e-12
+
+
+@pytest.mark.parametrize("overrides", [
+    {"model__name": "cnn", "algorithm__name": "dfedsam", "algorithm__rho": 0.01},
+    {"engine__chunk_size": 4},
+])
+def test_ragged_autograd_path_and_chunks_equal_the_loop(overrides, one_thread) -> None:
+    rows = {}
+    for executor in ("vectorized", "loop"):
+        ctx, algorithm = build(ragged(engine__executor=executor, **overrides))
+        play(algorithm, ctx, 0, ctx.schedule.at(0))
+        rows[executor] = {k: v.clone() for k, v in ctx.population.params.items()}
+    assert max((rows["vectorized"][k] - rows["loop"][k]).abs().max().item()
+               for k in rows["loop"]) < 1e-12
+
+
+def test_fedavg_weights_clients_by_their_samples() -> None:
+    """Hand-computed: the server model is sum_i n_i x_i / sum n over the clients that trained
+    (their rows of the population hold the models they sent); uniform is the plain mean."""
+    for weights in ("samples", "uniform"):
+        cfg = ragged(algorithm__name="fedavg", topology__name="star",
+                     algorithm__participation=0.5, algorithm__weights=weights)
+        ctx, algorithm = build(cfg)
+        play(algorithm, ctx, 0, ctx.schedule.at(0))
+        nodes = algorithm.last_nodes
+        n = torch.as_tensor(ctx.data.sizes[nodes.numpy()], dtype=torch.float64)
+        w = n / n.sum() if weights == "samples" else torch.full_like(n, 1 / len(n))
+        for k, v in algorithm.server.items():
+            expect = torch.einsum("m,m...->...", w, ctx.population.params[k][nodes])
+            assert torch.allclose(v, expect, atol=1e-14, rtol=0)
+        assert len(set(n.tolist())) > 1  # the weights differ from the mean
+
+
+def test_each_algorithm_records_its_papers_weights() -> None:
+    from p2pfl.config import config_from_dict
+
+    def weights_of(name: str) -> str:
+        raw = {"algorithm": {"name": name}, "topology": {"name": "star"}}
+        return config_from_dict(raw).algorithm.weights
+
+    assert weights_of("fedavg") == "samples" and weights_of("fedgloss") == "samples"
+    assert weights_of("scaffold") == "uniform" and weights_of("feddyn") == "uniform"
+
+
+def test_scaffold_control_uses_each_clients_own_steps() -> None:
+    """Option II of SCAFFOLD with c = c_i = 0: c_i+ = (x - y_i) / (K_i lr), K_i the client's own
+    number of steps (they differ here)."""
+    ctx, algorithm = build(ragged(algorithm__name="scaffold", topology__name="star",
+                                  algorithm__participation=1.0))
+    start = {k: v.clone() for k, v in algorithm.server.items()}
+    play(algorithm, ctx, 0, ctx.schedule.at(0))
+    a = ctx.cfg.algorithm
+    steps = steps_per_node(ctx.data.sizes, a.batch_size, a.local_epochs, 0)
+    assert len(set(steps.tolist())) > 1
+    nodes = torch.arange(ctx.num_nodes)
+    control = algorithm.client_control.rows(nodes)
+    for k, c in control.items():
+        y = ctx.population.params[k]
+        scale = torch.as_tensor(steps, dtype=torch.float64) * algorithm.lr(0)
+        expect = (start[k] - y) / scale.view(-1, *[1] * (y.dim() - 1))
+        assert torch.allclose(c, expect, atol=1e-12, rtol=0)
+
+
+def test_node_with_no_step_is_a_clear_error() -> None:
+    with pytest.raises(ConfigError, match="no local step .* last_batch"):
+        build(ragged(algorithm__batch_size=500, algorithm__last_batch="drop"))
+    with pytest.raises(ConfigError, match="last_batch"):
+        build(small_config(algorithm__last_batch="drop"))  # local_steps > 0 takes full batches
+
+
+def test_a_partition_parameter_the_partition_does_not_read_is_refused() -> None:
+    with pytest.raises(ConfigError, match="data.min_size.*does not read it"):
+        build(small_config(data__partition="iid", data__alpha=0.3, data__min_size=3))
+    with pytest.raises(ConfigError, match="data.alpha.*does not read it"):
+        build(small_config(data__partition="iid"))  # small_config's alpha is 0.5
+
+
+def test_local_test_split_gives_per_node_metrics_and_records(tmp_path) -> None:
+    cfg = ragged(data__local_test=0.2, rounds=1)
+    history = run(cfg, tmp_path / "r")
+    record = history[-1]
+    assert 0 <= record["test_acc_node_worst10"] <= record["test_acc_node_mean"] <= 1
+    assert record["test_acc_node_std"] >= 0
+    data = json.loads((tmp_path / "r" / "data.json").read_text())
+    assert data["partition"] == {"name": "label_dirichlet", "alpha": 0.3, "min_size": 10}
+    assert len(data["sizes"]) == 6 and len(set(data["sizes"])) > 1
+    assert [sum(c) for c in data["label_counts"]] == data["sizes"]
+    total = [s + t for s, t in zip(data["sizes"], data["local_test_sizes"])]
+    assert sum(total) == 600  # label_dirichlet deals every sample; 20 % of each held out
+
+
+def test_resume_refuses_a_changed_partition(tmp_path) -> None:
+    out = tmp_path / "r"
+    cfg = ragged(rounds=2)
+    run(with_overrides(cfg, {"rounds": 1}), out)
+    changed = json.loads((out / "data.json").read_text())
+    changed["partition_sha256"] = "0" * 64
+    (out / "data.json").write_text(json.dumps(changed))
+    with pytest.raises(ConfigError, match="partition differs"):
+        run(cfg, out, resume=True)
+
+
+def test_a_partition_of_unequal_lists_and_a_partitioner_function_run(tmp_path) -> None:
+    lists = [list(range(0, 50)), list(range(50, 60)), list(range(60, 200)), [200, 201],
+             list(range(202, 400)), list(range(400, 600))]
+    cfg = small_config(data__partition="dirichlet", rounds=1)
+    cfg = with_overrides(cfg, {"data.alpha": 0.3})
+    history = run(cfg, tmp_path / "a", partition=lists)
+    assert np.isfinite(history[-1]["test_acc"])
+    sizes = json.loads((tmp_path / "a" / "data.json").read_text())["sizes"]
+    assert sizes == [50, 10, 140, 2, 198, 200]
+
+    def halves(labels, num_nodes, rng):
+        order = rng.permutation(len(labels))
+        return np.array_split(order, num_nodes)
+
+    run(cfg, tmp_path / "b", partition=halves)
+    with pytest.raises(ConfigError, match="node 1 has no samples"):
+        run(cfg, tmp_path / "c", partition=[[0]] + [[]] + [[i] for i in range(2, 6)])
