@@ -130,9 +130,10 @@ def data(args: argparse.Namespace) -> int:
     from p2pfl.config import ConfigError, load_config, parse_overrides
 
     cfg = load_config(args.config, parse_overrides(args.overrides))
-    if cfg.compare:
-        raise ConfigError("compare", "describe the data of one run: a config without "
-                          "[[compare]] variants (or --set the variant's data fields)")
+    varied = sorted({k for v in cfg.compare for k in v if k.startswith("data.")})
+    if varied:
+        raise ConfigError("compare", f"the [[compare]] variants set {', '.join(varied)}: "
+                          "describe one variant's data with --set")
     d = cfg.data
     counts = federated_data(cfg).label_counts()
     result = {"dataset": d.name, "partition": d.partition, **partition_summary(counts)}

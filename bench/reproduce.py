@@ -34,6 +34,7 @@ class Experiment:
     config: str
     last: int  # evaluated rounds averaged in the table (the paper's statistic, or close to it)
     title: str
+    overrides: tuple[tuple[str, object], ...] = ()  # dotted config fields set on every run
 
 
 EXPERIMENTS = (
@@ -46,6 +47,11 @@ EXPERIMENTS = (
                "FedGMT reference-code setting"),
     Experiment("fedgloss", "configs/centralized_paper/fedgloss.toml", 10,
                "FedGloSS paper, CNN alpha = 0.05 setting"),
+    Experiment("dfedsgpsm_unequal", "configs/dfedsgpsm_paper/unequal_fashion_mnist.toml", 5,
+               "DFedSGPSM Table 1, reduced, unequal sizes"),
+    Experiment("dfedsgpsm_equal", "configs/dfedsgpsm_paper/unequal_fashion_mnist.toml", 5,
+               "DFedSGPSM Table 1, reduced, equal sizes",
+               (("data.partition", "dirichlet_prior"),)),
 )
 
 
@@ -54,7 +60,7 @@ def run_experiment(exp: Experiment, out: Path, seeds: list[int], rounds: int | N
                    train: bool = True) -> tuple[str, list[str]]:
     """Run (or continue) one experiment; its table and, if any run diverged, the message.
     `train` False: only tabulate and draw the runs already in `out`, as far as they got."""
-    cfg = load_config(exp.config)
+    cfg = load_config(exp.config, dict(exp.overrides))
     if rounds is not None:
         cfg = dataclasses.replace(cfg, rounds=min(rounds, cfg.rounds))
     problems = []
@@ -72,7 +78,7 @@ def run_experiment(exp: Experiment, out: Path, seeds: list[int], rounds: int | N
                                  if (d / METRICS).exists()]
               for v, i in zip(cfg.compare, range(0, len(dirs), len(seeds)))}
     d = cfg.data
-    title = (f"{exp.title}: {d.name}, {d.num_nodes} nodes, Dirichlet({d.alpha}), "
+    title = (f"{exp.title}: {d.name}, {d.num_nodes} nodes, {d.partition}({d.alpha}), "
              f"{cfg.model.name}")
     plot_seed_bands(groups, out / "curves", title)
     if figures is not None:

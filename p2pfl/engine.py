@@ -23,6 +23,7 @@ from p2pfl.config import (
     variant_overrides,
     with_overrides,
 )
+from p2pfl.data import PARTITIONS
 from p2pfl.distributed import agreed, init, rank0_value
 from p2pfl.entry import launched
 from p2pfl.loop import DivergenceError, RunInterrupted, Runner
@@ -136,7 +137,8 @@ def _run_variants(cfg: Config, out: Path, progress: bool, resume: bool, topology
                                label, resume, topology, model, data, partition,
                                callbacks=copy.deepcopy(callbacks))
     d = cfg.data
-    split = f"Dirichlet({d.alpha})" if d.partition == "dirichlet" else d.partition
+    reads = PARTITIONS[d.partition].params if d.partition in PARTITIONS else ()
+    split = f"{d.partition}({d.alpha})" if "alpha" in reads else d.partition
     plot_histories(histories, out / "comparison",
                    title=f"{d.name}, {d.num_nodes} nodes, {split}, {cfg.model.name}")
     write_json_atomic(out / "comparison.json", {

@@ -222,6 +222,22 @@ def test_centralized_on_3_processes_is_bitwise_the_single_process_in_float32(
     assert_same_run(tmp_path / "three", tmp_path / "one", exact=True)
 
 
+def test_unequal_nodes_on_2_processes_equal_one(tmp_path: Path, quick: None) -> None:
+    """Nodes of unequal sizes taking one local epoch each (K_i differ), with offline nodes and
+    per-node local test splits: 2 processes give one process's metrics (the per-node
+    accuracies included) and parameters within 1e-12 (float64)."""
+    text = dist_toml("dfedsgpsm", "exponential", 2, extra="node_drop = 0.3").replace(
+        'partition = "dirichlet"\nalpha = 0.5',
+        'partition = "label_dirichlet"\nalpha = 0.5\nlocal_test = 0.2').replace(
+        "local_steps = 2\nlocal_epochs = 0", "local_steps = 0\nlocal_epochs = 1")
+    cfg = write(tmp_path, text.replace('name = "dfedsgpsm"', 'name = "dfedsgpsm"\nrho = 0.05'))
+    reference = single(cfg, tmp_path / "one")
+    assert "test_acc_node_worst10" in reference[-1]
+    done = nproc("run", str(cfg), "--out", str(tmp_path / "two"), "--quiet", "--nproc", "2")
+    assert done.returncode == 0, done.stderr
+    assert_same_run(tmp_path / "two", tmp_path / "one")
+
+
 def children(pid: int) -> list[int]:
     return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
 

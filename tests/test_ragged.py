@@ -216,3 +216,20 @@ def test_a_partition_of_unequal_lists_and_a_partitioner_function_run(tmp_path) -
     run(cfg, tmp_path / "b", partition=halves)
     with pytest.raises(ConfigError, match="node 1 has no samples"):
         run(cfg, tmp_path / "c", partition=[[0]] + [[]] + [[i] for i in range(2, 6)])
+
+
+def test_data_describe_prints_sizes_and_skew_and_draws_bars(tmp_path, capsys) -> None:
+    from p2pfl.cli import main
+    from tests.conftest import tiny_toml
+
+    path = tmp_path / "c.toml"
+    path.write_text(tiny_toml('[[compare]]\n"algorithm.name" = "dfedavg"').replace(
+        'num_nodes = 4', 'num_nodes = 4\npartition = "label_dirichlet"\nmin_size = 5'))
+    assert main(["data", "describe", str(path), "--json", "--out", str(tmp_path / "bars")]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["partition"] == "label_dirichlet" and result["nodes"] == 4
+    assert sum(result["sizes"]) == result["samples"] == 200  # every sample dealt
+    assert result["size_min"] == min(result["sizes"]) >= 5 and 0 <= result["label_tv"] <= 1
+    assert (tmp_path / "bars.png").stat().st_size > 0
+    assert main(["data", "describe", str(path), "--set", "data.min_size=0"]) == 2
+    assert "data.min_size" in capsys.readouterr().err
