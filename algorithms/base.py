@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import networkx as nx
 import numpy as np
@@ -23,12 +23,15 @@ import torch
 
 import topologies as T
 from p2pfl.callbacks import Callback
-from p2pfl.config import Config, ConfigError
 from p2pfl.context import RunContext
-from p2pfl.federated import BatchPlan, FederatedData
-from p2pfl.local import LocalSolver
+from p2pfl.core.federated import BatchPlan, FederatedData
+from p2pfl.core.population import Params
+from p2pfl.core.solver import LocalSolver
+from p2pfl.errors import ConfigError
 from p2pfl.options import AlgorithmOptions
-from p2pfl.population import Params
+
+if TYPE_CHECKING:
+    from p2pfl.config import Config
 
 
 @dataclass

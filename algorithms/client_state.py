@@ -10,8 +10,8 @@ from typing import Any
 
 import torch
 
-from p2pfl.comm import Comm
-from p2pfl.population import Params
+from p2pfl.core.mixing import Comm
+from p2pfl.core.population import Params
 
 
 class ClientState:

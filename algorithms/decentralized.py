@@ -31,9 +31,9 @@ import torch
 import topologies as T
 from algorithms.base import Algorithm, RoundReport
 from algorithms.delayed import InFlight
-from p2pfl.comm import diag_scale
 from p2pfl.context import RunContext
-from p2pfl.population import Params
+from p2pfl.core.mixing import diag_scale
+from p2pfl.core.population import Params
 from topologies.mixing import Matrix
 
 

@@ -13,9 +13,9 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 
-from p2pfl.comm import diag_scale
 from p2pfl.context import RunContext
-from p2pfl.population import Params
+from p2pfl.core.mixing import diag_scale
+from p2pfl.core.population import Params
 
 
 def split_by_delay(P: Any, delays: tuple[np.ndarray, np.ndarray, np.ndarray]

@@ -12,11 +12,14 @@ algorithm's `selection_losses()` to the schedule every round.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from algorithms.dfedsgpsm import DFedSGPSM
-from p2pfl.config import Config, ConfigError
 from p2pfl.context import RunContext
+from p2pfl.errors import ConfigError
+
+if TYPE_CHECKING:
+    from p2pfl.config import Config
 
 
 class DFedSGPSMS(DFedSGPSM):

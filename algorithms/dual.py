@@ -15,8 +15,8 @@ from typing import Any
 import torch
 
 from algorithms.client_state import ClientState, expand
-from p2pfl.comm import Comm
-from p2pfl.population import Params
+from p2pfl.core.mixing import Comm
+from p2pfl.core.population import Params
 
 
 class DriftDual:

@@ -13,9 +13,9 @@ from algorithms.options import ServerStep
 from algorithms.server import ClientRound, Server
 from algorithms.server_optim import ServerAdam, ServerSGD
 from p2pfl.context import RunContext
-from p2pfl.local import LocalTerms
+from p2pfl.core.population import Params
+from p2pfl.core.terms import LocalTerms
 from p2pfl.options import option
-from p2pfl.population import Params
 
 
 class FedAvg(Server):

@@ -14,9 +14,9 @@ from algorithms.client_state import clone, expand
 from algorithms.options import ServerStep
 from algorithms.server import ClientRound, Server
 from p2pfl.context import RunContext
-from p2pfl.local import LocalTerms
+from p2pfl.core.population import Params, row_scale
+from p2pfl.core.terms import LocalTerms
 from p2pfl.options import option
-from p2pfl.population import Params, row_scale
 
 
 class FedCM(Server):
@@ -41,10 +41,12 @@ class FedCM(Server):
 
     def aggregate(self, ctx: RunContext, r: ClientRound) -> None:
         update = self.mean_update(ctx, r)
-        # the clients' mean gradient: sum_i w_i (x_i^K - x) / (-K_i eta_l), K_i their steps
-        per_step = {k: v - r.start[k] for k, v in r.trained.items()}
-        per_step = {k: v / row_scale(-r.steps * r.lr, v) for k, v in per_step.items()}
-        gradient = self.client_mean(ctx, r, per_step)
+        if bool((r.steps == r.steps[0]).all()):  # Delta = U / (-K eta_l)
+            gradient = {k: v / (-r.steps[0] * r.lr) for k, v in update.items()}
+        else:  # the clients' mean gradient: sum_i w_i (x_i^K - x) / (-K_i eta_l)
+            per_step = {k: (v - r.start[k]) / row_scale(-r.steps * r.lr, v)
+                        for k, v in r.trained.items()}
+            gradient = self.client_mean(ctx, r, per_step)
         for k, x in self.server.items():
             x.add_(update[k], alpha=self.cfg.server_lr)
             self.momentum[k] = gradient[k]

@@ -17,9 +17,10 @@ from algorithms.dual import DriftDual
 from algorithms.options import Dual
 from algorithms.server import ClientRound, Server
 from p2pfl.context import RunContext
-from p2pfl.local import SAM_EPS, LocalTerms
+from p2pfl.core.population import Params
+from p2pfl.core.solver import SAM_EPS
+from p2pfl.core.terms import LocalTerms
 from p2pfl.options import option
-from p2pfl.population import Params
 
 
 class FedDyn(Server):

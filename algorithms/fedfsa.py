@@ -28,12 +28,15 @@ from algorithms.client_state import expand
 from algorithms.fedcm import FedCM
 from algorithms.server import ClientRound
 from p2pfl.callbacks import Callback, RoundEnd
-from p2pfl.config import ConfigError
 from p2pfl.context import RunContext
-from p2pfl.local import LocalSolver, LocalTerms, VectorizedTrainer
-from p2pfl.metrics import evaluate_own
+from p2pfl.core.federated import check_steps, steps_per_node
+from p2pfl.core.metrics import evaluate_own
+from p2pfl.core.population import Params, broadcast
+from p2pfl.core.solver import LocalSolver
+from p2pfl.core.terms import LocalTerms
+from p2pfl.core.trainer import VectorizedTrainer
+from p2pfl.errors import ConfigError
 from p2pfl.options import option
-from p2pfl.population import Params, broadcast
 
 UNSCORED = ("bias", "bn", "norm", "gn", "downsample", "shortcut")
 
@@ -95,6 +98,13 @@ class FedFSA(FedCM):
                                                               ctx.cfg.seed, 1)
         except ValueError as err:
             raise ConfigError("algorithm.personal_fraction", str(err)) from None
+        a = self.cfg
+        try:  # the held-out split leaves smaller nodes: each must still take a step
+            check_steps(steps_per_node(self.data.sizes, a.batch_size, a.local_epochs,
+                                       a.local_steps, a.last_batch),
+                        self.data.sizes, a.batch_size)
+        except ValueError as err:
+            raise ConfigError("algorithm.last_batch", str(err)) from None
         self.trainer = ctx.comm.clients_trainer(ctx.guard.install(
             VectorizedTrainer(ctx.forward, self.data, ctx.trainer.chunk_size,
                               gradients=ctx.trainer.gradients)))

@@ -29,11 +29,12 @@ from algorithms.dual import DriftDual
 from algorithms.options import Dual, ServerStep
 from algorithms.server import ClientRound, Server
 from algorithms.server_optim import ServerSGD
-from p2pfl.config import ConfigError
 from p2pfl.context import RunContext
-from p2pfl.local import LocalSolver, LocalTerms
+from p2pfl.core.population import Params
+from p2pfl.core.solver import LocalSolver
+from p2pfl.core.terms import LocalTerms
+from p2pfl.errors import ConfigError
 from p2pfl.options import option
-from p2pfl.population import Params
 
 
 def warmup(final: float, start: float, rounds: int, t: int) -> float:

@@ -22,9 +22,10 @@ from algorithms.feddyn import FedDyn
 from algorithms.scaffold import Scaffold
 from algorithms.server import ClientRound, Server
 from p2pfl.context import RunContext
-from p2pfl.local import SAM_EPS, LocalTerms
+from p2pfl.core.population import Params, per_node_sq_norm, row_scale
+from p2pfl.core.solver import SAM_EPS
+from p2pfl.core.terms import LocalTerms
 from p2pfl.options import option
-from p2pfl.population import Params, per_node_sq_norm, row_scale
 
 
 class LocalEstimate:

@@ -16,8 +16,8 @@ from algorithms.client_state import ClientState, clone
 from algorithms.options import ServerStep
 from algorithms.server import ClientRound, Server
 from p2pfl.context import RunContext
-from p2pfl.local import LocalTerms
-from p2pfl.population import Params, row_scale
+from p2pfl.core.population import Params, row_scale
+from p2pfl.core.terms import LocalTerms
 
 
 class Scaffold(Server):

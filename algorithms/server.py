@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from abc import abstractmethod
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import networkx as nx
 import numpy as np
@@ -14,12 +14,17 @@ import topologies as T
 from algorithms.base import Algorithm, RoundReport
 from algorithms.client_state import expand
 from algorithms.options import SAMPLINGS, Momentum, Sam
-from p2pfl.config import Config, ConfigError
 from p2pfl.context import RunContext
-from p2pfl.local import LocalSolver, LocalTerms, VectorizedTrainer
+from p2pfl.core.population import Params, broadcast
+from p2pfl.core.seeding import numpy_rng
+from p2pfl.core.solver import LocalSolver
+from p2pfl.core.terms import LocalTerms
+from p2pfl.core.trainer import VectorizedTrainer
+from p2pfl.errors import ConfigError
 from p2pfl.options import AlgorithmOptions, option
-from p2pfl.population import Params, broadcast
-from p2pfl.seeding import numpy_rng
+
+if TYPE_CHECKING:
+    from p2pfl.config import Config
 
 
 @dataclass

@@ -9,7 +9,7 @@ from typing import Any
 
 import torch
 
-from p2pfl.population import Params
+from p2pfl.core.population import Params
 
 
 class ServerSGD:

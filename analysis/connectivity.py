@@ -19,7 +19,8 @@ from scipy.sparse.csgraph import connected_components, shortest_path
 import topologies as T
 from analysis import matrices
 from analysis.matrices import MatrixLike, adjacency, as_graph
-from topologies.schedules import Schedule, as_schedule
+from topologies.from_objects import as_schedule
+from topologies.schedules import Schedule
 
 ScheduleLike = Schedule | nx.Graph | Sequence[MatrixLike]
 BFS_BLOCK = 1000  # sources per batched BFS in diameter() of a large graph

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from analysis.study import rounds_to_target
-from p2pfl.figures import plt, save, series_style
+from p2pfl.report.figures import plt, save, series_style
 
 History = list[dict[str, Any]]
 

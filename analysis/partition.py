@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from p2pfl.figures import plt, save
+from p2pfl.report.figures import plt, save
 
 
 def partition_summary(counts: np.ndarray) -> dict[str, Any]:

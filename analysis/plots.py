@@ -1,7 +1,8 @@
 """Figures for papers (matplotlib Agg; every function writes `path`.png and `path`.pdf).
 
-Run curves reuse p2pfl.plots; the rest draws topologies, spectra, consensus and data partitions
-(the topology study's figures are in analysis.study_plots). Style: p2pfl.figures.
+Run curves reuse p2pfl.report.plots; the rest draws topologies, spectra, consensus and data
+partitions (the topology study's figures are in analysis.study_plots). Style:
+p2pfl.report.figures.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import numpy as np
 
 from analysis.matrices import MatrixLike
 from analysis.spectral import eigenvalues
-from p2pfl.figures import legend_outside, log_axis, plt, round_axis, save, series_style
+from p2pfl.report.figures import legend_outside, log_axis, plt, round_axis, save, series_style
 
 ZERO_FLOOR = 1e-16  # where plot_consensus draws an exact 0
 DRAW_MAX_NODES = 200  # draw_topology refuses larger graphs: nothing readable comes out
@@ -24,8 +25,8 @@ DRAW_MAX_NODES = 200  # draw_topology refuses larger graphs: nothing readable co
 
 def plot_runs(run_dirs: Sequence[str | Path], path: str | Path, title: str = "") -> list[Path]:
     """Accuracy, loss and consensus distance vs round of several run directories on one figure."""
-    from p2pfl.plots import plot_histories
-    from p2pfl.results import read_metrics
+    from p2pfl.report.plots import plot_histories
+    from p2pfl.report.results import read_metrics
 
     histories = {}
     for run_dir in map(Path, run_dirs):
@@ -137,11 +138,13 @@ def plot_partition(counts: np.ndarray, path: str | Path, title: str = "") -> lis
     return save(fig, path)
 
 
-def label_counts(labels: np.ndarray, node_indices: np.ndarray, num_classes: int) -> np.ndarray:
-    """Samples per (node, class) -> [nodes, classes], from `partition`'s index matrix."""
+def label_counts(labels: np.ndarray, partition: Sequence[np.ndarray],
+                 num_classes: int) -> np.ndarray:
+    """Samples per (node, class) -> [nodes, classes], from one index list per node (any
+    lengths, as `p2pfl.data.partition` returns)."""
     labels = np.asarray(labels)
     return np.stack([np.bincount(labels[np.asarray(row)], minlength=num_classes)
-                     for row in node_indices])
+                     for row in partition])
 
 
 def plot_spectrum(matrices: Mapping[str, MatrixLike], path: str | Path) -> list[Path]:

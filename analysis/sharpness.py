@@ -9,7 +9,7 @@
   filter of theta; 1-D parameters (biases, norm scales) get direction 0.
 - `load_run` / `run_sharpness`: the same on a run directory's final average model.
 
-Slices are evaluated as one stacked population (p2pfl.models.stacked_forward): every point of
+Slices are evaluated as one stacked population (p2pfl.core.models.stacked_forward): every point of
 the grid is one "node", so a 2-D slice is a few batched forward passes.
 """
 
@@ -91,8 +91,8 @@ def model_loss(model: nn.Module, x: torch.Tensor, y: torch.Tensor,
 
 def _evaluate_stacked(model: nn.Module, stacked: Params, x: torch.Tensor, y: torch.Tensor,
                       batch_size: int, chunk: int) -> tuple[np.ndarray, np.ndarray]:
-    from p2pfl.metrics import evaluate
-    from p2pfl.models import stacked_forward
+    from p2pfl.core.metrics import evaluate
+    from p2pfl.core.models import stacked_forward
 
     acc, loss = evaluate(stacked_forward(model), stacked, x, y, batch_size, chunk)
     return loss.cpu().numpy(), acc.cpu().numpy()
@@ -167,9 +167,9 @@ class RunModel:
 def load_run(run_dir: str | Path, device: str = "cpu") -> RunModel:
     """Read config.json and final.pt of a run directory; rebuild its model and dataset."""
     from p2pfl.config import config_from_dict
+    from p2pfl.core.models import build_model
+    from p2pfl.core.seeding import stream_seed
     from p2pfl.data import load_dataset
-    from p2pfl.models import build_model
-    from p2pfl.seeding import stream_seed
 
     run_dir = Path(run_dir)
     for name in ("config.json", "final.pt"):

@@ -97,8 +97,8 @@ def _measure(cfg: Any, obj: object | None) -> dict[str, Any] | str:
 def _plan_one(entry: Entry, seed: int, cfg: Any, out: Path) -> Planned:
     """The run of `entry` with `seed`: its config, measured, and checked against what its folder
     holds (a run with another config or object is refused)."""
-    from p2pfl.compare import check_same_run
     from p2pfl.config import folder_name, with_overrides
+    from p2pfl.engine.compare import check_same_run
 
     cfg = with_overrides(cfg, {**entry.overrides, "seed": seed})
     run_dir = out / folder_name(entry.label) / f"seed{seed}"
@@ -113,8 +113,8 @@ def _plan(cfg: Any, entries: list[Entry], seeds: Sequence[int], out: Path) -> li
     """Every run of the study, in order; a wrong name, value or object, data that cannot be
     split as configured, or a folder that holds a run with another config, stops the study here,
     before the first run."""
-    from p2pfl.build import check_variants
     from p2pfl.config import ConfigError
+    from p2pfl.engine.builder import check_variants
 
     if cfg.compare:
         raise ConfigError("compare", "a study runs one experiment per topology; remove the "
@@ -134,7 +134,7 @@ def _plan(cfg: Any, entries: list[Entry], seeds: Sequence[int], out: Path) -> li
 def _history(run_dir: Path, rounds: int) -> History:
     """The metrics of the run in `run_dir` up to round `rounds` (a run kept from a study with more
     rounds counts as this study's), [] if it wrote none."""
-    from p2pfl.results import METRICS, read_metrics
+    from p2pfl.report.results import METRICS, read_metrics
 
     path = run_dir / METRICS
     return [r for r in read_metrics(path) if r["round"] <= rounds] if path.exists() else []
@@ -143,9 +143,9 @@ def _history(run_dir: Path, rounds: int) -> History:
 def _run_one(run: Planned, progress: bool, echo: Callable[[str], None]
              ) -> tuple[dict[str, Any], History | None]:
     """The row of one (topology, seed) and its history (None if skipped)."""
-    from p2pfl.compare import reusable
     from p2pfl.engine import DivergenceError
     from p2pfl.engine import run as run_experiment
+    from p2pfl.engine.compare import reusable
 
     entry, seed, cfg, run_dir = run.entry, run.seed, run.cfg, run.run_dir
     row: dict[str, Any] = {"label": entry.label, "sweep": entry.sweep, "vary": entry.vary,

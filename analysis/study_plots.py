@@ -1,4 +1,4 @@
-"""The topology study's figures (PNG and PDF, style of p2pfl.figures).
+"""The topology study's figures (PNG and PDF, style of p2pfl.report.figures).
 
 - convergence_vs_topology: final accuracy and rounds to target against diameter and against
   spectral gap (log), one marker per topology, mean ± sd over seeds as error bars;
@@ -24,7 +24,7 @@ from matplotlib.colors import ListedColormap, LogNorm, Normalize
 from matplotlib.lines import Line2D
 
 from p2pfl.config import folder_name
-from p2pfl.figures import (
+from p2pfl.report.figures import (
     legend_outside,
     log_axis,
     log_floor,
@@ -35,7 +35,7 @@ from p2pfl.figures import (
     save,
     series_style,
 )
-from p2pfl.plots import plot_histories
+from p2pfl.report.plots import plot_histories
 
 TIME_VARYING = "time-varying"
 AXES = {"diameter": "diameter (hops)", "spectral_gap": "spectral gap (1 - SLEM)"}

@@ -69,7 +69,7 @@ def _csv(rows: list[dict[str, Any]], columns: tuple[str, ...]) -> str:
 def write_study(out: Path, cfg: Any, result: Any) -> list[Path]:
     """study.csv, study_mean.csv, study.json and the figures (analysis.study_plots)."""
     from analysis.study_plots import plot_study
-    from p2pfl.results import atomic_file, write_json_atomic
+    from p2pfl.report.results import atomic_file, write_json_atomic
 
     files = [out / "study.csv", out / "study_mean.csv", out / "study.json"]
     for path, rows, columns in ((files[0], result.rows, COLUMNS),

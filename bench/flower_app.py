@@ -36,8 +36,8 @@ from flwr.simulation import run_simulation
 
 from bench import peer_match as M
 from p2pfl.config import Config
-from p2pfl.federated import FederatedData
-from p2pfl.models import build_model
+from p2pfl.core.federated import FederatedData
+from p2pfl.core.models import build_model
 
 VERSION = flwr.__version__
 _WORKLOADS: dict[str, tuple[Config, FederatedData]] = {}  # per process: each Ray actor loads once

@@ -18,7 +18,7 @@ from collections.abc import Callable
 import torch
 
 import topologies as T
-from p2pfl.comm import LocalComm
+from p2pfl.core.mixing import LocalComm
 
 PARAMS_MLP = 199_210  # mnist_2NN (784-200-200-10)
 DTYPE = torch.float32

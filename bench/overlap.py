@@ -20,7 +20,7 @@ import topologies as T
 from algorithms.decentralized import PushSum
 from algorithms.delayed import InFlight
 from bench.mixing import PARAMS_MLP, _seconds
-from p2pfl.comm import LocalComm
+from p2pfl.core.mixing import LocalComm
 
 MAX_DELAY = 3
 WARM_ROUNDS = 2 * MAX_DELAY  # rounds mixed before timing: the in-flight buffers are full

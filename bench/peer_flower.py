@@ -27,12 +27,12 @@ import os
 import statistics
 import tempfile
 import time
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
 import torch
 
-import p2pfl
 from bench import peer_match as M
 from p2pfl.config import Config, ConfigError
 from p2pfl.engine import Runner, build
@@ -118,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     theirs = flower_app.run(cfg, args.cpus, args.client_cpus, args.verbose)
     parallel = args.cpus // args.client_cpus
     sides = {
-        "p2pfl": (f"p2pfl {p2pfl.__version__}", f"1 process, {args.cpus} torch threads",
+        "p2pfl": (f"p2pfl {version('p2pfl')}", f"1 process, {args.cpus} torch threads",
                   summary(ours)),
         "flower": (f"flwr {flower_app.VERSION}",
                    f"{parallel} Ray actors x {args.client_cpus} torch thread(s)",

@@ -16,11 +16,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from p2pfl.build import federated_data as build_federated_data
 from p2pfl.config import Config, config_from_dict
-from p2pfl.federated import FederatedData
-from p2pfl.models import build_model
-from p2pfl.seeding import numpy_rng, stream_seed
+from p2pfl.core.federated import FederatedData
+from p2pfl.core.models import build_model
+from p2pfl.core.seeding import numpy_rng, stream_seed
+from p2pfl.engine.builder import federated_data as build_federated_data
 
 
 def fedavg_config(rounds: int = 20, clients: int = 100, participation: float = 0.1,
@@ -53,13 +53,13 @@ def from_json(text: str) -> Config:
 
 
 def federated_data(cfg: Config, dtype: torch.dtype = torch.float32) -> FederatedData:
-    """The dataset and node partition of `p2pfl.engine.build(cfg)` on the CPU (the engine's own
+    """The dataset and node partition of `p2pfl.engine.builder(cfg)` on the CPU (the engine's own
     loading and partition with the same seed): node i's data is client i's local data."""
     return build_federated_data(cfg, dtype)
 
 
 def initial_model(cfg: Config, data: FederatedData) -> nn.Module:
-    """The model every node and the server start from in `p2pfl.engine.build(cfg)`."""
+    """The model every node and the server start from in `p2pfl.engine.builder(cfg)`."""
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(stream_seed(cfg.seed, "init"))
         model = build_model(cfg.model.name, data.input_shape, data.num_classes)

@@ -20,9 +20,9 @@ import numpy as np
 from bench.runner import timed_round
 from bench.workloads import BATCH_SIZE, MOMENTUM, OUT_DEGREE
 from p2pfl.config import config_from_dict
+from p2pfl.core.federated import steps_per_node
 from p2pfl.data import Dataset
 from p2pfl.engine import build
-from p2pfl.federated import steps_per_node
 
 RAGGED = "ragged"  # the workload's name for --only
 NODES = 100

@@ -21,11 +21,11 @@ import sys
 from pathlib import Path
 
 from analysis.plots import plot_seed_bands
-from p2pfl.compare import evaluated, run_subset
 from p2pfl.config import ConfigError, folder_name, load_config, variant_label
 from p2pfl.engine import DivergenceError
-from p2pfl.results import METRICS, read_metrics
-from p2pfl.table import comparison_table
+from p2pfl.engine.compare import evaluated, run_subset
+from p2pfl.report.results import METRICS, read_metrics
+from p2pfl.report.table import comparison_table
 
 
 @dataclasses.dataclass(frozen=True)

@@ -34,9 +34,9 @@ from bench.flops import gradient_flops_per_sample, synchronize
 from bench.memory import PeakMemory, release_memory
 from bench.workloads import SOLVERS, Workload, workload_config
 from p2pfl.context import RunContext
+from p2pfl.core.models import build_model
 from p2pfl.data import Dataset
 from p2pfl.engine import build
-from p2pfl.models import build_model
 
 MIB = 2**20
 

@@ -1,5 +1,6 @@
-"""`p2pfl bench --nproc 1,2`: one workload run as R local processes (gloo on CPU, p2pfl.launch)
-against one process: seconds per round and the bytes that cross processes per round.
+"""`p2pfl bench --nproc 1,2`: one workload run as R local processes (gloo on CPU,
+p2pfl.scale.launch) against one process: seconds per round and the bytes that cross processes
+per round.
 
 Each R runs the workload's SGD round (bench.workloads) through `p2pfl run` with --nproc R for
 `rounds` + 1 rounds (the first is a warm-up; only the last round evaluates, and it is not timed)
@@ -19,7 +20,7 @@ from typing import Any
 
 from bench.workloads import Workload, workload_config
 from p2pfl.config import ConfigError
-from p2pfl.results import read_metrics
+from p2pfl.report.results import read_metrics
 
 COLUMNS = ("workload", "N", "processes", "s/round", "vs 1 process", "mixing MB/round",
            "collective MB/round")

@@ -8,8 +8,8 @@ with momentum (K steps of batch B, CIFAR-shaped input) and one Push-Sum mixing, 
   them), and per GPU N K B G / R;
 - memory per GPU: rows = ceil(N / R) nodes of P parameters, 4 bytes each, times 2 (parameters and
   momentum) plus the mixing's own buffers (the rows received, and one parameter block's output),
-  before activations (one chunk of nodes at a time: p2pfl.memory sizes them);
-- bytes per round: what the engine's exchange plan (p2pfl.distributed.ExchangePlan) sends for
+  before activations (one chunk of nodes at a time: p2pfl.core.memory sizes them);
+- bytes per round: what the engine's exchange plan (p2pfl.scale.distributed.ExchangePlan) sends for
   the round's graph: each row once per receiving rank, 4 P bytes a row. The busiest rank's
   bytes in the busiest round of the graph's period, split into those to GPUs of its own
   machine (NVLink) and to other machines (network), and the time they take at the stated link
@@ -29,8 +29,8 @@ import torch
 
 import topologies as T
 from bench.flops import gradient_flops_per_sample
-from p2pfl.distributed import ExchangePlan, Shard
-from p2pfl.models import build_model
+from p2pfl.core.models import build_model
+from p2pfl.scale.distributed import ExchangePlan, Shard
 
 NVLINK_GBPS = 450.0  # GB/s one way per GPU (H100 SXM, NVLink 4: 900 GB/s both ways)
 NETWORK_GBPS = 50.0  # GB/s one way per GPU (one 400 Gb/s InfiniBand NIC per GPU)

@@ -47,7 +47,7 @@ from bench.workloads import (
 from p2pfl.config import ConfigError
 from p2pfl.data import Dataset
 from p2pfl.engine import resolve_device
-from p2pfl.results import write_json_atomic
+from p2pfl.report.results import write_json_atomic
 
 DEFAULT_ROUNDS = 3
 QUICK_ROUNDS = 1
@@ -274,10 +274,10 @@ def run_suite(args: argparse.Namespace) -> int:
         print(mixing_line(result))
     overlap = overlap_cost(100, PARAMS_MLP, OUT_DEGREE, device)
     print(overlap_line(overlap))
-    if args.json_out:
-        write_json_atomic(Path(args.json_out), results)
     if ragged:
         results.append(ragged_result)
+    if args.json_out:
+        write_json_atomic(Path(args.json_out), results)
     for result in results:
         print(json.dumps(result, sort_keys=True, default=str))
     print(json.dumps({"overlap": overlap}, sort_keys=True))
@@ -286,9 +286,11 @@ def run_suite(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """`python -m bench.suite ARGS` = `p2pfl bench ARGS` (one-line errors, exit 2)."""
-    from p2pfl.cli import main as cli_main
-
-    return cli_main(["bench", *(sys.argv[1:] if argv is None else argv)])
+    try:
+        return run_suite(parser().parse_args(sys.argv[1:] if argv is None else argv))
+    except ConfigError as err:
+        print(f"p2pfl: error: {err}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

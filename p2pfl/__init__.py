@@ -8,7 +8,10 @@
 import importlib
 from typing import Any
 
+from p2pfl import _moved
+
 __version__ = "0.1.0"
+_moved.install()  # the flat layout's import paths, for one release (p2pfl/_moved.py)
 
 _HOMES = {"Callback": "p2pfl.callbacks", "RoundEnd": "p2pfl.callbacks",
           "StopRun": "p2pfl.callbacks", "Config": "p2pfl.config", "ConfigError": "p2pfl.config",

@@ -2,6 +2,6 @@
 
 import sys
 
-from p2pfl.entry import main
+from p2pfl.cli.entry import main
 
 sys.exit(main())

@@ -25,7 +25,7 @@ import networkx as nx
 
 import topologies as T
 from p2pfl.context import RunContext
-from p2pfl.population import Params
+from p2pfl.core.population import Params
 
 
 class StopRun(Exception):  # noqa: N818 (a request, not an error)

@@ -5,22 +5,25 @@ divergence guard (an algorithm that trains through a trainer of its own installs
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import networkx as nx
 import torch
 
 import topologies as T
-from p2pfl.comm import Comm
-from p2pfl.config import Config
-from p2pfl.federated import FederatedData
-from p2pfl.guard import Guard
-from p2pfl.local import VectorizedTrainer
-from p2pfl.models import StackedForward
-from p2pfl.network import Clock
-from p2pfl.population import Population
-from p2pfl.reference import LoopTrainer
-from p2pfl.seeding import stream_seed
+from p2pfl.core.federated import FederatedData
+from p2pfl.core.guard import Guard
+from p2pfl.core.mixing import Comm
+from p2pfl.core.models import StackedForward
+from p2pfl.core.population import Population
+from p2pfl.core.reference import LoopTrainer
+from p2pfl.core.seeding import stream_seed
+from p2pfl.core.trainer import VectorizedTrainer
+from p2pfl.scale.network import Clock
 from topologies import Schedule
+
+if TYPE_CHECKING:
+    from p2pfl.config import Config
 
 
 @dataclass

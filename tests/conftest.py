@@ -92,7 +92,7 @@ def assert_resume_needs_the_same(tmp_path: Any, cfg: Config, key: str, same: Any
     the uninterrupted run."""
     from p2pfl import engine
     from p2pfl.config import ConfigError, with_overrides
-    from p2pfl.results import METRICS, read_metrics
+    from p2pfl.report.results import METRICS, read_metrics
 
     out, whole = tmp_path / "run", tmp_path / "whole"
     engine.run(with_overrides(cfg, {"rounds": 2}), out, **{key: same})
@@ -120,9 +120,9 @@ def every_option(options: Any) -> SimpleNamespace:
 
 def skip_plots(monkeypatch: Any) -> None:
     """Runs without their figures (a run's curves and a comparison's figure): faster tests."""
-    from p2pfl import engine, rundir
+    from p2pfl.engine import experiment, rundir
 
-    for module in (engine, rundir):
+    for module in (experiment, rundir):
         monkeypatch.setattr(module, "plot_histories", lambda *args, **kwargs: [])
 
 

@@ -17,7 +17,7 @@ from p2pfl.cli import main
 from p2pfl.config import ConfigError, config_from_dict
 from p2pfl.engine import build, run
 from p2pfl.options import option
-from p2pfl.results import METRICS, read_metrics
+from p2pfl.report.results import METRICS, read_metrics
 from tests.conftest import play, skip_plots, small_config, strip_times
 
 

@@ -18,7 +18,7 @@ from tests.conftest import play, small_config
 
 def _module_and_params(ctx):
     """An nn.Module with the population's structure (for functional_call) and node 0's params."""
-    from p2pfl.models import build_model
+    from p2pfl.core.models import build_model
 
     model = build_model(ctx.cfg.model.name, ctx.data.input_shape, ctx.data.num_classes)
     return model.to(dtype=ctx.dtype)

@@ -50,7 +50,7 @@ def test_hessian_top_eigenvalue_of_least_squares_model() -> None:
 
 
 def mlp_and_data() -> tuple[nn.Module, torch.Tensor, torch.Tensor]:
-    from p2pfl.models import build_model
+    from p2pfl.core.models import build_model
 
     torch.manual_seed(1)
     model = build_model("mlp", (1, 4, 4), 3).double()

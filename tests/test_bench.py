@@ -16,11 +16,11 @@ from bench.runner import run_workload, time_rounds
 from bench.suite import main as suite_main
 from bench.suite import mixing_line, parser, table_rows
 from bench.workloads import QUICK_WORKLOADS, WORKLOADS, Workload, select, workload_config
-from p2pfl.cli import _parser
 from p2pfl.cli import main as cli_main
+from p2pfl.cli.main import _parser
+from p2pfl.core.models import build_model
 from p2pfl.data.loaders import make_synthetic
 from p2pfl.engine import build
-from p2pfl.models import build_model
 from tests.conftest import tiny_toml
 
 

@@ -11,7 +11,7 @@ from p2pfl.callbacks import Callback, StopRun
 from p2pfl.cli import main
 from p2pfl.config import ConfigError
 from p2pfl.engine import run
-from p2pfl.results import METRICS, read_metrics
+from p2pfl.report.results import METRICS, read_metrics
 from tests.conftest import skip_plots, small_config, strip_times
 
 

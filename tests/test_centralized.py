@@ -15,8 +15,8 @@ from algorithms.fedfsa import UNSCORED, sensitivity, top_layers
 from algorithms.fedgloss import warmup
 from p2pfl.callbacks import RoundEnd
 from p2pfl.config import ConfigError
+from p2pfl.core.models import build_model
 from p2pfl.engine import build
-from p2pfl.models import build_model
 from tests.conftest import every_option, option_names, play, small_config
 
 SAM_EPS, CLIP_EPS = 1e-7, 1e-6

@@ -19,9 +19,9 @@ from p2pfl.data import (
     DatasetNotFoundError,
     find_dataset_dir,
     load_dataset,
-    loaders,
     partition,
 )
+from p2pfl.data import files as loaders
 from p2pfl.data.priors import draw_counts
 
 IDX_NAMES = {
@@ -454,7 +454,7 @@ class _Payload:
 def test_a_cifar_pickle_that_names_code_is_refused_not_run(tmp_path):
     import os
 
-    from p2pfl.data.loaders import _unpickle
+    from p2pfl.data.files import _unpickle
 
     path = tmp_path / "data_batch_1"
     with path.open("wb") as f:

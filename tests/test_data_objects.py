@@ -10,9 +10,10 @@ import torch
 
 from p2pfl import engine
 from p2pfl.config import ConfigError
+from p2pfl.core.seeding import stream_seed
 from p2pfl.data import load_dataset
-from p2pfl.results import METRICS, read_metrics
-from p2pfl.seeding import stream_seed
+from p2pfl.objects import resolve
+from p2pfl.report.results import METRICS, read_metrics
 from tests.conftest import assert_resume_needs_the_same, skip_plots, small_config, strip_times
 
 
@@ -59,7 +60,7 @@ def test_an_own_partition_is_what_each_node_trains_on(tmp_path):
     # node i holds only class i % 4: 30 samples each
     rows = [torch.nonzero(y_train == (i % 4)).flatten()[(i // 4) * 30:(i // 4 + 1) * 30]
             for i in range(6)]
-    cfg, parts = engine.resolve(_cfg(), tmp_path, False, data=(x_train, y_train, x_test, y_test),
+    cfg, parts = resolve(_cfg(), tmp_path, False, data=(x_train, y_train, x_test, y_test),
                                 partition=rows)
     ctx, _ = engine.build(cfg, None, parts)
     for i in range(6):

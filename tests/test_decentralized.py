@@ -17,9 +17,9 @@ from torch.func import functional_call
 
 import topologies as T
 from p2pfl.config import ConfigError
+from p2pfl.core.models import build_model
+from p2pfl.core.seeding import stream_seed
 from p2pfl.engine import build
-from p2pfl.models import build_model
-from p2pfl.seeding import stream_seed
 from tests.conftest import every_option, play, small_config
 
 SYMMETRIC = ("dpsgd", "dfedavg", "dfedavgm", "dfedsam", "dfedsam_mgs")
@@ -443,7 +443,7 @@ def test_engine_passes_the_latest_losses_to_a_loss_based_schedule(tmp_path, monk
         ctx.schedule = Spy()
         return ctx, algorithm
 
-    monkeypatch.setattr(engine, "build", spying_build)
+    monkeypatch.setattr("p2pfl.engine.experiment.build", spying_build)
     history = engine.run(_config("dfedsgpsm_s", data__num_nodes=6, topology__out_degree=2,
                                  topology__selection="loss_based", rounds=3), tmp_path / "r")
     assert seen[0] is None and len(seen) == 3

@@ -1,4 +1,4 @@
-"""Sharded runs (p2pfl.distributed): the exchange plan by hand, then R processes on 127.0.0.1
+"""Sharded runs (p2pfl.scale.distributed): the exchange plan by hand, then R processes on 127.0.0.1
 (gloo) against one process: a Push-Sum, a gossip and a centralized algorithm, the bytes that
 cross processes, a killed process and a resume on another number of processes, and a topology
 given as a Python object under torchrun."""
@@ -22,13 +22,13 @@ import torch
 
 import topologies as T
 from p2pfl import engine
-from p2pfl.build import build
-from p2pfl.checkpoint import read_population
 from p2pfl.cli import main
-from p2pfl.comm import LocalComm
 from p2pfl.config import load_config
-from p2pfl.distributed import ExchangePlan, Shard
-from p2pfl.results import METRICS, read_metrics
+from p2pfl.core.mixing import LocalComm
+from p2pfl.engine.builder import build
+from p2pfl.engine.checkpoint import read_population
+from p2pfl.report.results import METRICS, read_metrics
+from p2pfl.scale.distributed import ExchangePlan, Shard
 from tests.conftest import TIME_KEYS, skip_plots
 
 RANK_KEYS = ("rank_bytes_mixing", "rank_bytes_collective")  # only distributed runs have them
@@ -329,7 +329,7 @@ def test_an_error_on_one_rank_stops_every_rank_before_anything_is_written(
                       .replace("import sys", "import os\nimport sys"))
     done = torchrun(script, str(cfg), str(tmp_path / "two"))
     assert done.returncode != 0
-    assert "[rank0]: p2pfl.distributed.AgreedError: rank 1: topology: the topology has 5" in (
+    assert "[rank0]: p2pfl.scale.processes.AgreedError: rank 1: topology: the topology has 5" in (
         done.stderr)
     assert not (tmp_path / "two").exists()
 
@@ -412,7 +412,7 @@ def test_nproc_however_abbreviated_is_not_passed_on_and_never_nests(tmp_path: Pa
                                                                     monkeypatch: Any) -> None:
     """argparse takes --npro 3 for --nproc 3: the ranks must not get it (each would launch 3
     more, without end), and a process of a distributed launch refuses --nproc."""
-    from p2pfl.cli import _without_nproc
+    from p2pfl.cli.main import _without_nproc
 
     assert _without_nproc(["run", "c.toml", "--npro", "3", "--quiet", "--np=2", "--nproc",
                            "2", "--out", "x"]) == ["run", "c.toml", "--quiet", "--out", "x"]
@@ -430,7 +430,7 @@ def test_a_cuda_run_joins_with_a_backend_for_its_cpu_tensors(monkeypatch: Any) -
     counts are CPU tensors, so the process group of a CUDA run needs gloo for those too."""
     from torch.distributed.distributed_c10d import BackendConfig
 
-    from p2pfl import distributed
+    from p2pfl.scale import processes as distributed
 
     asked: dict[str, str] = {}
     monkeypatch.delenv("LOCAL_RANK", raising=False)
@@ -448,7 +448,7 @@ def test_a_rank_killed_by_a_signal_is_the_launchers_status_128_plus_it(tmp_path:
                                                                        monkeypatch: Any) -> None:
     """Rank 0 killed (SIGKILL: out of memory) ends --nproc with 137, as a shell says, not
     sys.exit(-9), which the shell reads as 247."""
-    from p2pfl import launch
+    from p2pfl.scale import launch
 
     victim = tmp_path / "victim"
     victim.write_text("#!/bin/sh\nkill -9 $$\n")

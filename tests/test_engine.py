@@ -26,7 +26,7 @@ from p2pfl.config import (
 )
 from p2pfl.data import DEBIAN_FASHION_MNIST
 from p2pfl.engine import check_topology, run, run_compare
-from p2pfl.results import read_metrics
+from p2pfl.report.results import read_metrics
 from tests.conftest import small_config, strip_times
 
 ROOT = Path(__file__).resolve().parents[1]

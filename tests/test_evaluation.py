@@ -7,8 +7,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from p2pfl.metrics import evaluate, squared_distance
-from p2pfl.models import MLP, mixed_precision, stacked_forward
+from p2pfl.core.metrics import evaluate, squared_distance
+from p2pfl.core.models import MLP, mixed_precision, stacked_forward
 
 
 def test_squared_distance_by_hand() -> None:

@@ -13,7 +13,7 @@ import pytest
 
 from p2pfl.cli import main as cli
 from p2pfl.config import ConfigError
-from p2pfl.results import METRICS, read_metrics
+from p2pfl.report.results import METRICS, read_metrics
 from tests.conftest import strip_times, wait_mid_round
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -10,8 +10,8 @@ import torch
 import topologies as T
 from algorithms import ALGORITHMS
 from algorithms.server import Delivery
+from p2pfl.core.seeding import stream_seed
 from p2pfl.engine import build
-from p2pfl.seeding import stream_seed
 from tests.conftest import option_names, play, small_config
 
 N = 8

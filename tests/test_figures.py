@@ -18,8 +18,8 @@ import analysis as A
 import topologies as T
 from analysis import plots
 from analysis.study_plots import plot_convergence_vs_topology, plot_curves, plot_sweep
-from p2pfl import figures
-from p2pfl.plots import plot_histories
+from p2pfl.report import figures
+from p2pfl.report.plots import plot_histories
 
 
 def drawn(monkeypatch: pytest.MonkeyPatch, make: Callable[[], list[Path]]) -> Figure:

@@ -40,10 +40,10 @@ import pytest
 import torch
 
 from algorithms import ALGORITHMS
-from p2pfl.checkpoint import CHECKPOINT, MANIFEST
 from p2pfl.cli import main
 from p2pfl.config import Config
-from p2pfl.data import loaders
+from p2pfl.data import files as loaders
+from p2pfl.engine.checkpoint import CHECKPOINT, MANIFEST
 from tests.conftest import skip_plots
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -12,13 +12,13 @@ from torch import nn
 from torch.func import functional_call
 
 from p2pfl import engine
+from p2pfl.core.federated import Batch
+from p2pfl.core.gradients import AutogradGradients, HandWrittenGradients
+from p2pfl.core.models import MLP, linear_relu_chain, stacked_forward
+from p2pfl.core.population import per_node_sq_norm
+from p2pfl.core.solver import LocalSolver, descent_direction
 from p2pfl.engine import build
-from p2pfl.federated import Batch
-from p2pfl.gradients import AutogradGradients, HandWrittenGradients
-from p2pfl.local import LocalSolver, descent_direction
-from p2pfl.models import MLP, linear_relu_chain, stacked_forward
-from p2pfl.population import per_node_sq_norm
-from p2pfl.results import METRICS, read_metrics
+from p2pfl.report.results import METRICS, read_metrics
 from tests.conftest import skip_plots, small_config
 
 

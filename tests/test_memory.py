@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import torch
 
-import p2pfl.memory as M
+import p2pfl.core.memory as M
+from p2pfl.core.models import build_model, stacked_forward
 from p2pfl.engine import Runner, build
-from p2pfl.models import build_model, stacked_forward
 from tests.conftest import small_config
 
 

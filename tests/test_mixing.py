@@ -7,10 +7,10 @@ import pytest
 import scipy.sparse as sp
 import torch
 
-import p2pfl.comm as comm_module
+import p2pfl.core.mixing as comm_module
 import topologies as T
-from p2pfl.comm import LocalComm, diag_scale
 from p2pfl.config import ConfigError
+from p2pfl.core.mixing import LocalComm, diag_scale
 from p2pfl.engine import build
 from tests.conftest import play, small_config
 

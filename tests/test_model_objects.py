@@ -13,7 +13,7 @@ from p2pfl import engine
 from p2pfl.config import ConfigError
 from p2pfl.engine import build
 from p2pfl.objects import resolve
-from p2pfl.results import METRICS, read_metrics
+from p2pfl.report.results import METRICS, read_metrics
 from tests.conftest import assert_resume_needs_the_same, skip_plots, small_config
 
 

@@ -8,8 +8,8 @@ import torch.nn.functional as F
 from torch import nn
 from torch.func import functional_call
 
-from p2pfl import models
-from p2pfl.models import MODELS, build_model, stacked_forward
+from p2pfl.core import models
+from p2pfl.core.models import MODELS, build_model, stacked_forward
 
 TOL = 1e-10
 Params = dict[str, torch.Tensor]

@@ -9,11 +9,11 @@ import pytest
 import torch
 
 import topologies as T
-from p2pfl.build import build
 from p2pfl.config import ConfigError, NetworkConfig
 from p2pfl.engine import run
-from p2pfl.network import Clock
-from p2pfl.results import METRICS, read_metrics
+from p2pfl.engine.builder import build
+from p2pfl.report.results import METRICS, read_metrics
+from p2pfl.scale.network import Clock
 from tests.conftest import play, small_config, strip_times
 
 

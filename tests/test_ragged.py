@@ -10,9 +10,9 @@ import pytest
 import torch
 
 from p2pfl.config import ConfigError, with_overrides
+from p2pfl.core.federated import FederatedData, steps_per_node
 from p2pfl.data import Dataset
 from p2pfl.engine import build, run
-from p2pfl.federated import FederatedData, steps_per_node
 from tests.conftest import play, small_config
 
 SIZES = [7, 23, 40]  # n_i of the 3-node population below; batch 8 leaves partial batches

@@ -18,15 +18,15 @@ import pytest
 import torch
 
 import p2pfl.engine as engine
-import p2pfl.loop as loop
+import p2pfl.engine.loop as loop
 import topologies as T
 from algorithms import ALGORITHMS
-from p2pfl.checkpoint import CHECKPOINT
 from p2pfl.cli import main
 from p2pfl.config import ConfigError, with_overrides
+from p2pfl.core.guard import finite_rows
 from p2pfl.engine import DivergenceError, run, run_compare
-from p2pfl.guard import finite_rows
-from p2pfl.results import METRICS, read_metrics
+from p2pfl.engine.checkpoint import CHECKPOINT
+from p2pfl.report.results import METRICS, read_metrics
 from tests.conftest import skip_plots, small_config, strip_times, tiny_toml, wait_mid_round
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -293,7 +293,7 @@ def test_ctrl_c_stops_after_the_round_with_a_checkpoint(tmp_path, kill_setup):
 def test_ctrl_c_while_the_command_starts_is_one_line(tmp_path, kill_setup):
     """SIGINT 0.2 s after launch lands while torch is still being imported."""
     config, _ = kill_setup
-    proc = subprocess.Popen([sys.executable, "-c", "import sys; from p2pfl.entry import main; "
+    proc = subprocess.Popen([sys.executable, "-c", "import sys; from p2pfl.cli.entry import main; "
                              "sys.exit(main())", "run", str(config), "--out",
                              str(tmp_path / "run")], stderr=subprocess.PIPE, text=True,
                             preexec_fn=_default_sigint)
@@ -319,7 +319,7 @@ def poison(monkeypatch, nodes: list[int] | slice) -> None:
         ctx.data.x_train[rows] = float("nan")
         return ctx, algorithm
 
-    monkeypatch.setattr(engine, "build", build)
+    monkeypatch.setattr("p2pfl.engine.experiment.build", build)
 
 
 def test_divergence_stop_names_round_nodes_and_last_loss(tmp_path, capsys, monkeypatch):
@@ -477,7 +477,7 @@ def test_parameters_going_non_finite_are_caught(tmp_path, monkeypatch):
         ctx.guard.install(ctx.trainer)  # the guard watches the overflowing trainer
         return ctx, algorithm
 
-    monkeypatch.setattr(engine, "build", build)
+    monkeypatch.setattr("p2pfl.engine.experiment.build", build)
     with pytest.raises(DivergenceError, match=r"round 1: non-finite parameters at nodes \[3\]"):
         run(tiny(), tmp_path / "run")
 
@@ -498,7 +498,7 @@ def test_nan_from_mixing_is_found_through_the_average_and_named(tmp_path, monkey
         ctx.comm.mix = leaking
         return ctx, algorithm
 
-    monkeypatch.setattr(engine, "build", build)
+    monkeypatch.setattr("p2pfl.engine.experiment.build", build)
     with pytest.raises(DivergenceError, match=r"round 1: non-finite parameters at nodes \[1\]"):
         run(tiny(), tmp_path / "run")
 
@@ -599,15 +599,16 @@ def test_a_corrupt_checkpoint_is_refused_by_its_checksum(tmp_path, capsys):
 def test_resume_batches_nodes_as_the_run_did_and_refuses_another_chunk_size(tmp_path,
                                                                             monkeypatch):
     cfg = tiny(rounds=2, engine__checkpoint_every=1)
-    monkeypatch.setattr("p2pfl.build.plan_chunks", lambda *a, **k: type(
+    monkeypatch.setattr("p2pfl.engine.builder.plan_chunks", lambda *a, **k: type(
         "Plan", (), {"train": 4, "eval": 5})())  # an automatic plan of this machine's memory
     run(cfg, tmp_path)
     assert torch.load(tmp_path / CHECKPOINT, weights_only=True)["chunks"] == [4, 5]
     built = []
     real_build = engine.build
-    monkeypatch.setattr("p2pfl.build.plan_chunks", lambda *a, **k: pytest.fail("replanned"))
-    monkeypatch.setattr(engine, "build", lambda *a, **k: built.append(real_build(*a, **k))
-                        or built[-1])
+    monkeypatch.setattr("p2pfl.engine.builder.plan_chunks",
+                        lambda *a, **k: pytest.fail("replanned"))
+    monkeypatch.setattr("p2pfl.engine.experiment.build",
+                        lambda *a, **k: built.append(real_build(*a, **k)) or built[-1])
     run(with_overrides(cfg, {"rounds": 3}), tmp_path, resume=True)
     assert built[0][0].chunks == (4, 5)
     with pytest.raises(ConfigError, match=r"engine.chunk_size \(0 -> 1\)"):
@@ -682,7 +683,7 @@ def test_a_single_run_and_a_compare_root_never_turn_into_each_other(tmp_path, ca
 def test_an_evaluation_that_is_not_finite_is_a_divergence(tmp_path, monkeypatch, mode):
     """Finite parameters whose outputs overflow: the run stops as for any divergence, in either
     mode, before the round's row is written."""
-    import p2pfl.evaluation as evaluation
+    import p2pfl.engine.evaluation as evaluation
 
     real, calls = evaluation.evaluate_sums, []
 
@@ -713,7 +714,7 @@ def test_metrics_are_strict_json_and_a_round_without_training_reads_as_nan(tmp_p
 def test_a_full_disk_is_one_line_and_the_last_checkpoint_stays(tmp_path, monkeypatch, capsys):
     import errno
 
-    import p2pfl.checkpoint as checkpoint
+    import p2pfl.engine.checkpoint as checkpoint
 
     config = tmp_path / "cfg.toml"
     config.write_text(tiny_toml("", rounds=2))
@@ -739,14 +740,14 @@ def test_a_full_disk_is_one_line_and_the_last_checkpoint_stays(tmp_path, monkeyp
 
 
 def test_ctrl_c_in_a_comparison_says_to_rerun_it(tmp_path, monkeypatch, capsys):
-    import p2pfl.compare
+    import p2pfl.engine.compare
     from p2pfl.errors import RunInterrupted
 
     def interrupted(*args: Any, **kwargs: Any) -> None:
         raise RunInterrupted("stopped after round 1 with a checkpoint",
                              "continue with: p2pfl resume somewhere")
 
-    monkeypatch.setattr(p2pfl.compare, "run", interrupted)
+    monkeypatch.setattr(p2pfl.engine.compare, "run", interrupted)
     config = tmp_path / "c.toml"
     config.write_text(tiny_toml('[[compare]]\nlabel = "a"\n"algorithm.name" = "dfedavg"\n'))
     assert main(["compare", str(config), "--out", str(tmp_path / "o"), "--quiet"]) == 130

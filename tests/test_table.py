@@ -9,8 +9,8 @@ import pytest
 
 from p2pfl.cli import main
 from p2pfl.config import ConfigError
-from p2pfl.labels import distinct_labels, unique_paths
-from p2pfl.table import comparison_table, find_runs, parse_target, summarize
+from p2pfl.report.labels import distinct_labels, unique_paths
+from p2pfl.report.table import comparison_table, find_runs, parse_target, summarize
 from tests.conftest import tiny_toml
 
 
@@ -123,7 +123,7 @@ def test_an_algorithms_own_accuracies_get_columns(tmp_path):
 def test_plot_draws_one_curve_per_run_labelled_by_its_distinct_path(tmp_path, monkeypatch,
                                                                     capsys):
     drawn = {}
-    monkeypatch.setattr("p2pfl.plots.plot_histories",
+    monkeypatch.setattr("p2pfl.report.plots.plot_histories",
                         lambda histories, path, x: drawn.update(histories) or [path])
     runs = [_fake_run(tmp_path / "x" / name / "seed0", [0.5]) for name in ("ring", "exp")]
     assert main(["plot", *map(str, runs), str(runs[0]), "--out", str(tmp_path / "f")]) == 0

@@ -16,13 +16,13 @@ from p2pfl import engine
 from p2pfl.config import ConfigError, config_from_dict
 from p2pfl.engine import build
 from p2pfl.objects import resolve
-from p2pfl.results import METRICS, read_metrics
+from p2pfl.report.results import METRICS, read_metrics
 from tests.conftest import play, small_config, strip_times
 
 
 @pytest.fixture(autouse=True)
 def _no_plots(monkeypatch):
-    monkeypatch.setattr(engine, "plot_histories", lambda *args, **kwargs: [])
+    monkeypatch.setattr("p2pfl.engine.experiment.plot_histories", lambda *args, **kwargs: [])
 
 
 def _hand_built() -> nx.DiGraph:

@@ -43,6 +43,7 @@ from topologies.builders import (
 from topologies.connectivity import is_strongly_connected, union_graph
 from topologies.convert import from_adjacency, from_edges, from_networkx
 from topologies.faults import Faults, sample_faults
+from topologies.from_objects import FunctionSchedule, as_schedule, from_function
 from topologies.mixing import (
     DOUBLY_STOCHASTIC_METHODS,
     FAULT_RULES,
@@ -64,21 +65,16 @@ from topologies.random_graphs import (
 from topologies.registry import TOPOLOGIES, build_schedule
 from topologies.schedules import (
     Cycle,
-    FunctionSchedule,
     OnePeerExponential,
     RandomOut,
     RandomRegularSchedule,
     Schedule,
     StaticSchedule,
-    UnionWindow,
-    as_schedule,
     cycle,
-    from_function,
     one_peer_exponential,
     random_out,
     random_regular_schedule,
     static,
-    union_window,
 )
 from topologies.selection import (
     SELECTIONS,
@@ -88,6 +84,7 @@ from topologies.selection import (
     select_loss_based,
     select_random,
 )
+from topologies.windows import UnionWindow, union_window
 
 __all__ = [
     # static graphs (builders, random graphs, user graphs)

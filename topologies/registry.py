@@ -29,8 +29,8 @@ from topologies.schedules import (
     random_out,
     random_regular_schedule,
     static,
-    union_window,
 )
+from topologies.windows import union_window
 
 
 @contextmanager

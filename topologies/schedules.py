@@ -7,18 +7,15 @@ nodes' training losses have ``needs_losses = True`` and take ``at(t, losses)``.
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar, Protocol, runtime_checkable
 
 import networkx as nx
 import numpy as np
-import scipy.sparse as sp
 
 from topologies._common import ParameterError, check_int, check_nodes, check_out_degree
 from topologies.builders import _circulant
-from topologies.convert import from_adjacency
 from topologies.random_graphs import Seed, check_regular, out_digraph, random_regular
 from topologies.selection import Selector, check_targets, get_selector
 
@@ -123,29 +120,6 @@ class RandomRegularSchedule:
 
     def at(self, t: int) -> nx.Graph:
         return random_regular(self.n, self.d, seed=_round_rng(self.seed, t))
-
-
-@dataclass(frozen=True)
-class UnionWindow:
-    """Round t: the union of the inner schedule's graphs of rounds tB .. tB + B - 1."""
-
-    schedule: Schedule
-    B: int
-    n: int
-    directed: bool
-    period: int | None
-    needs_losses: bool
-
-    def at(self, t: int, losses: np.ndarray | None = None) -> nx.Graph | nx.DiGraph:
-        t = check_int(t, "t", 0)
-        union = nx.DiGraph() if self.directed else nx.Graph()
-        union.add_nodes_from(range(self.n))
-        for s in range(t * self.B, (t + 1) * self.B):
-            G = self.schedule.at(s, losses) if self.needs_losses else self.schedule.at(s)
-            union.add_edges_from(G.edges)
-            if self.directed and not G.is_directed():
-                union.add_edges_from((j, i) for i, j in G.edges)
-        return union
 
 
 def static(G: nx.Graph) -> StaticSchedule:
@@ -256,101 +230,3 @@ def random_regular_schedule(n: int, d: int, seed: Seed = None) -> RandomRegularS
     """
     n, d = check_regular(n, d)
     return RandomRegularSchedule(n, d, _schedule_seed(seed))
-
-
-def union_window(schedule: Schedule | nx.Graph, B: int) -> UnionWindow:
-    """Round t of the result is the union of rounds tB .. tB + B - 1 of `schedule`.
-
-    Aligned windows as in B-strong connectivity (docs/topologies.md): `schedule` is
-    B-strongly connected iff every graph of ``union_window(schedule, B)`` is strongly connected.
-    Edge attributes are dropped.
-
-    Parameters
-    ----------
-    schedule : a Schedule or a networkx graph; B : window length, at least 1.
-
-    Returns
-    -------
-    UnionWindow; period lcm(period, B) / B when the schedule is periodic.
-
-    Examples
-    --------
-    >>> sorted(union_window(one_peer_exponential(8), 3).at(0).successors(0))
-    [1, 2, 4]
-    """
-    inner = as_schedule(schedule)
-    B = check_int(B, "B", 1)
-    period = None if inner.period is None else math.lcm(inner.period, B) // B
-    return UnionWindow(inner, B, inner.n, inner.directed, period, inner.needs_losses)
-
-
-@dataclass(frozen=True)
-class FunctionSchedule:
-    """Round t's graph is ``fn(t)``; every graph must have the nodes 0..n-1 of round 0's."""
-
-    fn: Callable[[int], nx.Graph]
-    n: int
-    directed: bool
-    period: int | None = None
-    needs_losses: ClassVar[bool] = False
-
-    def at(self, t: int) -> nx.Graph | nx.DiGraph:
-        t = check_int(t, "t", 0)
-        G = self.fn(t)
-        if not isinstance(G, nx.Graph):
-            raise ParameterError("topology", f"the function returned {type(G).__name__} for "
-                                 f"round {t}, not a networkx graph")
-        if check_nodes(G) != self.n:
-            raise ParameterError("topology", f"the graph of round {t} has {G.number_of_nodes()} "
-                                 f"nodes, round 0's has {self.n}")
-        return G
-
-
-def from_function(fn: Callable[[int], nx.Graph], period: int | None = None) -> FunctionSchedule:
-    """Schedule whose round-t graph is ``fn(t)`` (t = 0, 1, ...): a pure function of t, so that a
-    resumed run sees the same graphs (seed any randomness with t). ``period``: fn(t + period) is
-    fn(t), or None."""
-    if period is not None:
-        check_int(period, "period", 1)
-    G = fn(0)
-    if not isinstance(G, nx.Graph):
-        raise ParameterError("topology", f"the function returned {type(G).__name__} for round 0, "
-                             "not a networkx graph")
-    return FunctionSchedule(fn, check_nodes(G), G.is_directed(), period)
-
-
-def _mixing_graph(W: object) -> nx.Graph:
-    """The weighted graph of a column-convention mixing matrix (W[j, i] = share i sends to j)."""
-    M = sp.csr_array(W) if sp.issparse(W) else np.asarray(W, dtype=float)
-    return from_adjacency(M.T, weighted=True)
-
-
-def _is_matrix(obj: object) -> bool:
-    return sp.issparse(obj) or (isinstance(obj, np.ndarray) and obj.ndim == 2)
-
-
-def as_schedule(obj: object) -> Schedule:
-    """A schedule from what a researcher has in hand.
-
-    A Schedule is returned as it is; a networkx graph is static; a mixing matrix (numpy or
-    scipy.sparse, [n, n], ``W[j, i]`` = share of i's mass sent to j, diagonal implied) is a
-    static graph whose edges carry those weights; a sequence of graphs or matrices is periodic
-    (``cycle``); a callable ``t -> graph`` is ``from_function``. Anything else: TypeError.
-    """
-    if isinstance(obj, nx.Graph):
-        return static(obj)
-    if isinstance(obj, Schedule):
-        return obj
-    if _is_matrix(obj):
-        return static(_mixing_graph(obj))
-    if isinstance(obj, Sequence) and not isinstance(obj, str):
-        items = [_mixing_graph(x) if _is_matrix(x) else x for x in obj]
-        bad = next((x for x in items if not isinstance(x, nx.Graph)), None)
-        if bad is not None:
-            raise TypeError(f"a sequence of topologies must hold networkx graphs or matrices, got "
-                            f"{type(bad).__name__}")
-        return cycle(items)
-    if callable(obj):
-        return from_function(obj)
-    raise TypeError(f"expected a networkx graph, a sequence of graphs, a mixing matrix, a "
-                    f"callable t -> graph or a Schedule, got {type(obj).__name__}")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from p2pfl.config import load_config, variant_overrides, with_overrides
 from p2pfl.engine import run
-from p2pfl.figures import plt, save
+from p2pfl.report.figures import plt, save
 
 LINK_DROPS = (0.0, 0.1, 0.3, 0.5)
 NODE_DROPS = (0.0, 0.1, 0.3)

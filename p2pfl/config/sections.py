@@ -64,7 +64,7 @@ class EngineConfig:
     checkpoint_every: int = 0  # rounds between checkpoints; 0 = auto (saving <= ~5% of run time)
     on_divergence: str = "stop"  # stop | skip_node (docs/reliability.md)
     compile: bool = False  # torch.compile the stacked forward/backward (docs/performance.md)
-    mixing: str = "auto"  # auto | dense | sparse: layout of mixing matrices (p2pfl/comm.py)
+    mixing: str = "auto"  # auto | dense | sparse: layout of mixing matrices (p2pfl/core/mixing.py)
     # fp32 | bf16: bf16 runs forward and backward (training and evaluation) in bfloat16 under
     # autocast; parameters, optimizer state and mixing stay in float32 (docs/performance.md)
     precision: str = "fp32"
@@ -72,7 +72,8 @@ class EngineConfig:
 
 @dataclass
 class NetworkConfig:
-    """[network]: simulated time per round (p2pfl/network.py, docs/network.md); off by default."""
+    """[network]: simulated time per round (p2pfl/scale/network.py, docs/network.md); off by
+    default."""
 
     enabled: bool = False
     step_s: float = param(0.01, low=0, doc="compute seconds of one local step on a node")
@@ -145,9 +146,9 @@ _RANGES: dict[tuple[str, str], tuple[float | None, float | None, bool, bool]] = 
 def _choices() -> dict[tuple[str, str], tuple[str, ...]]:
     """Allowed names per field (imported lazily: registries live in other packages)."""
     from algorithms import ALGORITHMS
-    from p2pfl.comm import LAYOUTS
+    from p2pfl.core.mixing import LAYOUTS
+    from p2pfl.core.models import MODELS
     from p2pfl.data import DATASETS, PARTITIONS
-    from p2pfl.models import MODELS
     from topologies import SELECTIONS, TOPOLOGIES
 
     return {

@@ -1,14 +1,7 @@
 """Datasets (loading, normalisation) and their partitioning among nodes."""
 
-from p2pfl.data.loaders import (
-    DATASETS,
-    DEBIAN_FASHION_MNIST,
-    SYNTHETIC_SHAPE,
-    Dataset,
-    DatasetNotFoundError,
-    find_dataset_dir,
-    load_dataset,
-)
+from p2pfl.data.files import DATASETS, DEBIAN_FASHION_MNIST, DatasetNotFoundError, find_dataset_dir
+from p2pfl.data.loaders import SYNTHETIC_SHAPE, Dataset, load_dataset
 from p2pfl.data.partition import (
     PARTITION_PARAMS,
     PARTITIONS,

@@ -13,8 +13,8 @@ import numpy as np
 import torch
 
 from p2pfl.config import OBJECT, Config, ConfigError, DataConfig
+from p2pfl.core.federated import FederatedData
 from p2pfl.data import PARTITION_PARAMS, PARTITIONS, Dataset, check_partition
-from p2pfl.federated import FederatedData
 from p2pfl.objects.records import class_path, read_record
 
 DATA_RECORD = "data.json"
@@ -92,7 +92,7 @@ def resolve_data(cfg: Config, out: Path, resume: bool, data: object | None,
                                   "partition is a Python object; leave it out")
         if callable(partition):
             rows = partition
-            record["partition"] = class_path(partition) if isinstance(partition, type) else (
+            record["partitioner"] = class_path(partition) if isinstance(partition, type) else (
                 f"{getattr(partition, '__module__', '')}.{getattr(partition, '__qualname__', '')}")
         else:
             try:

@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import Any
 
 from p2pfl.config import OBJECT, Config, ConfigError
-from p2pfl.federated import FederatedData
+from p2pfl.core.federated import FederatedData
 from p2pfl.objects.data import tensor_digest
 from p2pfl.objects.records import read_record
-from p2pfl.results import file_sha256
+from p2pfl.report.results import file_sha256
 
 INPUTS_RECORD = "inputs.json"
 FILE_TOPOLOGIES = ("from_edges", "from_adjacency")

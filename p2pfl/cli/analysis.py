@@ -1,0 +1,155 @@
+"""`p2pfl analyze TOPOLOGY` and `p2pfl study CONFIG` (wired into p2pfl.cli)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from typing import Any
+
+
+def add_commands(sub: argparse._SubParsersAction) -> None:
+    a = sub.add_parser("analyze", help="spectral and connectivity summary of a topology")
+    a.add_argument("topology", help="topology name (see topologies.TOPOLOGIES)")
+    a.add_argument("--n", type=int, default=16, help="number of nodes (default 16)")
+    a.add_argument("--set", dest="params", action="append", default=[], metavar="KEY=VALUE",
+                   help="a parameter of the topology, e.g. --set directed=false, or horizon=40 "
+                   "(rounds of a time-varying schedule to analyse) (repeatable)")
+    a.add_argument("--mixing", choices=("natural", "column_stochastic", "doubly_stochastic"),
+                   default="natural", help="round matrix (natural: MH if undirected, push rule "
+                   "if directed)")
+    a.add_argument("--eps", type=float, default=1e-3, help="accuracy of the mixing time")
+    a.add_argument("--json", action="store_true", help="print one JSON object")
+    s = sub.add_parser("study", help="one run per topology, sweep value and seed, then "
+                       "convergence vs diameter and spectral gap")
+    s.add_argument("config", help="TOML experiment file with a [study] table (or none, with "
+                   "--topologies), without [[compare]]")
+    s.add_argument("--topologies", help="comma-separated names, options after colons, instead "
+                   "of the config's: ring,exponential:directed=false,complete (sweeps are kept)")
+    s.add_argument("--seeds", help="comma-separated seeds, instead of the config's")
+    s.add_argument("--out", default="runs/study", help="output directory (default runs/study)")
+    s.add_argument("--target", help="test accuracy for 'rounds to target', 0.8 or 80 (percent)"
+                   " (default: the config's, else 90%% of the best mean final accuracy)")
+    s.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a config field for every run (repeatable)")
+    s.add_argument("--device", choices=("cpu", "cuda", "auto"), help="overrides config.device")
+    s.add_argument("--quiet", action="store_true", help="no progress bars")
+    d = sub.add_parser("data", help="what a config's partition gives each node")
+    d.add_argument("action", choices=("describe",), help="describe: sizes, label skew and a "
+                   "stacked bar per node of its labels")
+    d.add_argument("config", help="TOML experiment file (its [data] table)")
+    d.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a config field, e.g. --set data.alpha=0.1 (repeatable)")
+    d.add_argument("--out", help="figure file stem (.png and .pdf; default: none drawn)")
+    d.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, float):
+        return "inf" if math.isinf(value) else f"{value:.10g}"
+    return "-" if value is None else str(value)
+
+
+def _horizon(params: dict[str, Any]) -> int | None:
+    """Take `horizon` (an analysis parameter, not a topology one) out of the --set pairs."""
+    from p2pfl.config import ConfigError
+
+    horizon = params.pop("horizon", None)
+    if horizon is not None and (isinstance(horizon, bool) or not isinstance(horizon, int)
+                                or horizon < 1):
+        raise ConfigError("--set", f"horizon must be an integer >= 1, got {horizon!r}")
+    return horizon
+
+
+def analyze(args: argparse.Namespace) -> int:
+    import topologies as T
+    from analysis.summary import summary
+    from p2pfl.config import ConfigError, parse_overrides
+
+    params = parse_overrides(args.params)
+    horizon = _horizon(params)
+    try:
+        schedule = T.build_schedule(args.topology, args.n, **params)
+    except TypeError as err:
+        raise ConfigError("--set", f"{args.topology}: {err}") from None
+    except ValueError as err:
+        raise ConfigError("topology", str(err)) from None
+    mixing = None if args.mixing == "natural" else args.mixing
+    try:
+        result = summary(schedule, mixing=mixing, eps=args.eps, horizon=horizon)
+    except ValueError as err:
+        raise ConfigError("--mixing" if mixing else "topology", str(err)) from None
+    result = {"topology": args.topology, **{k: v for k, v in params.items()}, **result}
+    if args.json:
+        print(json.dumps({k: (str(v) if isinstance(v, float) and math.isinf(v) else v)
+                          for k, v in result.items()}))
+    else:
+        width = max(map(len, result))
+        for key, value in result.items():
+            print(f"{key:<{width}}  {_fmt(value)}")
+    return 0
+
+
+def study(args: argparse.Namespace) -> int:
+    from analysis.study import run_study
+    from analysis.study_results import format_table
+    from analysis.study_spec import check_seeds, load_study
+    from p2pfl.config import ConfigError, parse_overrides
+    from p2pfl.errors import RunInterrupted
+    from p2pfl.report.table import parse_target
+
+    overrides = parse_overrides(args.overrides)
+    if args.device:
+        overrides["device"] = args.device
+    cfg, spec = load_study(args.config, overrides)
+    topologies = ([s for s in args.topologies.split(",") if s.strip()] if args.topologies
+                  else list(spec.topologies))
+    seeds = spec.seeds or None
+    if args.seeds:
+        try:
+            seeds = [int(s) for s in args.seeds.split(",")]
+        except ValueError:
+            raise ConfigError("--seeds", f"must be comma-separated integers, got "
+                              f"{args.seeds!r}") from None
+        seeds = check_seeds(seeds, "--seeds")
+    target = parse_target(args.target) if args.target is not None else spec.target
+    try:
+        result = run_study(cfg, topologies, args.out, seeds=seeds, sweeps=spec.sweeps,
+                           target=target, progress=not args.quiet)
+    except RunInterrupted as err:
+        raise err.rerun("study") from None
+    print(format_table(result))
+    for path in result.files:
+        print(path)
+    return 0
+
+
+def data(args: argparse.Namespace) -> int:
+    from analysis.partition import partition_summary, plot_label_bars
+    from p2pfl.config import ConfigError, load_config, parse_overrides
+    from p2pfl.engine.builder import federated_data
+
+    cfg = load_config(args.config, parse_overrides(args.overrides))
+    varied = sorted({k for v in cfg.compare for k in v if k.startswith("data.")})
+    if varied:
+        raise ConfigError("compare", f"the [[compare]] variants set {', '.join(varied)}: "
+                          "describe one variant's data with --set")
+    d = cfg.data
+    counts = federated_data(cfg).label_counts()
+    result = {"dataset": d.name, "partition": d.partition, **partition_summary(counts)}
+    if args.json:
+        print(json.dumps(result | {"sizes": counts.sum(axis=1).tolist()}))
+    else:
+        width = max(map(len, result))
+        for key, value in result.items():
+            print(f"{key:<{width}}  {_fmt(value)}")
+    if args.out:
+        title = (f"{d.name}, {d.partition}: {result['nodes']} nodes of {result['size_min']} to "
+                 f"{result['size_max']} samples")
+        for path in plot_label_bars(counts, args.out, title):
+            if not args.json:
+                print(path)
+    return 0
+
+
+COMMANDS = {"analyze": analyze, "study": study, "data": data}

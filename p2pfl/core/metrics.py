@@ -1,0 +1,84 @@
+"""Evaluation of the average model and of every node's own model, and consensus distance."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from p2pfl.core.models import StackedForward
+from p2pfl.core.population import Params
+
+
+@torch.no_grad()
+def evaluate_sums(forward: StackedForward, models: Params, x: torch.Tensor, y: torch.Tensor,
+                  batch_size: int, chunk_size: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Correct predictions and summed cross-entropy of each of c stacked models on the same
+    samples, in batches of `batch_size` from the first sample.
+
+    `models` name -> [c, *shape]; x [S, *input_shape]; y [S]. Returns (correct [c] float32,
+    loss sum [c] float64).
+    """
+    c = next(iter(models.values())).shape[0]
+    correct = torch.zeros(c, device=x.device)
+    loss = torch.zeros(c, device=x.device, dtype=torch.float64)
+    for start in range(0, c, chunk_size):
+        rows = slice(start, min(start + chunk_size, c))
+        chunk = {k: v[rows] for k, v in models.items()}
+        n = rows.stop - rows.start
+        for s in range(0, len(y), batch_size):
+            xb, yb = x[s:s + batch_size], y[s:s + batch_size]
+            logits = forward(chunk, xb.expand(n, *xb.shape))
+            correct[rows] += (logits.argmax(-1) == yb).sum(dim=1)
+            ce = F.cross_entropy(logits.flatten(0, 1), yb.repeat(n), reduction="none")
+            loss[rows] += ce.view(n, -1).sum(dim=1).double()
+    return correct, loss
+
+
+def evaluate(forward: StackedForward, models: Params, x: torch.Tensor, y: torch.Tensor,
+             batch_size: int, chunk_size: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Accuracy and mean cross-entropy of each of c stacked models on the same samples.
+
+    `models` name -> [c, *shape]; x [S, *input_shape]; y [S]. Returns (acc [c], loss [c]).
+    """
+    correct, loss = evaluate_sums(forward, models, x, y, batch_size, chunk_size)
+    return correct / len(y), loss / len(y)
+
+
+@torch.no_grad()
+def evaluate_own(forward: StackedForward, models: Params, x: torch.Tensor, y: torch.Tensor,
+                 rows: Sequence[np.ndarray], batch_size: int, chunk_size: int) -> torch.Tensor:
+    """Accuracy of each of c stacked models on its own samples: model r on x[rows[r]].
+
+    `models` name -> [c, *shape]; x [S, *input_shape]; y [S]; `rows` c index arrays into x (any
+    lengths, none empty). Batches of `batch_size` samples per model, `chunk_size` models at a
+    time (shorter lists padded and masked). Returns acc [c] float32.
+    """
+    c = len(rows)
+    correct = torch.zeros(c, device=x.device)
+    sizes = torch.as_tensor([len(r) for r in rows], device=x.device)
+    for start in range(0, c, chunk_size):
+        part = rows[start:start + chunk_size]
+        longest = max(len(r) for r in part)
+        padded = np.zeros((len(part), longest), dtype=np.int64)
+        for j, r in enumerate(part):
+            padded[j, :len(r)] = r
+        idx = torch.as_tensor(padded, device=x.device)
+        valid = torch.arange(longest, device=x.device) < sizes[start:start + len(part), None]
+        chunk = {k: v[start:start + len(part)] for k, v in models.items()}
+        for s in range(0, longest, batch_size):
+            ib = idx[:, s:s + batch_size]
+            xb = x.index_select(0, ib.flatten()).view(*ib.shape, *x.shape[1:])
+            hit = (forward(chunk, xb).argmax(-1) == y[ib]) & valid[:, s:s + batch_size]
+            correct[start:start + len(part)] += hit.sum(dim=1)
+    return correct / sizes
+
+
+def squared_distance(models: Params, average: Params) -> torch.Tensor:
+    """sum_i ||x_i - x_bar||^2 over all parameters (models [m, ...], average [...]): a float64
+    0-dim tensor; over all N nodes and divided by N, it is the consensus distance."""
+    return sum((torch.linalg.vector_norm(v - average[k], dtype=torch.float64).square()
+                for k, v in models.items()),  # float64 accumulation, no float64 copy
+               torch.zeros((), dtype=torch.float64, device=next(iter(average.values())).device))

@@ -1,0 +1,107 @@
+"""The N node models as one vectorized population.
+
+Each parameter of all nodes is one contiguous block `[N, *shape]`; the blocks are carved,
+parameter-major, from a single flat buffer, so a whole population is saved, restored or copied as
+one tensor, and mixing is one matrix product per block.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+Params = dict[str, torch.Tensor]  # name -> [rows, *shape]
+
+
+class Population:
+    """Stacked parameters of `num_nodes` copies of `model`, all starting from its weights: the
+    nodes first .. first + num_nodes - 1 of a network of `total` (default num_nodes) nodes. A
+    process of a distributed run holds its block of nodes (p2pfl.scale.distributed); rows are
+    addressed by node id."""
+
+    def __init__(self, model: nn.Module, num_nodes: int, device: torch.device,
+                 dtype: torch.dtype, first: int = 0, total: int | None = None) -> None:
+        named = [(name, p.detach()) for name, p in model.named_parameters()]
+        self.names = [name for name, _ in named]
+        self.shapes = {name: tuple(p.shape) for name, p in named}
+        self.num_nodes = num_nodes
+        self.first = first
+        self.total = num_nodes if total is None else total
+        self.num_params = sum(p.numel() for _, p in named)
+        self.flat = torch.empty(num_nodes * self.num_params, device=device, dtype=dtype)
+        self.params: Params = {}
+        offset = 0
+        for name, p in named:
+            size = num_nodes * p.numel()
+            block = self.flat[offset:offset + size].view(num_nodes, *p.shape)
+            block.copy_(p.to(device=device, dtype=dtype).expand_as(block))
+            self.params[name] = block
+            offset += size
+
+    def blocks(self) -> list[torch.Tensor]:
+        """The parameter blocks as 2-D views [N, numel]."""
+        return [p.view(self.num_nodes, -1) for p in self.params.values()]
+
+    def holds(self, nodes: torch.Tensor) -> torch.Tensor:
+        """bool [m]: which of `nodes` (ids) are held here."""
+        return (nodes >= self.first) & (nodes < self.first + self.num_nodes)
+
+    def rows(self, nodes: torch.Tensor) -> Params:
+        """Copies of the parameters of `nodes` (node ids held here, int64 [m]):
+        name -> [m, *shape]."""
+        return {name: p[nodes - self.first] for name, p in self.params.items()}
+
+    def write(self, nodes: torch.Tensor, rows: Params) -> None:
+        """Set the parameters of `nodes` (node ids held here, int64 [m], distinct) to `rows`
+        [m, *shape]."""
+        for name, p in self.params.items():
+            p.index_copy_(0, nodes - self.first, rows[name])
+
+    def state_dict(self) -> dict[str, torch.Tensor]:
+        """The rows held here: {"flat": [num_nodes * num_params]}, parameter-major."""
+        return {"flat": self.flat.clone()}
+
+    def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
+        """Restore the rows held here from `state_dict()`'s layout, either of these rows or of
+        the whole network (`total` rows, as a single process's checkpoint holds it)."""
+        flat = state["flat"]
+        if flat.numel() == self.flat.numel():
+            self.flat.copy_(flat)
+        elif flat.numel() == self.total * self.num_params:
+            self.load_rows(0, self.total, flat)
+        else:
+            raise RuntimeError(f"a population of {flat.numel()} values does not fit "
+                               f"{self.total} nodes of {self.num_params} parameters")
+
+    def load_rows(self, first: int, last: int, flat: torch.Tensor) -> None:
+        """Set the rows held here that are among nodes first .. last - 1 from `flat`, the
+        parameter-major buffer of exactly those nodes (a checkpoint shard)."""
+        count = last - first
+        if flat.numel() != count * self.num_params:
+            raise RuntimeError(f"{flat.numel()} values are not {count} rows of "
+                               f"{self.num_params} parameters")
+        lo, hi = max(first, self.first), min(last, self.first + self.num_nodes)
+        offset = 0
+        for p in self.params.values():
+            width = p[0].numel()
+            if lo < hi:
+                rows = flat[offset:offset + count * width].view(count, width)
+                p.view(self.num_nodes, width)[lo - self.first:hi - self.first].copy_(
+                    rows[lo - first:hi - first])
+            offset += count * width
+
+
+def broadcast(model: Params, rows: int) -> Params:
+    """`rows` fresh copies of one model (name -> [*shape]) as stacked params [rows, *shape]."""
+    return {k: v.unsqueeze(0).expand(rows, *v.shape).clone() for k, v in model.items()}
+
+
+def per_node_sq_norm(tensors: Params) -> torch.Tensor:
+    """Squared L2 norm of each row over all tensors jointly: [rows]."""
+    return sum(torch.linalg.vector_norm(t.flatten(1), dim=1).square() for t in tensors.values())
+
+
+def row_scale(scale: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
+    """Reshape a per-row vector [rows] to broadcast against `like` [rows, ...]."""
+    return scale.view(-1, *([1] * (like.dim() - 1)))
+

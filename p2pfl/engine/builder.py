@@ -1,0 +1,337 @@
+"""Building a run: config (and objects) -> data, topology schedule, model, population, trainer,
+algorithm, all validated before any training starts."""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.distributed as dist
+from torch import nn
+
+import topologies as T
+from algorithms import ALGORITHMS, Algorithm
+from p2pfl.config import Config, ConfigError, DataConfig
+from p2pfl.context import RunContext
+from p2pfl.core.federated import FederatedData, check_steps, steps_per_node
+from p2pfl.core.gradients import local_gradients
+from p2pfl.core.guard import Guard
+from p2pfl.core.memory import check_fits, plan_chunks
+from p2pfl.core.mixing import Comm, LocalComm
+from p2pfl.core.models import build_model, mixed_precision, stacked_forward
+from p2pfl.core.population import Population
+from p2pfl.core.reference import LoopTrainer
+from p2pfl.core.seeding import stream_seed
+from p2pfl.core.trainer import VectorizedTrainer
+from p2pfl.data import (
+    PARTITION_PARAMS,
+    PARTITIONS,
+    SYNTHETIC_SHAPE,
+    Dataset,
+    DatasetNotFoundError,
+    check_partition,
+    find_dataset_dir,
+    load_dataset,
+    partition,
+)
+from p2pfl.objects import Parts
+from p2pfl.scale.distributed import DistComm
+from p2pfl.scale.network import Clock
+
+CONNECTIVITY_WINDOW = 20  # rounds of a time-varying schedule checked for joint connectivity
+LOCAL_TEST_KEY = 2  # the "eval" stream key of the local test split (FedFSA's own split is 1)
+
+
+def resolve_device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise ConfigError("device", "'cuda' requested but torch sees no CUDA device")
+    return torch.device(name)
+
+
+def _file_stamp(directory: Path) -> tuple:
+    """(name, size, mtime) of every file in `directory`: a changed file is a new dataset."""
+    return tuple(sorted((f.name, f.stat().st_size, f.stat().st_mtime_ns)
+                        for f in directory.iterdir() if f.is_file()))
+
+
+_LOADED: dict[tuple, Dataset] = {}  # the last dataset read from files (one entry): the runs of a
+# study or comparison in one process read it once
+
+
+def _named_dataset(cfg: Config, dtype: torch.dtype) -> Dataset:
+    """The dataset `cfg.data` names, loaded (sizes and files checked first); a dataset read from
+    files is kept for the next run that reads the same unchanged files."""
+    d = cfg.data
+    root = d.root or None
+    if d.name != "synthetic":
+        try:
+            directory = Path(find_dataset_dir(d.name, root))
+            key = (d.name, str(directory.resolve()), _file_stamp(directory))
+        except DatasetNotFoundError as err:
+            raise ConfigError("data.name", str(err)) from None
+        except OSError as err:
+            raise ConfigError("data.root", f"cannot search {d.root[:80]}: {err.strerror}") from None
+        if key in _LOADED:
+            return _LOADED[key]
+    else:
+        floats = (d.synthetic_train + d.synthetic_test) * math.prod(SYNTHETIC_SHAPE)
+        per_float = 4 + (0 if dtype == torch.float32 else dtype.itemsize)  # made, then cast
+        check_fits("data.synthetic_train", f"synthetic data of {d.synthetic_train} + "
+                   f"{d.synthetic_test} samples", floats * per_float, torch.device("cpu"))
+    try:
+        dataset = load_dataset(d.name, root, seed=stream_seed(cfg.seed, "partition"),
+                               synthetic_train=d.synthetic_train, synthetic_test=d.synthetic_test)
+    except (ValueError, OSError) as err:  # a corrupt or truncated file names itself
+        raise ConfigError("data.root", str(err)) from None
+    if d.name != "synthetic":
+        _LOADED.clear()
+        _LOADED[key] = dataset
+    return dataset
+
+
+def _partition(cfg: Config, dataset: Dataset, given: object | None = None) -> list[np.ndarray]:
+    """One index array per node into `dataset`'s training set: the configured partition, or
+    `given` (index lists, or a partitioner function called with the configured seed)."""
+    d = cfg.data
+    labels = dataset.y_train.numpy()
+    if given is None:
+        _check_partition_params(d)
+    try:
+        if given is not None and not callable(given):
+            return check_partition(given, d.num_nodes, len(labels), d.allow_overlap)
+        params = {k: getattr(d, k) for k in PARTITION_PARAMS}
+        return partition(labels, d.num_nodes, given or d.partition, allow_overlap=d.allow_overlap,
+                         seed=stream_seed(cfg.seed, "partition"), **params)
+    except ValueError as err:
+        raise ConfigError("partition" if given is not None else "data", str(err)) from None
+
+
+def _check_partition_params(d: DataConfig) -> None:
+    """Refuse a partition parameter set away from its default that the partition does not
+    read (it would be silently ignored)."""
+    reads = PARTITIONS[d.partition].params if d.partition in PARTITIONS else ()
+    default = DataConfig()
+    if d.allow_overlap:
+        raise ConfigError("data.allow_overlap", f"is for a partition given as an object; "
+                          f"{d.partition!r} never gives a sample to two nodes")
+    for key in PARTITION_PARAMS:
+        if key not in reads and getattr(d, key) != getattr(default, key):
+            raise ConfigError(f"data.{key}", f"is set ({getattr(d, key)!r}) but partition "
+                              f"{d.partition!r} does not read it (it reads: "
+                              f"{', '.join(reads) or 'nothing'})")
+
+
+def _load_data(cfg: Config, device: torch.device, dtype: torch.dtype,
+               dataset: Dataset | None = None, given: object | None = None) -> FederatedData:
+    """The run's federated data: the partition, then each node's local test share held out
+    when `data.local_test` > 0."""
+    dataset = dataset if dataset is not None else _named_dataset(cfg, dtype)
+    data = FederatedData(dataset, _partition(cfg, dataset, given), device, dtype)
+    if cfg.data.local_test > 0:
+        try:
+            data, tests = data.held_out(cfg.data.local_test, cfg.seed, LOCAL_TEST_KEY)
+        except ValueError as err:
+            raise ConfigError("data.local_test", str(err)) from None
+        data.local_test = tests
+    return data
+
+
+def federated_data(cfg: Config, dtype: torch.dtype = torch.float32) -> FederatedData:
+    """The data `cfg` trains on (its dataset, partition and local test split) on the CPU,
+    without a model: what `p2pfl data describe` summarises."""
+    return _load_data(cfg, torch.device("cpu"), dtype)
+
+
+def check_variants(cfgs: Sequence[tuple[str, Config]], named_topology: bool = True,
+                   named_data: bool = True) -> None:
+    """Before the first of several runs starts: the checks of `build` that need no model (the
+    data and its partition, the topology and the algorithm's mixing) for every (name, config),
+    a failure naming the run. A dataset is loaded once for all; a part given as an object is
+    checked when its run is built."""
+    datasets: dict[tuple, Dataset] = {}
+    for name, cfg in cfgs:
+        try:
+            algorithm = ALGORITHMS[cfg.algorithm.name](cfg.algorithm)
+            if named_data:
+                d = cfg.data
+                key = (d.name, d.root, d.synthetic_train, d.synthetic_test,
+                       cfg.seed if d.name == "synthetic" else None)
+                if key not in datasets:
+                    datasets[key] = _named_dataset(cfg, torch.float32)
+                _partition(cfg, datasets[key])
+            if named_topology:
+                check_topology(algorithm, schedule_for(cfg, algorithm), cfg.rounds)
+        except ConfigError as err:
+            raise ConfigError(f"{name} {err.field}", err.message) from None
+
+
+def schedule_for(cfg: Config, algorithm: Algorithm) -> T.Schedule:
+    """The topology schedule `cfg` names, for `algorithm` (a centralized one runs on a star of
+    num_nodes + 1 whose hub 0 is the server); a bad parameter is a one-line ConfigError."""
+    topo, n = cfg.topology, cfg.data.num_nodes
+    if algorithm.mixing == "server":
+        if topo.name != "star":
+            raise ConfigError("topology.name", f"{algorithm.name} is centralized and runs on "
+                              f"'star' (hub = server), got {topo.name!r}")
+        n += 1
+    params = {k: v for k, v in vars(topo).items() if k not in ("name", "link_drop", "node_drop")}
+    try:
+        return T.build_schedule(topo.name, n, **params, seed=stream_seed(cfg.seed, "topology"))
+    except T.ParameterError as err:
+        name = "data.num_nodes" if err.name == "n" else f"topology.{err.name}"
+        raise ConfigError(name, err.message) from None
+    except ValueError as err:
+        raise ConfigError("topology", str(err)) from None
+
+
+def check_topology(algorithm: Algorithm, schedule: T.Schedule, rounds: int) -> None:
+    """Refuse a topology whose mixing matrix or connectivity the algorithm cannot work with."""
+    if algorithm.mixing == "server":
+        return
+    graph = schedule.at(0)
+    try:
+        if algorithm.mixing == "doubly_stochastic":
+            T.check_doubly_stochastic(T.doubly_stochastic(graph, sparse=True))
+        else:
+            T.check_column_stochastic(T.column_stochastic(graph, sparse=True))
+    except ValueError as err:
+        raise ConfigError("topology", f"{algorithm.name} needs {algorithm.mixing.replace('_', '-')}"
+                          f" mixing: {err}") from None
+    window = 1 if schedule.period == 1 else min(rounds, schedule.period or CONNECTIVITY_WINDOW)
+    if not T.is_strongly_connected(T.union_graph(schedule, 0, window)):
+        what = "graph" if window == 1 else f"union of the graphs of rounds 0..{window - 1}"
+        raise ConfigError("topology", f"the {what} is not strongly connected: {algorithm.name} "
+                          "cannot reach the network average")
+
+
+def build(cfg: Config, dataset: Dataset | None = None, parts: Parts | None = None,
+          chunks: Sequence[int] | None = None) -> tuple[RunContext, Algorithm]:
+    """Everything a run needs, validated before any training starts.
+
+    `dataset`, when given, is used instead of loading `cfg.data.name` (the benchmark loads a
+    dataset once for many builds, or supplies CIFAR-shaped synthetic data); it is partitioned
+    as configured. `parts` holds what was given as objects (p2pfl.objects): a topology schedule
+    (decentralized algorithms only), a model, a dataset and a partition, each run instead of the
+    config's named one. `chunks` (train, eval) replaces the planned chunk sizes (a resume batches
+    nodes as the run it continues did)."""
+    parts = parts or Parts()
+    schedule = parts.schedule
+    device = resolve_device(cfg.device)
+    dtype = getattr(torch, cfg.engine.dtype)
+    algorithm = ALGORITHMS[cfg.algorithm.name](cfg.algorithm)
+    data = _load_data(cfg, device, dtype,
+                      parts.dataset if parts.dataset is not None else dataset, parts.partition)
+    a = cfg.algorithm
+    try:
+        check_steps(steps_per_node(data.sizes, a.batch_size, a.local_epochs, a.local_steps,
+                                a.last_batch), data.sizes, a.batch_size)
+    except ValueError as err:
+        raise ConfigError("algorithm.last_batch", str(err)) from None
+    if schedule is None:
+        schedule = schedule_for(cfg, algorithm)
+    elif algorithm.mixing == "server":
+        raise ConfigError("topology", f"{algorithm.name} is centralized and runs on the star "
+                          "(hub = server); a topology object is for decentralized algorithms")
+    check_topology(algorithm, schedule, cfg.rounds)
+    if parts.model is None:
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(stream_seed(cfg.seed, "init"))
+            model = build_model(cfg.model.name, data.input_shape, data.num_classes)
+        model = model.to(device=device, dtype=dtype)
+    else:
+        model = _own_model(parts.model, data, device, dtype)
+    comm = _comm(cfg, device, dtype)
+    first, rows = (comm.shard.lo, comm.shard.rows) if isinstance(comm, DistComm) else (
+        0, cfg.data.num_nodes)
+    num_params = sum(p.numel() for p in model.parameters())
+    check_fits("data.num_nodes", f"a population of {rows} models of {num_params} "
+               "parameters (and its mixing buffer)", 2 * rows * num_params * dtype.itemsize,
+               device)
+    population = Population(model, rows, device, dtype, first, cfg.data.num_nodes)
+    try:
+        forward = stacked_forward(model)
+    except ValueError as err:
+        raise ConfigError("model", str(err)) from None
+    bf16 = cfg.engine.precision == "bf16"
+    if bf16:
+        forward = mixed_precision(forward, device.type)
+    if cfg.engine.executor == "loop":
+        trainer: VectorizedTrainer | LoopTrainer = LoopTrainer(model, data, cfg.data.num_nodes,
+                                                               bf16)
+    else:
+        if chunks is None and cfg.engine.chunk_size:
+            chunks = (cfg.engine.chunk_size, cfg.engine.chunk_size)
+        elif chunks is None:
+            plan = plan_chunks(forward, {k: v[:1] for k, v in population.params.items()},
+                               data.input_shape, rows, cfg.algorithm.batch_size,
+                               cfg.eval.batch_size, algorithm.solver.rho > 0, device,
+                               ragged=not data.balanced)
+            chunks = (plan.train, plan.eval)
+        if cfg.engine.compile:
+            forward = torch.compile(forward)
+        gradients = local_gradients(model, forward, hand_written=not (bf16 or cfg.engine.compile))
+        trainer = VectorizedTrainer(forward, data, *chunks, gradients=gradients)
+    guard = Guard(cfg.data.num_nodes, device)
+    ctx = RunContext(cfg, device, dtype, data, population, forward, guard.install(trainer),
+                     comm, schedule, guard,
+                     _clock(cfg, algorithm, schedule, data, population))
+    algorithm.setup(ctx)
+    return ctx, algorithm
+
+
+def _comm(cfg: Config, device: torch.device, dtype: torch.dtype) -> Comm:
+    """The run's communication: LocalComm, or DistComm in a process of a distributed launch."""
+    if not dist.is_initialized():
+        return LocalComm(device, dtype, cfg.engine.mixing)
+    if cfg.engine.executor == "loop":
+        raise ConfigError("engine.executor", "the 'loop' executor runs in one process; a "
+                          "distributed run uses 'vectorized'")
+    if cfg.network.enabled and cfg.network.overlap:
+        raise ConfigError("network.overlap", "messages in flight across rounds are simulated in "
+                          "one process; a distributed run takes network.overlap = false")
+    return DistComm(device, dtype, cfg.engine.mixing, cfg.data.num_nodes)
+
+
+def _clock(cfg: Config, algorithm: Algorithm, schedule: T.Schedule, data: FederatedData,
+           population: Population) -> Clock | None:
+    """The simulated clock of a run with [network] enabled: a message is one model in the run's
+    dtype (Push-Sum adds its float64 weight); gossip sends it gossip_steps times a round."""
+    if not cfg.network.enabled:
+        return None
+    size = population.num_params * population.flat.element_size()
+    size += 8 if algorithm.mixing == "column_stochastic" else 0
+    a = cfg.algorithm
+    steps = steps_per_node(data.sizes, a.batch_size, a.local_epochs, a.local_steps, a.last_batch)
+    if algorithm.mixing == "server":  # the star: the server (node 0) takes no local step
+        steps = np.concatenate(([0], steps))
+    return Clock(cfg.network, schedule.n, cfg.seed, steps, size,
+                 getattr(algorithm, "gossip_steps", 1))
+
+
+def _own_model(model: nn.Module, data: FederatedData, device: torch.device,
+               dtype: torch.dtype) -> nn.Module:
+    """A copy of a researcher's model on the run's device, checked to map one input to logits
+    over the data's classes."""
+    model = copy.deepcopy(model).to(device=device, dtype=dtype)
+    try:
+        stacked_forward(model)  # refuses BatchNorm running statistics first
+    except ValueError as err:
+        raise ConfigError("model", str(err)) from None
+    x = torch.zeros(1, *data.input_shape, device=device, dtype=dtype)
+    try:
+        with torch.no_grad():
+            shape = tuple(model(x).shape)
+    except Exception as err:  # any failure of the user's forward is a one-line config error
+        raise ConfigError("model", f"{type(model).__name__} failed on one input of shape "
+                          f"{list(x.shape)}: {type(err).__name__}: {err}") from None
+    if shape != (1, data.num_classes):
+        raise ConfigError("model", f"{type(model).__name__} maps an input of shape "
+                          f"{list(x.shape)} to {list(shape)}; expected [1, {data.num_classes}] "
+                          "logits")
+    return model

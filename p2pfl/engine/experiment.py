@@ -1,0 +1,145 @@
+"""Running experiments: `run` (one run into its directory, or its continuation) and `run_compare`
+(every [[compare]] variant, then one comparison figure).
+
+The pieces: p2pfl.objects (what was given as Python objects, and its records), build
+(everything a run needs, validated before training), loop (the rounds, the divergence
+guard, callbacks, Ctrl-C and checkpoints) and rundir (the run directory).
+"""
+
+from __future__ import annotations
+
+import copy
+from contextlib import ExitStack
+from pathlib import Path
+
+from p2pfl.callbacks import Callback
+from p2pfl.config import (
+    Config,
+    ConfigError,
+    folder_name,
+    variant_label,
+    variant_overrides,
+    with_overrides,
+)
+from p2pfl.data import PARTITIONS
+from p2pfl.engine.builder import build, check_variants, resolve_device
+from p2pfl.engine.checkpoint import check_resumable, read_run_config, restore
+from p2pfl.engine.loop import Runner
+from p2pfl.engine.rundir import (
+    History,
+    default_out_dir,
+    exclusive,
+    refuse_unless_empty,
+    resume_point,
+    start,
+)
+from p2pfl.objects import DATA_RECORD, check_partition_record, describe_partition, resolve
+from p2pfl.objects.inputs import INPUTS_RECORD, check_inputs, describe_inputs, with_absolute_paths
+from p2pfl.report.plots import plot_histories
+from p2pfl.report.results import write_json_atomic
+from p2pfl.scale.launch import launched
+from p2pfl.scale.processes import agreed, init, rank0_value
+
+
+def run(cfg: Config, out_dir: str | Path | None = None, progress: bool = False,
+        label: str = "", resume: bool = False, topology: object | None = None,
+        model: object | None = None, data: object | None = None,
+        partition: object | None = None, algorithm: type | None = None,
+        callbacks: list[Callback] | None = None) -> History:
+    """Run one experiment; per-round metrics are returned and written to `out_dir`.
+
+    With `resume`, continue the run in `out_dir` from its last checkpoint (a directory without
+    one starts over); `cfg` may differ from the run's config only in `config.diff.RESUMABLE`.
+    Any part may be a Python object instead of the config's name, recorded in `out_dir`
+    (p2pfl.objects), and a resume must get the same one again:
+    `topology`: a networkx graph, a sequence of graphs, a mixing matrix (or a sequence of them),
+    a callable t -> graph or a `topologies.Schedule`; `model`: a torch.nn.Module; `data`: a
+    p2pfl.data.Dataset or (x_train, y_train, x_test, y_test); `partition`: one index list per
+    node (all of one length) into the training set; `algorithm`: a subclass of
+    `algorithms.Gossip`, `PushSum` or `Server` (registered under its `name`, which replaces
+    `cfg.algorithm.name`); `callbacks`: `p2pfl.Callback`s run after every round.
+    """
+    if cfg.compare:
+        raise ConfigError("compare", "this config lists [[compare]] variants: use run_compare")
+    out = Path(out_dir) if out_dir is not None else default_out_dir(cfg)
+    if launched():  # one of the processes of `torchrun` or `--nproc` (p2pfl.scale.distributed)
+        init(resolve_device(cfg.device))
+        if out_dir is None:  # named from the clock: rank 0's name for all
+            out = rank0_value(out)
+    with ExitStack() as stack:
+        with agreed():  # a distributed run: any process's error stops all before round 1
+            cfg, parts = resolve(with_absolute_paths(cfg), out, resume, topology, model, data,
+                                 partition, algorithm, callbacks)
+            if not resume:
+                refuse_unless_empty(out)  # before the build: a taken directory is a quick error
+            checkpoint = resume_point(out, cfg, resolve_device(cfg.device)) if resume else None
+            ctx, algo = build(cfg, parts=parts, chunks=checkpoint and checkpoint.get("chunks"))
+            inputs = describe_inputs(cfg, ctx.data)
+            check_inputs(out, resume, inputs)
+            data_record = parts.records.get(DATA_RECORD, {}) | describe_partition(cfg, ctx.data)
+            check_partition_record(out, resume, data_record)
+            records = parts.records | {DATA_RECORD: data_record} | (
+                {INPUTS_RECORD: inputs} if inputs else {})
+            runner = Runner(cfg, out, ctx, algo, checkpoint["metrics"] if checkpoint else [],
+                            progress and ctx.comm.rank == 0, label, list(parts.callbacks))
+            if checkpoint is not None:  # before the directory is touched: a state that does
+                restore(checkpoint, ctx.population, algo, runner.callbacks, out)  # not fit
+        with agreed():  # then rank 0 alone writes
+            if ctx.comm.rank == 0:
+                stack.enter_context(exclusive(out))
+                start(out, cfg, records, checkpoint, resume)
+        return runner.run()
+
+
+def run_compare(cfg: Config, out_dir: str | Path | None = None, progress: bool = False,
+                resume: bool = False, topology: object | None = None,
+                model: object | None = None, data: object | None = None,
+                partition: object | None = None,
+                callbacks: list[Callback] | None = None) -> dict[str, History]:
+    """Run every [[compare]] variant (same seed and data) into its own subdirectory of `out_dir`
+    and draw them on one comparison figure. With `resume`, each variant continues from its
+    checkpoint (a variant not yet started starts). Objects given (as for `run`) are every
+    variant's (each variant gets its own copy of the callbacks); a variant that sets what an
+    object replaces is refused. An algorithm of one's own is named by a variant once it is
+    registered (`algorithms.register`)."""
+    if not cfg.compare:
+        raise ConfigError("compare", "the config lists no [[compare]] variants")
+    if launched():
+        raise ConfigError("compare", "a config with [[compare]] variants runs in one process "
+                          "(docs/distributed.md): start it without torchrun")
+    out = Path(out_dir) if out_dir is not None else default_out_dir(cfg)
+    if resume and (out / "config.json").exists():
+        check_resumable(read_run_config(out).to_dict(), cfg, 0, out)
+    elif not resume:
+        refuse_unless_empty(out)
+        cfg = with_absolute_paths(cfg)
+    with exclusive(out):
+        return _run_variants(cfg, out, progress, resume, topology, model, data, partition,
+                             callbacks)
+
+
+def _run_variants(cfg: Config, out: Path, progress: bool, resume: bool, topology: object | None,
+                  model: object | None, data: object | None, partition: object | None,
+                  callbacks: list[Callback] | None) -> dict[str, History]:
+    """run_compare's work, under the root's lock."""
+    variants = [(f"compare[{i}] ({variant_label(v)})", with_overrides(cfg, variant_overrides(v)))
+                for i, v in enumerate(cfg.compare)]
+    check_variants(variants, topology is None, data is None and partition is None)
+    write_json_atomic(out / "config.json", cfg.to_dict())
+    histories: dict[str, History] = {}
+    for variant in cfg.compare:
+        overrides = variant_overrides(variant)
+        label = variant_label(variant)
+        histories[label] = run(with_overrides(cfg, overrides), out / folder_name(label), progress,
+                               label, resume, topology, model, data, partition,
+                               callbacks=copy.deepcopy(callbacks))
+    d = cfg.data
+    reads = PARTITIONS[d.partition].params if d.partition in PARTITIONS else ()
+    split = f"{d.partition}({d.alpha})" if "alpha" in reads else d.partition
+    plot_histories(histories, out / "comparison",
+                   title=f"{d.name}, {d.num_nodes} nodes, {split}, {cfg.model.name}")
+    write_json_atomic(out / "comparison.json", {
+        label: {"final_test_acc": h[-1].get("test_acc"), "rounds": len(h),
+                "total_wall_s": sum(r["wall_s"] for r in h)}
+        for label, h in histories.items()})
+    return histories

@@ -1,0 +1,206 @@
+"""Simulated network time: how long each round takes on a network of links and nodes.
+
+The `[network]` table (`NetworkConfig`) describes the network: a local step takes `step_s`
+seconds on a node, `slow_factor` times longer on a straggler (a `stragglers` fraction of the
+nodes, fixed for the run); a message takes `latency_s` plus its size over `bandwidth_gbps`,
+`slow_factor` times longer on a slow link (a `slow_links` fraction of the ordered node pairs,
+fixed for the run); `jitter` > 0 multiplies every compute time (per node and round) and transfer
+(per message) by a lognormal factor exp(jitter * N(0, 1)). Edge attributes `latency_s` and
+`bandwidth_gbps` of a round's graph replace the configured values for that link. A message
+carries one model (num_params values of the run's dtype) plus, for Push-Sum, its float64 weight.
+Every draw is a function of (seed, node or link, round), so times never depend on what ran before.
+
+`Clock` keeps, per node, the time at which it starts its next round (seconds since the start).
+- Synchronous (default): node i starts round t + 1 when it has finished its local phase and
+  every message sent to it in round t has arrived:
+  start_i(t+1) = max(done_i, max_{j -> i} done_j + transfer_{j -> i}), done_i = start_i(t) +
+  compute_i(t). A lost message or an offline sender is not waited for; an offline node idles.
+- Centralized: the server sends the model to each sampled client, the client trains and sends
+  its update back; the round ends when the last one arrives.
+- Overlap (`overlap = true`, Push-Sum only): nodes never wait. Rounds become slots of one
+  normal local phase (the mean K_i * step_s); a node's phases follow one another, and it
+  trains, sends and receives in the slot its current phase ends in (nearest slot end), so a
+  straggler takes part in one slot of every slow_factor and is offline in the others. A message
+  sent at the end of slot t is added to its receiver at the end of slot t + ceil(transfer /
+  slot) (`delays = "clock"`, at most `max_delay`), or t + a uniform 0..max_delay (`delays =
+  "random"`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import networkx as nx
+import numpy as np
+from scipy.special import ndtri
+
+import topologies as T
+from p2pfl.core.seeding import stream_seed
+
+if TYPE_CHECKING:
+    from p2pfl.config import NetworkConfig
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+
+
+def hash_uniform(seed: int, *keys: np.ndarray) -> np.ndarray:
+    """Uniform [0, 1) numbers, one per entry of the broadcast integer `keys`, as a fixed function
+    of (seed, keys) (splitmix64): the same link or node gets the same number in every round and
+    order."""
+    z = np.full(np.broadcast(*keys).shape, np.uint64(seed & (2**64 - 1)), dtype=np.uint64)
+    for key in keys:
+        z = (z + np.asarray(key).astype(np.uint64) + _GOLDEN) * np.uint64(0xBF58476D1CE4E5B9)
+        z ^= z >> np.uint64(31)
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    z ^= z >> np.uint64(31)
+    return (z >> np.uint64(11)).astype(np.float64) / 2.0**53
+
+
+@dataclass(frozen=True)
+class RoundTime:
+    """The simulated timing of one round on n graph nodes."""
+
+    start: np.ndarray  # float64 [n], when each node starts its next round (s)
+    done: np.ndarray  # float64 [n], when each node finished its local phase (s)
+    delays: tuple[np.ndarray, np.ndarray, np.ndarray]  # (src, dst, rounds late) per message
+    late: int  # messages that would arrive after max_delay rounds (taken at max_delay)
+    ready: np.ndarray | None = None  # overlap: when each node's current local phase ends (s)
+
+    def record(self) -> dict[str, float]:
+        """Metrics of the round: when the last node finished it, the spread over nodes, and the
+        mean time a node spent waiting for messages."""
+        ahead = self.start if self.ready is None else self.ready  # overlap: phases in progress
+        record = {"sim_time_s": float(self.start.max()),
+                  "sim_spread_s": float(ahead.max() - ahead.min()),
+                  "sim_wait_s": float((self.start - self.done).mean())}
+        if self.late:
+            record["messages_late"] = self.late
+        return record
+
+
+class Clock:
+    """Per-node simulated time of a run (see the module docstring); `plan` is pure, `commit`
+    advances the clock, so a round the divergence guard re-runs is timed once."""
+
+    def __init__(self, net: NetworkConfig, n: int, seed: int, steps: np.ndarray | int,
+                 message_bytes: int, exchanges: int = 1) -> None:
+        self.net, self.n, self.seed = net, n, seed
+        self.steps, self.message_bytes, self.exchanges = steps, message_bytes, exchanges
+        self._key = stream_seed(seed, "network")
+        slow = hash_uniform(self._key, np.arange(n), 0) < net.stragglers
+        self.step_s = net.step_s * np.where(slow, net.slow_factor, 1.0)
+        self.start = np.zeros(n)
+        # Overlap: rounds are slots of one normal local phase; a node's phases follow each other
+        # (`ready`: when its current one ends) and it takes part in the slot its phase ends in.
+        self.slot_s = float(np.mean(steps)) * net.step_s
+        self.ready = self.compute(0, np.ones(n, dtype=bool)) if net.overlap else self.start
+
+    def _jitter(self, t: int, *keys: np.ndarray) -> np.ndarray:
+        if self.net.jitter == 0:
+            return np.ones(np.broadcast(*keys).shape)
+        u = hash_uniform(self._key, np.int64(t) + 1, *keys).clip(1e-12, 1 - 1e-12)
+        return np.exp(self.net.jitter * ndtri(u))  # ndtri: the normal quantile
+
+    def compute(self, t: int, active: np.ndarray) -> np.ndarray:
+        """Seconds of round t's local phase per node [n] (0 for a node that does not train)."""
+        seconds = self.steps * self.step_s * self._jitter(t, np.arange(self.n), 1)
+        return np.where(active, seconds, 0.0)
+
+    def transfer(self, t: int, src: np.ndarray, dst: np.ndarray,
+                 graph: nx.Graph | None = None) -> np.ndarray:
+        """Seconds from send to arrival of each message src[e] -> dst[e] of round t [E]."""
+        net = self.net
+        latency = np.full(len(src), net.latency_s)
+        gbps = np.full(len(src), net.bandwidth_gbps)
+        if graph is not None:
+            _edge_values(graph, src, dst, "latency_s", latency)
+            _edge_values(graph, src, dst, "bandwidth_gbps", gbps)
+        seconds = latency + self.message_bytes * 8 / (gbps * 1e9)
+        slow = hash_uniform(self._key, src, dst, 2) < net.slow_links
+        return (seconds * np.where(slow, net.slow_factor, 1.0)
+                * self._jitter(t, src, dst, 3) * self.exchanges)
+
+    def plan(self, t: int, src: np.ndarray, dst: np.ndarray, active: np.ndarray,
+             graph: nx.Graph | None = None) -> RoundTime:
+        """The timing of decentralized round t whose delivered messages are src -> dst and whose
+        training nodes are `active` (bool [n]), synchronous or overlapped."""
+        if self.net.overlap:  # sent at the slot's end, taken at the end of a later slot
+            ready = np.where(active, self.ready + self.compute(t + 1, active), self.ready)
+            end = np.full(self.n, (t + 1) * self.slot_s)
+            late_by = self.transfer(t, src, dst, graph)
+            return RoundTime(end, end, *self._delays(t, src, dst, late_by), ready=ready)
+        done = self.start + self.compute(t, active)
+        arrival = done[src] + self.transfer(t, src, dst, graph)
+        start = done.copy()
+        np.maximum.at(start, dst, arrival)
+        empty = np.zeros(0, dtype=np.int64)
+        return RoundTime(start, done, (empty, empty, empty), 0)
+
+    def _delays(self, t: int, src: np.ndarray, dst: np.ndarray, late_by: np.ndarray
+                ) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray], int]:
+        """((src, dst, rounds late), messages capped at max_delay) of overlapped round t: a
+        message that arrives `late_by` seconds after its receiver finished the round waits for
+        the end of the receiver's first round that ends after it arrives ("clock"), or is late a
+        uniform 0..max_delay rounds ("random")."""
+        cap = self.net.max_delay
+        if self.net.delays == "random":
+            u = hash_uniform(self._key, np.int64(t) + 1, src, dst, 4)
+            return (src, dst, np.floor(u * (cap + 1)).astype(np.int64)), 0
+        rounds = np.where(late_by > 0, np.ceil(late_by / max(self.slot_s, 1e-300)), 0)
+        return (src, dst, np.minimum(rounds, cap).astype(np.int64)), int((rounds > cap).sum())
+
+    def busy(self, t: int) -> np.ndarray:
+        """Overlap: bool [n], the nodes whose local phase does not end in slot t (nearest slot
+        end), so that they neither train nor send nor receive in round t."""
+        return self.ready > (t + 1.5) * self.slot_s
+
+    def plan_round(self, t: int, graph: nx.Graph, faults: T.Faults) -> RoundTime:
+        """`plan` for the messages of `graph` that `faults` let through (an offline node neither
+        trains nor sends nor receives)."""
+        src, dst, _ = T.messages(graph)
+        kept = ~faults.lost(src, dst)
+        return self.plan(t, src[kept], dst[kept], ~faults.nodes, graph)
+
+    def plan_server(self, t: int, clients: np.ndarray) -> RoundTime:
+        """The timing of centralized round t (graph node 0 the server) with sampled `clients`
+        (graph node ids): down, local phase, up; every node then starts at the server's time."""
+        active = np.zeros(self.n, dtype=bool)
+        active[clients] = True
+        server = np.zeros_like(clients)
+        at_client = self.start[0] + self.transfer(t, server, clients)
+        back = (at_client + self.compute(t, active)[clients]
+                + self.transfer(t, clients, server))
+        end = max(self.start[0], float(back.max(initial=self.start[0])))
+        done = np.full(self.n, self.start[0])
+        done[clients] = back
+        empty = np.zeros(0, dtype=np.int64)
+        return RoundTime(np.full(self.n, end), done, (empty, empty, empty), 0)
+
+    def commit(self, timing: RoundTime) -> dict[str, float]:
+        """Advance the clock by a planned round; its metrics."""
+        record = timing.record()
+        self.start = timing.start.copy()
+        if timing.ready is not None:
+            self.ready = timing.ready.copy()
+        return record
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"start": self.start.tolist(), "ready": self.ready.tolist()}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.start = np.asarray(state["start"], dtype=np.float64)
+        self.ready = np.asarray(state["ready"], dtype=np.float64)
+
+
+def _edge_values(graph: nx.Graph, src: np.ndarray, dst: np.ndarray, name: str,
+                 out: np.ndarray) -> None:
+    """Overwrite out[e] with attribute `name` of the edge src[e] -> dst[e] where it has one."""
+    values = nx.get_edge_attributes(graph, name)
+    if not values:
+        return
+    for e, (u, v) in enumerate(zip(src.tolist(), dst.tolist(), strict=True)):
+        value = values.get((u, v), values.get((v, u)) if not graph.is_directed() else None)
+        if value is not None:
+            out[e] = float(value)
