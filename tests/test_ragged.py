@@ -233,3 +233,18 @@ def test_data_describe_prints_sizes_and_skew_and_draws_bars(tmp_path, capsys) ->
     assert (tmp_path / "bars.png").stat().st_size > 0
     assert main(["data", "describe", str(path), "--set", "data.min_size=0"]) == 2
     assert "data.min_size" in capsys.readouterr().err
+
+
+def test_segment_permutations_even_when_a_key_rounds_into_the_next_segment() -> None:
+    from p2pfl.core.federated import segment_permutations
+
+    lengths = torch.tensor([2, 3] * 300)
+    keys = torch.rand(int(lengths.sum()), generator=torch.Generator().manual_seed(0),
+                      dtype=torch.float64)
+    keys[747] = 1 - 2**-53  # in segment 299 (starting at 747): 299 + key is 300.0 in float64,
+    keys[750] = 0.0  # a tie with the first key of segment 300
+    perms = segment_permutations(lengths, keys).split(lengths.tolist())
+    starts = (torch.cumsum(lengths, 0) - lengths).tolist()
+    for start, length, perm in zip(starts, lengths.tolist(), perms):
+        assert sorted(perm.tolist()) == list(range(length))
+        assert torch.equal(perm, keys[start:start + length].argsort())

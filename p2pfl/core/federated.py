@@ -184,18 +184,16 @@ class FederatedData:
     def _permutations(self, seed: int, t: int, epochs: np.ndarray) -> torch.Tensor:
         """Node i's `epochs[i]` fresh permutations of 0..n_i - 1, nodes one after the other:
         int64 [sum_i epochs_i n_i] (CPU). Equal sizes and epochs: one argsort of uniform keys
-        [N, E, n]; otherwise a random order (argsort of uniform keys) stably sorted by segment."""
+        [N, E, n]; otherwise one argsort of float64 keys, segment number + U(0, 1) (should a key
+        round up into the next segment, the keys' order stably sorted by segment instead)."""
         gen = torch_generator(seed, "batches", t)
         n = self.sizes
         if self.balanced and (epochs == epochs[0]).all():
             keys = torch.rand(len(n), int(epochs[0]), int(n[0]), generator=gen)
             return keys.argsort(dim=-1).flatten()
         lengths = torch.as_tensor(np.repeat(n, epochs))  # one segment per (node, epoch)
-        segment = torch.repeat_interleave(torch.arange(len(lengths)), lengths)
-        shuffled = torch.rand(len(segment), generator=gen, dtype=torch.float64).argsort()
-        order = shuffled[segment[shuffled].argsort(stable=True)]  # random within each segment
-        starts = torch.repeat_interleave(torch.cumsum(lengths, 0) - lengths, lengths)
-        return order - starts
+        keys = torch.rand(int(lengths.sum()), generator=gen, dtype=torch.float64)
+        return segment_permutations(lengths, keys)
 
     def batch(self, plan: BatchPlan, step: int, nodes: torch.Tensor) -> Batch:
         """The minibatch of `step` for `nodes` (int64 [c], each still stepping at `step`)."""
@@ -210,6 +208,19 @@ class FederatedData:
             valid = torch.arange(width, device=ids.device) < length
             weight = valid.to(self.x_train.dtype) / length.to(self.x_train.dtype)
         return Batch(x, y, weight)
+
+
+def segment_permutations(lengths: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
+    """For consecutive segments of `lengths` [S], the permutation of 0..len - 1 of each that
+    sorts its `keys` (float64 in [0, 1), one per element): int64 [sum lengths]. One argsort of
+    segment number + key; should a key round up into the next segment, the keys' order stably
+    sorted by segment instead."""
+    segment = torch.repeat_interleave(torch.arange(len(lengths)), lengths)
+    order = (segment + keys).argsort()
+    if (segment[order].diff() < 0).any():
+        shuffled = keys.argsort()
+        order = shuffled[segment[shuffled].argsort(stable=True)]
+    return order - torch.repeat_interleave(torch.cumsum(lengths, 0) - lengths, lengths)
 
 
 def check_steps(steps_of: np.ndarray, sizes: np.ndarray, batch_size: int) -> None:
