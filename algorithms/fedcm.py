@@ -42,7 +42,8 @@ class FedCM(Server):
     def aggregate(self, ctx: RunContext, r: ClientRound) -> None:
         update = self.mean_update(ctx, r)
         if bool((r.steps == r.steps[0]).all()):  # Delta = U / (-K eta_l)
-            gradient = {k: v / (-r.steps[0] * r.lr) for k, v in update.items()}
+            steps = float(r.steps[0])
+            gradient = {k: v / (-steps * r.lr) for k, v in update.items()}
         else:  # the clients' mean gradient: sum_i w_i (x_i^K - x) / (-K_i eta_l)
             per_step = {k: (v - r.start[k]) / row_scale(-r.steps * r.lr, v)
                         for k, v in r.trained.items()}
