@@ -33,8 +33,8 @@ __all__ = sorted(_HOME_OF)
 
 
 def __getattr__(name: str) -> Any:
-    """The public names come from their modules on first use: `import analysis.cli` (as the
-    `p2pfl` command does to list its commands) loads neither networkx nor scipy."""
+    """The public names come from their modules on first use: `import analysis` (as the
+    `p2pfl` command's analysis commands do) loads neither networkx nor scipy."""
     if name in _HOME_OF:
         return getattr(importlib.import_module(_HOME_OF[name]), name)
     raise AttributeError(f"module 'analysis' has no attribute {name!r}")

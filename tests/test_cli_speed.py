@@ -61,11 +61,13 @@ def test_table_and_plot_do_not_import_torch(tmp_path):
 
 
 def test_the_lazy_analysis_package_keeps_every_public_name():
-    """`import analysis.cli` loads no numpy; every public name is then the function or class
-    it was when analysis/__init__.py imported them all, even after its submodule was imported
-    first (the module analysis.summary beside the function summary)."""
+    """`import analysis` (and the command's analysis commands) loads no numpy; every public
+    name is then the function or class it was when analysis/__init__.py imported them all, even
+    after its submodule was imported first (the module analysis.summary beside the function
+    summary)."""
     probe = """import json, sys, types
-import analysis.cli
+import analysis
+import p2pfl.cli.analysis
 light = "numpy" not in sys.modules
 import analysis.summary
 import analysis as A
