@@ -54,6 +54,7 @@ class Algorithm(ABC):
     """An FL algorithm: its local solver, its round, and the models it is evaluated on."""
 
     name: ClassVar[str]
+    source: ClassVar[str] = ""  # "<name>: <authors> <year>, <where>" (`p2pfl algorithms`)
     mixing: ClassVar[str]  # "doubly_stochastic" | "column_stochastic" | "server"
     # The [algorithm] fields it reads, with defaults and limits: a subclass that reads more
     # declares `@dataclass class Options(<groups>, Parent.Options)` (algorithms/options.py).

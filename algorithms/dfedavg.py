@@ -7,3 +7,4 @@ from algorithms.decentralized import Gossip
 
 class DFedAvg(Gossip):
     name = "dfedavg"
+    source = "DFedAvg: Sun, Li, Wang 2021, arXiv 2104.11375"

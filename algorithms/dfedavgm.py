@@ -15,6 +15,7 @@ from p2pfl.options import AlgorithmOptions
 
 class DFedAvgM(Gossip):
     name = "dfedavgm"
+    source = "DFedAvgM: Sun, Li, Wang 2021, arXiv 2104.11375"
 
     @dataclass
     class Options(MomentumForm, AlgorithmOptions):

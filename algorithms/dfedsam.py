@@ -16,6 +16,7 @@ from p2pfl.options import AlgorithmOptions, option
 
 class DFedSAM(Gossip):
     name = "dfedsam"
+    source = "DFedSAM: Shi et al. 2023, arXiv 2302.04083"
 
     @dataclass
     class Options(Sam, AlgorithmOptions):
@@ -24,6 +25,7 @@ class DFedSAM(Gossip):
 
 class DFedSAMMGS(Gossip):
     name = "dfedsam_mgs"
+    source = "DFedSAM-MGS: Shi et al. 2023, arXiv 2302.04083"
 
     @dataclass
     class Options(DFedSAM.Options):

@@ -15,6 +15,7 @@ from p2pfl.options import AlgorithmOptions
 
 class DFedSGPM(PushSum):
     name = "dfedsgpm"
+    source = "DFedSGPM: the ablation of Li et al. 2023, arXiv 2310.05093"
 
     @dataclass
     class Options(MomentumForm, AlgorithmOptions):

@@ -20,6 +20,7 @@ from p2pfl.options import AlgorithmOptions
 
 class DFedSGPSM(PushSum):
     name = "dfedsgpsm"
+    source = "DFedSGPSM: Li et al. 2023, arXiv 2310.05093, Algorithm 1"
 
     @dataclass
     class Options(MomentumForm, Sam, AlgorithmOptions):

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
 class DFedSGPSMS(DFedSGPSM):
     name = "dfedsgpsm_s"
+    source = "DFedSGPSM-S: Li et al. 2023, arXiv 2310.05093, Appendix A.1"
 
     @classmethod
     def implied(cls, cfg: Config) -> dict[str, Any]:

@@ -22,6 +22,7 @@ from p2pfl.options import AlgorithmOptions, option
 
 class DPSGD(Gossip):
     name = "dpsgd"
+    source = "D-PSGD: Lian et al. 2017, arXiv 1705.09056"
 
     @dataclass
     class Options(AlgorithmOptions):

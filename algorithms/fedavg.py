@@ -22,6 +22,7 @@ class FedAvg(Server):
     """x <- x + server_lr * mean_i (x_i^K - x)."""
 
     name = "fedavg"
+    source = "FedAvg: McMahan et al. 2017, arXiv 1602.05629"
 
     @dataclass
     class Options(ServerStep, Server.Options):
@@ -47,12 +48,14 @@ class FedSAM(FedAvg):
     """FedAvg whose clients take SAM steps of radius `rho`."""
 
     name = "fedsam"
+    source = "FedSAM: Qu et al. 2022, arXiv 2206.02618"
 
 
 class FedProx(FedAvg):
     """Local step direction g + prox_mu * (x - x^t)."""
 
     name = "fedprox"
+    source = "FedProx: Li et al. 2020, arXiv 1812.06127"
 
     @dataclass
     class Options(FedAvg.Options):
@@ -68,6 +71,7 @@ class FedAdam(FedAvg):
     """Adam on the server with the mean client update as the (negative) pseudo-gradient."""
 
     name = "fedadam"
+    source = "FedAdam: Reddi et al. 2021, arXiv 2003.00295"
     paper_weights = "uniform"  # Reddi et al. 2021, Algorithm 2: Delta = (1 / |S|) sum Delta_i
 
     @dataclass

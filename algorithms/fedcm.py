@@ -21,6 +21,7 @@ from p2pfl.options import option
 
 class FedCM(Server):
     name = "fedcm"
+    source = "FedCM: Xu et al. 2021, arXiv 2106.10874"
 
     @dataclass
     class Options(ServerStep, Server.Options):
@@ -64,3 +65,4 @@ class MoFedSAM(FedCM):
     """FedCM whose local gradient is the SAM gradient (the ascent uses the plain g1)."""
 
     name = "mofedsam"
+    source = "MoFedSAM: Qu et al. 2022, arXiv 2206.02618"

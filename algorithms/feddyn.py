@@ -25,6 +25,7 @@ from p2pfl.options import option
 
 class FedDyn(Server):
     name = "feddyn"
+    source = "FedDyn: Acar et al. 2021, arXiv 2111.04263"
 
     @dataclass
     class Options(Dual, Server.Options):
@@ -67,6 +68,7 @@ class FedSpeed(FedDyn):
     """
 
     name = "fedspeed"
+    source = "FedSpeed: Sun et al. 2023, arXiv 2302.10429"
     variants = ("paper", "reference_code")
     form_options = {"paper": ("quasi_alpha",)}
 
@@ -96,6 +98,7 @@ class FedSMOO(FedDyn):
     """
 
     name = "fedsmoo"
+    source = "FedSMOO: Sun et al. 2023, arXiv 2305.11584"
     down = 2  # x and s
     up = 2  # x_i^K and mu_i
 

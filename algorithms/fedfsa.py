@@ -81,6 +81,7 @@ def top_layers(scores: torch.Tensor, c: int) -> torch.Tensor:
 
 class FedFSA(FedCM):
     name = "fedfsa"
+    source = "FedFSA: Xing et al. 2025, AAAI"
 
     @dataclass
     class Options(FedCM.Options):

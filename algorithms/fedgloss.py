@@ -55,6 +55,7 @@ def ascend(model: Params, direction: Params, rho: float) -> Params:
 
 class FedGloSS(Server):
     name = "fedgloss"
+    source = "FedGloSS: Caldarola et al. 2025, arXiv 2412.03752"
 
     @dataclass
     class Options(ServerStep, Dual, Server.Options):
@@ -134,6 +135,7 @@ class NaiveFedGloSS(FedGloSS):
     """Two exchanges per round with the same clients: the ascent uses this round's update."""
 
     name = "naive_fedgloss"
+    source = "NaiveFedGloSS: Caldarola et al. 2025, arXiv 2412.03752"
     down = 2
     up = 2
 

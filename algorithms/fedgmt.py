@@ -30,6 +30,7 @@ from p2pfl.options import option
 
 class FedGMT(Server):
     name = "fedgmt"
+    source = "FedGMT: Li et al. 2025, ICML"
     paper_weights = "uniform"  # the mean over the active clients (FL-Simulator code)
 
     @dataclass

@@ -83,6 +83,7 @@ class _LESAM(Server):
 
 class FedLESAM(_LESAM, FedAvg):
     name = "fedlesam"
+    source = "FedLESAM: Fan et al. 2024, arXiv 2405.18890"
     uses_terms = True
 
 
@@ -91,6 +92,7 @@ class FedLESAMS(_LESAM, Scaffold):
     (MediaBrain-SJTU/FedLESAM client/fedlesam_s.py); the paper states no scale (1)."""
 
     name = "fedlesam_s"
+    source = "FedLESAM-S: Fan et al. 2024, arXiv 2405.18890"
     variants = ("paper", "reference_code")
     form_options = {"reference_code": ("correction_scale",)}
 
@@ -105,3 +107,4 @@ class FedLESAMS(_LESAM, Scaffold):
 
 class FedLESAMD(_LESAM, FedDyn):
     name = "fedlesam_d"
+    source = "FedLESAM-D: Fan et al. 2024, arXiv 2405.18890"

@@ -11,3 +11,4 @@ from algorithms.decentralized import PushSum
 
 class OSGP(PushSum):
     name = "osgp"
+    source = "OSGP (local SGP) as the DFedSGPSM paper runs it: arXiv 2310.05093"

@@ -22,6 +22,7 @@ from p2pfl.core.terms import LocalTerms
 
 class Scaffold(Server):
     name = "scaffold"
+    source = "SCAFFOLD: Karimireddy et al. 2020, arXiv 1910.06378, option II"
 
     @dataclass
     class Options(ServerStep, Server.Options):
@@ -73,3 +74,4 @@ class FedGamma(Scaffold):
     """SCAFFOLD whose local gradient is the SAM gradient (ascent from the plain g1)."""
 
     name = "fedgamma"
+    source = "FedGamma: Dai et al. 2023, IEEE TNNLS"

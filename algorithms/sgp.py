@@ -12,3 +12,4 @@ from algorithms.decentralized import PushSum
 
 class SGP(PushSum):
     name = "sgp"
+    source = "SGP: Assran et al. 2019, arXiv 1811.10792"

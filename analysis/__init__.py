@@ -21,6 +21,7 @@ _HOMES = {
         "consensus_distance", "consensus_error", "contraction_rate", "gossip_consensus",
         "pushsum_consensus", "rounds_to_consensus"),
     "analysis.matrices": ("sparse_mixing",),
+    "analysis.runs": ("load_runs", "run_records"),
     "analysis.spectral": (
         "algebraic_connectivity", "eigenvalues", "ergodicity_coefficient", "mixing_time",
         "perron_vector", "slem", "spectral_gap"),

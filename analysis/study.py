@@ -1,21 +1,29 @@
-"""The topology study: one experiment over topologies, sweeps and seeds, related to diameter and
-spectral gap.
+"""The study: algorithms x topologies x sweeps x seeds, related to diameter and spectral gap.
 
-    result = run_study(cfg, ["ring", "complete"], "runs/study", seeds=[0, 1, 2],
-                       sweeps=[Sweep("random_out", "k", [1, 2, 4], "random_out")])
+    import analysis.study as S
+    result = S.run(cfg, ["ring", "exponential", "complete"], "runs/study", seeds=[0, 1, 2],
+                   algorithms=["sgp", {"name": "dfedsgpsm", "momentum": 0.9, "rho": 0.05}],
+                   sweeps=[Sweep("random_out", "k", [1, 2, 4], "random_out")], progress=True)
 
-Each (topology, seed) runs `p2pfl.run` into OUT/<label>/seed<k>/ with only `topology.*` (and, in
-a sweep over the number of nodes, `data.num_nodes`) and the seed changed; each is measured with
-`summary` on the schedule and mixing the algorithm actually uses (a time-varying schedule by its
-window-union diameter and per-round rate). A rerun keeps the finished runs (one with more rounds
-counts up to the study's rounds), resumes the interrupted ones and extends shorter ones. Writes,
-into OUT (analysis.study_results, analysis.study_plots): study.csv (one row per topology and
-seed), study_mean.csv (one per topology: mean and sd over seeds), study.json, and the figures.
+Each cell (algorithm, topology, seed) runs `p2pfl.run` into OUT/<algorithm>/<label>/seed<k>/
+(OUT/<label>/seed<k>/ when no `algorithms` are given: the config's algorithm) with only
+`algorithm.*`, `topology.*` (and, in a sweep over the number of nodes, `data.num_nodes`) and the
+seed changed; each is measured with `summary` on the schedule and mixing the algorithm actually
+uses (a time-varying schedule by its window-union diameter and per-round rate). A rerun keeps the
+finished cells (one with more rounds counts up to the study's rounds), resumes the interrupted
+ones and extends shorter ones. Writes, into OUT (analysis.study_results, analysis.study_plots):
+study.csv (one row per cell), study_mean.csv (one per algorithm and topology: mean and sd over
+seeds), study.json, and the figures.
 
-Every run is planned before the first one starts: an unknown name, a wrong parameter or object,
+One target serves every cell, so that studies compare: a test accuracy (`target`) or a test loss
+(`target_loss`) given once, else the best accuracy that the weakest run reached (every finished
+run reaches it); `StudyResult.target_note` states which.
+
+Every cell is planned before the first one starts: an unknown name, a wrong parameter or object,
 or a folder that holds a run of another config or object stops the study. A topology the
-algorithm cannot use (wrong mixing, not connected) is skipped with a one-line message, a
-diverging run is recorded as diverged; neither stops the study.
+algorithm cannot use (wrong mixing, not connected, a centralized algorithm off the star) is
+skipped with a one-line message, a diverging run is recorded as diverged; neither stops the
+study.
 """
 
 from __future__ import annotations
@@ -26,37 +34,45 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from analysis.study_spec import Entry, Sweep, study_entries
+from analysis.study_spec import Algorithm, Entry, Sweep, study_algorithms, study_entries
 from analysis.summary import summary
 
 History = list[dict[str, Any]]
-DEFAULT_RELATIVE_TARGET = 0.9  # target accuracy = 90 % of the best mean final accuracy
+Cell = tuple[str, str, int]  # (algorithm label, topology label, seed)
 
 
 @dataclass
 class StudyResult:
-    """rows: one per (topology, seed); means: one per topology (analysis.study_results);
-    histories: (label, seed) -> per-round records of the runs that finished or diverged."""
+    """rows: one per cell; means: one per (algorithm, topology) (analysis.study_results);
+    histories: (algorithm, label, seed) -> per-round records of the runs that finished or
+    diverged; target: the common target of `target_metric` ("test_acc", reached at >=, or
+    "test_loss", reached at <=), and `target_note`: how it was chosen."""
 
     rows: list[dict[str, Any]]
     means: list[dict[str, Any]]
     target: float | None
-    histories: dict[tuple[str, int], History] = field(default_factory=dict)
+    histories: dict[Cell, History] = field(default_factory=dict)
     files: list[Path] = field(default_factory=list)
+    target_metric: str = "test_acc"
+    target_note: str = ""
 
 
-def rounds_to_target(history: History, target: float, key: str = "round") -> Any:
-    """First round whose average-model test accuracy reaches `target` (`key` = "sim_time_s":
-    its simulated time, in runs with [network] enabled), else None."""
+def rounds_to_target(history: History, target: float, key: str = "round",
+                     metric: str = "test_acc") -> Any:
+    """First round whose average model reaches `target`: test accuracy >= target, or with
+    `metric` = "test_loss", test loss <= target (`key` = "sim_time_s": its simulated time, in
+    runs with [network] enabled); else None."""
+    reached = ((lambda v: v >= target) if metric == "test_acc" else (lambda v: v <= target))
     return next((r.get(key) for r in history
-                 if r.get("test_acc") is not None and r["test_acc"] >= target), None)
+                 if r.get(metric) is not None and reached(r[metric])), None)
 
 
 @dataclass
 class Planned:
-    """One (topology, seed) of the study: its config and folder, and its topology metrics (None,
-    with `skipped` saying why, if the algorithm cannot use the topology)."""
+    """One cell of the study: its config and folder, and its topology metrics (None, with
+    `skipped` saying why, if the algorithm cannot use the topology)."""
 
+    algorithm: str
     entry: Entry
     seed: int
     cfg: Any
@@ -76,7 +92,7 @@ def _schedule(cfg: Any, algorithm: Any, obj: object | None) -> Any:
     return resolve_topology(cfg, Path(), False, obj)[1]
 
 
-def _measure(cfg: Any, obj: object | None) -> dict[str, Any] | str:
+def measure(cfg: Any, obj: object | None) -> dict[str, Any] | str:
     """Topology metrics of the schedule and mixing the run of cfg uses, or why the algorithm
     cannot use it (not connected, wrong mixing)."""
     from algorithms import ALGORITHMS
@@ -84,6 +100,8 @@ def _measure(cfg: Any, obj: object | None) -> dict[str, Any] | str:
     from p2pfl.engine import check_topology
 
     algorithm = ALGORITHMS[cfg.algorithm.name](cfg.algorithm)
+    if algorithm.mixing == "server" and (obj is not None or cfg.topology.name != "star"):
+        return f"{algorithm.name} is centralized: it runs on the star (hub = server) only"
     schedule = _schedule(cfg, algorithm, obj)
     mixing = None if algorithm.mixing == "server" else algorithm.mixing
     horizon = None if schedule.period is not None else min(cfg.rounds, 100)
@@ -94,40 +112,54 @@ def _measure(cfg: Any, obj: object | None) -> dict[str, Any] | str:
         return str(err)
 
 
-def _plan_one(entry: Entry, seed: int, cfg: Any, out: Path) -> Planned:
-    """The run of `entry` with `seed`: its config, measured, and checked against what its folder
-    holds (a run with another config or object is refused)."""
+def _plan_one(algorithm: Algorithm | None, entry: Entry, seed: int, cfg: Any,
+              out: Path) -> Planned:
+    """The run of `algorithm` (None: the config's) on `entry` with `seed`: its config, measured,
+    and checked against what its folder holds (a run with another config or object is
+    refused)."""
     from p2pfl.config import folder_name, with_overrides
     from p2pfl.engine.compare import check_same_run
 
-    cfg = with_overrides(cfg, {**entry.overrides, "seed": seed})
-    run_dir = out / folder_name(entry.label) / f"seed{seed}"
-    metrics = _measure(cfg, entry.obj)
+    overrides = dict(algorithm.overrides) if algorithm else {}
+    cfg = with_overrides(cfg, {**overrides, **entry.overrides, "seed": seed})
+    folder = out / folder_name(algorithm.label) if algorithm else out
+    run_dir = folder / folder_name(entry.label) / f"seed{seed}"
+    label = algorithm.label if algorithm else cfg.algorithm.name
+    metrics = measure(cfg, entry.obj)
     if isinstance(metrics, str):
-        return Planned(entry, seed, cfg, run_dir, None, metrics)
+        return Planned(label, entry, seed, cfg, run_dir, None, metrics)
     check_same_run(run_dir, cfg, entry.obj)
-    return Planned(entry, seed, cfg, run_dir, metrics)
+    return Planned(label, entry, seed, cfg, run_dir, metrics)
 
 
-def _plan(cfg: Any, entries: list[Entry], seeds: Sequence[int], out: Path) -> list[Planned]:
-    """Every run of the study, in order; a wrong name, value or object, data that cannot be
+def _name(run: Planned) -> str:
+    """'<algorithm> on <topology> (seed k)'."""
+    return f"{run.algorithm} on {run.entry.label} (seed {run.seed})"
+
+
+def _plan(cfg: Any, algorithms: Sequence[Algorithm], entries: list[Entry], seeds: Sequence[int],
+          out: Path) -> list[Planned]:
+    """Every cell of the study, in order; a wrong name, value or object, data that cannot be
     split as configured, or a folder that holds a run with another config, stops the study here,
     before the first run."""
     from p2pfl.config import ConfigError
     from p2pfl.engine.builder import check_variants
 
     if cfg.compare:
-        raise ConfigError("compare", "a study runs one experiment per topology; remove the "
+        raise ConfigError("compare", "a study runs one experiment per cell; remove the "
                           "[[compare]] tables from its config")
     planned = []
-    for entry in entries:
-        for seed in seeds:
-            try:
-                planned.append(_plan_one(entry, seed, cfg, out))
-            except ConfigError as err:
-                raise ConfigError(f"study {entry.label!r}: {err.field}", err.message) from None
-    check_variants([(f"study {p.entry.label!r} (seed {p.seed}):", p.cfg) for p in planned
-                    if p.metrics is not None], named_topology=False)
+    for algorithm in algorithms or [None]:
+        for entry in entries:
+            for seed in seeds:
+                try:
+                    planned.append(_plan_one(algorithm, entry, seed, cfg, out))
+                except ConfigError as err:
+                    where = f"{algorithm.label!r} on " if algorithm else ""
+                    raise ConfigError(f"study {where}{entry.label!r}: {err.field}",
+                                      err.message) from None
+    check_variants([(f"study {_name(p)}:", p.cfg) for p in planned if p.metrics is not None],
+                   named_topology=False)
     return planned
 
 
@@ -140,80 +172,150 @@ def _history(run_dir: Path, rounds: int) -> History:
     return [r for r in read_metrics(path) if r["round"] <= rounds] if path.exists() else []
 
 
-def _run_one(run: Planned, progress: bool, echo: Callable[[str], None]
+class Progress:
+    """The study's progress bar (tqdm): rounds of all cells, cells done, rounds/s and ETA; off
+    (a no-op) unless `show`."""
+
+    def __init__(self, planned: list[Planned], show: bool) -> None:
+        from tqdm import tqdm
+
+        runnable = [p for p in planned if p.metrics is not None]
+        self.cells = len(runnable)
+        self.done = 0
+        self.bar = tqdm(total=sum(p.cfg.rounds for p in runnable), disable=not show,
+                        unit="round", desc="study", dynamic_ncols=True)
+
+    def start(self, run: Planned, rounds_done: int) -> None:
+        """Cell `run` starts (or is kept) with `rounds_done` of its rounds already run."""
+        self.bar.set_postfix_str(f"cell {self.done + 1}/{self.cells}: {_name(run)}")
+        self.bar.update(rounds_done)
+
+    def round(self, record: dict[str, Any]) -> None:
+        """A round of the current cell ran."""
+        self.bar.update(1)
+
+    def finish(self, run: Planned, rounds_left: int) -> None:
+        """Cell `run` ended (a diverged or stopped one leaves `rounds_left` rounds unrun)."""
+        self.done += 1
+        self.bar.update(rounds_left)
+
+    def close(self) -> None:
+        self.bar.close()
+
+
+def _run_one(run: Planned, bar: Progress, echo: Callable[[str], None]
              ) -> tuple[dict[str, Any], History | None]:
-    """The row of one (topology, seed) and its history (None if skipped)."""
+    """The row of one cell and its history (None if skipped)."""
     from p2pfl.engine import DivergenceError
     from p2pfl.engine import run as run_experiment
     from p2pfl.engine.compare import reusable
 
     entry, seed, cfg, run_dir = run.entry, run.seed, run.cfg, run.run_dir
-    row: dict[str, Any] = {"label": entry.label, "sweep": entry.sweep, "vary": entry.vary,
-                           "value": entry.value, "seed": seed, "status": "ok"}
+    row: dict[str, Any] = {"algorithm": run.algorithm, "label": entry.label, "sweep": entry.sweep,
+                           "vary": entry.vary, "value": entry.value, "seed": seed,
+                           "status": "ok"}
     if run.metrics is None:
         row["status"] = f"skipped: {run.skipped}"
         return row, None
     row.update({k: run.metrics.get(k) for k in ("kind", "diameter", "spectral_gap", "min_B")})
     row["run_dir"] = str(run_dir)
     try:
-        if not reusable(run_dir, cfg, entry.obj):
-            run_experiment(cfg, run_dir, progress=progress, label=f"{entry.label} (seed {seed})",
+        if reusable(run_dir, cfg, entry.obj):
+            bar.start(run, cfg.rounds)
+        else:
+            bar.start(run, len(_history(run_dir, cfg.rounds)))
+            run_experiment(cfg, run_dir, progress=bar.round, label=_name(run),
                            resume=(run_dir / "config.json").exists(), topology=entry.obj)
     except DivergenceError as err:
         row["status"] = f"diverged: {err}"
-        echo(f"study: {entry.label!r} (seed {seed}) diverged: {err}")
-        return row, _history(run_dir, cfg.rounds)
+        echo(f"study: {_name(run)} diverged: {err}")
+        history = _history(run_dir, cfg.rounds)
+        bar.finish(run, cfg.rounds - len(history))
+        return row, history
     history = _history(run_dir, cfg.rounds)
+    bar.finish(run, cfg.rounds - len(history))
     accs = [a for r in history if (a := r.get("test_acc")) is not None and math.isfinite(a)]
+    losses = [v for r in history if (v := r.get("test_loss")) is not None and math.isfinite(v)]
     row.update(final_acc=accs[-1] if accs else None, best_acc=max(accs, default=None),
-               rounds=len(history))
+               best_loss=min(losses, default=None), rounds=len(history))
     return row, history
 
 
-def run_study(cfg: Any, topologies: Sequence[Any] | Mapping[str, Any], out_dir: str | Path, *,
-              seeds: Sequence[int] | None = None, sweeps: Sequence[Sweep] = (),
-              target: float | None = None, progress: bool = False,
-              echo: Callable[[str], None] = print) -> StudyResult:
-    """Run cfg for every topology, sweep value and seed into out_dir (see the module docstring).
+def common_target(rows: list[dict[str, Any]], target: float | None = None,
+                  target_loss: float | None = None) -> tuple[str, float | None, str]:
+    """(metric, value, how it was chosen) of the study's one target: the accuracy `target` or the
+    loss `target_loss` given, else the best accuracy of the weakest finished run (the lowest of
+    the runs' best accuracies, so that every finished run reaches it)."""
+    if target is not None:
+        return "test_acc", target, f"test accuracy {100 * target:.1f} % (given)"
+    if target_loss is not None:
+        return "test_loss", target_loss, f"test loss {target_loss:g} (given)"
+    best = [r for r in rows if r["status"] == "ok" and r.get("best_acc") is not None]
+    if not best:
+        return "test_acc", None, "none (no run finished)"
+    weakest = min(best, key=lambda r: r["best_acc"])
+    value = math.floor(weakest["best_acc"] * 1e4) / 1e4  # rounded down: the weakest reaches it
+    return "test_acc", value, (f"test accuracy {100 * value:.2f} %, the best that the weakest "
+                               f"run reached ({weakest['algorithm']} on {weakest['label']}, "
+                               f"seed {weakest['seed']})")
+
+
+def run(cfg: Any, topologies: Sequence[Any] | Mapping[str, Any], out_dir: str | Path, *,
+        seeds: Sequence[int] | None = None, sweeps: Sequence[Sweep] = (),
+        algorithms: Sequence[Any] = (), target: float | None = None,
+        target_loss: float | None = None, progress: bool = False,
+        echo: Callable[[str], None] = print) -> StudyResult:
+    """Run every cell (algorithm, topology or sweep value, seed) into out_dir (see the module
+    docstring) and return the study's rows, means, histories, target and files.
 
     topologies: spec strings ('name' or 'name:key=value:...'), tables of [topology] fields, or
-    {label: spec, table or topology object}. seeds: default [cfg.seed]. target: test accuracy
-    for 'rounds to target'; default 90 % of the best mean final accuracy.
+    {label: spec, table or topology object}. algorithms: names or tables of [algorithm] fields
+    (default: the config's algorithm). seeds: default [cfg.seed]. target (a test accuracy) or
+    target_loss (a test loss): the common target of 'rounds to target'; default: the best
+    accuracy of the weakest run. progress: one bar over all cells (rounds/s, ETA).
     """
     from analysis.study_results import means, write_study
-    from analysis.study_spec import check_seeds
+    from analysis.study_spec import check_seeds, check_target, check_target_loss
     from p2pfl.config import ConfigError
 
+    if target is not None and target_loss is not None:
+        raise ConfigError("target_loss", "give one target: an accuracy or a loss")
+    target, target_loss = check_target(target, "target"), check_target_loss(target_loss,
+                                                                              "target_loss")
     entries = study_entries(topologies, sweeps)
+    chosen = study_algorithms(algorithms) if algorithms else []
     seeds = check_seeds(list(seeds), "seeds") if seeds is not None else [cfg.seed]
     out = Path(out_dir)
-    planned = _plan(cfg, entries, seeds, out)
-    for run in planned:
-        if run.metrics is None:
-            echo(f"study: skipping {run.entry.label!r} (seed {run.seed}): {run.skipped}")
-    if all(run.metrics is None for run in planned):
+    planned = _plan(cfg, chosen, entries, seeds, out)
+    for cell in planned:
+        if cell.metrics is None:
+            echo(f"study: skipping {_name(cell)}: {cell.skipped}")
+    if all(cell.metrics is None for cell in planned):
         first = planned[0]
-        raise ConfigError("study", f"no topology can run, all are skipped (first: "
-                          f"{first.entry.label!r}: {first.skipped})")
+        raise ConfigError("study", f"no cell can run, all are skipped (first: {_name(first)}: "
+                          f"{first.skipped})")
     out.mkdir(parents=True, exist_ok=True)
     rows, histories = [], {}
-    for run in planned:
-        row, history = _run_one(run, progress, echo)
-        rows.append(row)
-        if history is not None:
-            histories[(run.entry.label, run.seed)] = history
-    mean_rows = means(rows)
-    finals = [m["final_acc_mean"] for m in mean_rows if m["final_acc_mean"] is not None]
-    if target is None and finals:
-        best = max(finals)
-        target = round(DEFAULT_RELATIVE_TARGET * best, 4)
-    if target is not None:
+    bar = Progress(planned, progress)
+    try:
+        for cell in planned:
+            row, history = _run_one(cell, bar, echo)
+            rows.append(row)
+            if history is not None:
+                histories[(cell.algorithm, cell.entry.label, cell.seed)] = history
+    finally:
+        bar.close()
+    metric, value, note = common_target(rows, target, target_loss)
+    if value is not None:
         for row in rows:
             if row["status"] == "ok":
-                history = histories[(row["label"], row["seed"])]
-                row["rounds_to_target"] = rounds_to_target(history, target)
-                row["seconds_to_target"] = rounds_to_target(history, target, "sim_time_s")
-        mean_rows = means(rows)
-    result = StudyResult(rows, mean_rows, target, histories)
+                history = histories[(row["algorithm"], row["label"], row["seed"])]
+                row["rounds_to_target"] = rounds_to_target(history, value, metric=metric)
+                row["seconds_to_target"] = rounds_to_target(history, value, "sim_time_s", metric)
+    result = StudyResult(rows, means(rows), value, histories, target_metric=metric,
+                         target_note=note)
     result.files += write_study(out, cfg, result)
     return result
+
+
+run_study = run  # the name of earlier releases

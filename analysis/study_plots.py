@@ -1,11 +1,14 @@
-"""The topology study's figures (PNG and PDF, style of p2pfl.report.figures).
+"""The study's figures (PNG and PDF, style of p2pfl.report.figures).
 
 - convergence_vs_topology: final accuracy and rounds to target against diameter and against
-  spectral gap (log), one marker per topology, mean ± sd over seeds as error bars;
+  spectral gap (log), mean ± sd over seeds as error bars: one marker per topology, or, with
+  several algorithms, one series per algorithm (its topologies joined in order of x);
 - curves_by_diameter, curves_by_gap: test accuracy and consensus distance per round (mean over
-  the seeds that finished, ± sd band), coloured by diameter or gap with a colour bar;
+  the seeds that finished, ± sd band), coloured by diameter or gap with a colour bar (one pair
+  of figures per algorithm when there are several: curves_by_diameter_<algorithm>, ...);
 - sweep_<label>: for each sweep, final accuracy, rounds to target, diameter and gap against the
-  swept value (on a log axis where the values span a factor 10 or more);
+  swept value (on a log axis where the values span a factor 10 or more), a series per
+  algorithm;
 - curves_time (runs with [network] enabled): every run's curves against simulated time.
 
 Time-varying schedules are marked apart (hollow markers, dashed curves): their diameter is that
@@ -23,7 +26,6 @@ import numpy as np
 from matplotlib.colors import ListedColormap, LogNorm, Normalize
 from matplotlib.lines import Line2D
 
-from p2pfl.config import folder_name
 from p2pfl.report.figures import (
     legend_outside,
     log_axis,
@@ -35,7 +37,6 @@ from p2pfl.report.figures import (
     save,
     series_style,
 )
-from p2pfl.report.plots import plot_histories
 
 TIME_VARYING = "time-varying"
 AXES = {"diameter": "diameter (hops)", "spectral_gap": "spectral gap (1 - SLEM)"}
@@ -57,18 +58,24 @@ def _caption(means: list[dict[str, Any]], seeds: int, spread: str, marked: str) 
     if any(m["kind"] == TIME_VARYING for m in means):
         parts.append(f"{marked}: time-varying (diameter of a min_B-window union, "
                      "gap 1 - per-round rate)")
-    return "\n".join(parts)
+    return "; ".join(parts)
 
 
-def _dodged(means: list[dict[str, Any]], key: str, log: bool) -> dict[str, float]:
-    """label -> where to draw its `key` on the x axis: topologies that share a value are spread
-    sideways by SPREAD of the axis (of its decades on a log axis), so that none hides another."""
-    values = {m["label"]: v for m in means if (v := _mean(m, key)) is not None}
+def _key(m: dict[str, Any]) -> tuple[str, str]:
+    """A mean row's (algorithm, topology label)."""
+    return m.get("algorithm", ""), m["label"]
+
+
+def _dodged(means: list[dict[str, Any]], key: str, log: bool) -> dict[tuple[str, str], float]:
+    """(algorithm, label) -> where to draw its `key` on the x axis: points that share a value
+    are spread sideways by SPREAD of the axis (of its decades on a log axis), so that none hides
+    another."""
+    values = {_key(m): v for m in means if (v := _mean(m, key)) is not None}
     if not values:
         return {}
     low, high = min(values.values()), max(values.values())
     span = (math.log10(high / low) if log and low > 0 else high - low) or 1.0
-    ties: dict[float, list[str]] = {}
+    ties: dict[float, list[tuple[str, str]]] = {}
     for label, v in values.items():
         ties.setdefault(round(v, 9), []).append(label)
     shown = {}
@@ -79,25 +86,42 @@ def _dodged(means: list[dict[str, Any]], key: str, log: bool) -> dict[str, float
     return shown
 
 
+def target_label(target: float | None, metric: str = "test_acc") -> str:
+    """The y label of rounds to the study's target."""
+    if target is None:
+        return METRICS["rounds_to_target"]
+    if metric == "test_loss":
+        return f"rounds to test loss {target:g}"
+    return f"rounds to {100 * target:.1f} % test accuracy"
+
+
 def plot_convergence_vs_topology(means: list[dict[str, Any]], path: Path, target: float | None,
-                                 rounds: int, title: str = "") -> list[Path]:
-    """2 x 2: final accuracy and rounds to `target` against diameter and spectral gap."""
+                                 rounds: int, title: str = "",
+                                 metric: str = "test_acc") -> list[Path]:
+    """2 x 2: final accuracy and rounds to `target` against diameter and spectral gap; with
+    several algorithms, a series per algorithm, each topology labelled on the first series."""
     means = [m for m in means if m["status"] == "ok"]
-    fig, axes = plt.subplots(2, 2, figsize=(10, 7.5))
+    algorithms = list(dict.fromkeys(m.get("algorithm", "") for m in means))
+    several = len(algorithms) > 1
+    fig, axes = plt.subplots(2, 2, figsize=(11, 7.5), layout="constrained")
     seeds = max((m["finished"] for m in means), default=1)
     where = {key: _dodged(means, key, key == "spectral_gap") for key in AXES}
     handles = []
     for i, m in enumerate(means):
-        style = series_style(i)
+        series = algorithms.index(m.get("algorithm", "")) if several else i
+        style = series_style(series)
         hollow = m["kind"] == TIME_VARYING
-        look = dict(marker=marker(i), color=style["color"], markersize=7,
+        look = dict(marker=marker(series), color=style["color"], markersize=7,
                     markerfacecolor="none" if hollow else style["color"], linestyle="none")
         for row, y_key in enumerate(METRICS):
             for col, x_key in enumerate(AXES):
-                x, y = where[x_key].get(m["label"]), _mean(m, y_key)
+                x, y = where[x_key].get(_key(m)), _mean(m, y_key)
                 if x is None:
                     continue
                 ax = axes[row][col]
+                if several and series == 0 and row == 0 and y is not None:
+                    ax.annotate(m["label"], (x, 100 * y), textcoords="offset points",
+                                xytext=(4, 6 if i % 2 == 0 else -12), fontsize=7, color="0.35")
                 if y is None and y_key == "rounds_to_target":  # no seed reached the target
                     ax.plot([x], [rounds], **{**look, "marker": "^", "markerfacecolor": "none"})
                     continue
@@ -108,15 +132,21 @@ def plot_convergence_vs_topology(means: list[dict[str, Any]], path: Path, target
                 xsd = m.get(f"{x_key}_sd")
                 ax.errorbar([x], [scale * y], yerr=None if ysd is None else [scale * ysd],
                             xerr=None if not xsd else [xsd], capsize=3, elinewidth=1, **look)
-        reached = (f" (target: {m['reached']}/{m['finished']} seeds)"
-                   if m["reached"] < m["finished"] else "")
-        handles.append((Line2D([], [], **look), f"{m['label']}{reached}"))
+        if not several:
+            reached = (f" (target: {m['reached']}/{m['finished']} seeds)"
+                       if m["reached"] < m["finished"] else "")
+            handles.append((Line2D([], [], **look), f"{m['label']}{reached}"))
+        elif not any(label == m["algorithm"] for _, label in handles):
+            handles.append((Line2D([], [], **{**look, "linestyle": "-", "linewidth": 1}),
+                            m["algorithm"]))
+    if several:
+        _join_series(axes, means, algorithms, where)
     for row, y_key in enumerate(METRICS):
         for col, x_key in enumerate(AXES):
             ax = axes[row][col]
             ax.set_xlabel(AXES[x_key])
-            ax.set_ylabel(f"rounds to {100 * target:.1f} % test accuracy"
-                          if y_key == "rounds_to_target" and target else METRICS[y_key])
+            ax.set_ylabel(target_label(target, metric) if y_key == "rounds_to_target"
+                          else METRICS[y_key])
             if y_key == "rounds_to_target":
                 round_axis(ax, "y")
             if x_key == "diameter":
@@ -130,14 +160,34 @@ def plot_convergence_vs_topology(means: list[dict[str, Any]], path: Path, target
     if any(m["reached"] == 0 for m in means):
         handles.append((Line2D([], [], marker="^", color="0.3", markerfacecolor="none",
                                linestyle="none"), "target not reached (drawn at the last round)"))
-    fig.legend([h for h, _ in handles], [lab for _, lab in handles], loc="center left",
-               bbox_to_anchor=(1.0, 0.5), fontsize=8, borderaxespad=0.0)
-    caption = _caption(means, seeds, ", error bars ± sd", "hollow markers")
-    if any(len(set(where[key].values())) > len({round(_mean(m, key) or 0, 9) for m in means})
-           for key in AXES):
-        caption = caption.replace("± sd", "± sd; equal x values spread sideways", 1)
-    fig.suptitle(f"{title}\n{caption}" if title else caption, fontsize=10)
+    if any(m["kind"] == TIME_VARYING for m in means):
+        handles.append((Line2D([], [], marker="o", color="0.3", markerfacecolor="none",
+                               linestyle="none"), "time-varying (window-union diameter, "
+                        "gap 1 - per-round rate)"))
+    spread = any(len(set(where[key].values())) > len({round(_mean(m, key) or 0, 9)
+                                                      for m in means}) for key in AXES)
+    axes[0][1].legend([h for h, _ in handles], [lab for _, lab in handles], loc="upper left",
+                      bbox_to_anchor=(1.02, 1.0), fontsize=8, borderaxespad=0.0)
+    stats = f"mean ± sd over {seeds} seeds" if seeds > 1 else "one seed"
+    note = "; equal x values spread sideways" if spread else ""
+    fig.suptitle(f"{title + ': ' if title else ''}{stats}{note}", fontsize=10)
     return save(fig, path)
+
+
+def _join_series(axes: Any, means: list[dict[str, Any]], algorithms: list[str],
+                 where: dict[str, dict[tuple[str, str], float]]) -> None:
+    """A thin line through each algorithm's points, in order of x, on every panel."""
+    for series, algorithm in enumerate(algorithms):
+        mine = [m for m in means if m.get("algorithm", "") == algorithm]
+        color = series_style(series)["color"]
+        for row, y_key in enumerate(METRICS):
+            scale = 100 if y_key == "final_acc" else 1
+            for col, x_key in enumerate(AXES):
+                points = sorted((x, scale * y) for m in mine
+                                if (x := where[x_key].get(_key(m))) is not None
+                                and (y := _mean(m, y_key)) is not None)
+                if len(points) > 1:
+                    axes[row][col].plot(*zip(*points), color=color, linewidth=0.8, alpha=0.6)
 
 
 def _band(histories: Sequence[list[dict[str, Any]]], key: str
@@ -167,17 +217,18 @@ def _norm(values: list[float], log: bool) -> Normalize:
     return Normalize(low, max(max(values, default=1.0), low + 1))
 
 
-def plot_curves(means: list[dict[str, Any]], histories: dict[tuple[str, int], Any],
+def plot_curves(means: list[dict[str, Any]], histories: dict[tuple[str, str, int], Any],
                 color_by: str, path: Path, title: str = "") -> list[Path]:
-    """Test accuracy and consensus distance per round, one curve per topology (mean over seeds,
-    band ± sd), coloured by `color_by` ("diameter" or "spectral_gap") with a colour bar."""
+    """Test accuracy and consensus distance per round, one curve per topology of one algorithm
+    (`means` rows of it; mean over seeds, band ± sd), coloured by `color_by` ("diameter" or
+    "spectral_gap") with a colour bar."""
     shown = [m for m in means if m["status"] == "ok" and _mean(m, color_by) is not None]
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.8), layout="constrained")
     norm = _norm([_mean(m, color_by) for m in shown], color_by == "spectral_gap")
     cmap = ListedColormap(plt.get_cmap("viridis")(np.linspace(0.0, 0.85, 256)))  # no yellow
     bands = len(shown) <= MAX_BANDS
-    curves = {m["label"]: {key: _band([h for (label, _), h in histories.items()
-                                       if label == m["label"]], key)
+    curves = {m["label"]: {key: _band([h for (algorithm, label, _), h in histories.items()
+                                       if (algorithm, label) == _key(m)], key)
                            for key in ("test_acc", "consensus_dist")} for m in shown}
     floor = log_floor([c["consensus_dist"][1] for c in curves.values()])
     for i, m in enumerate(shown):
@@ -220,88 +271,5 @@ def plot_curves(means: list[dict[str, Any]], histories: dict[tuple[str, int], An
     seeds = max((m["finished"] for m in shown), default=1)
     caption = _caption(shown, seeds, ", bands ± sd" if bands
                        else " (± sd: see convergence_vs_topology)", "dashed")
-    fig.suptitle(f"{title}\n{caption}" if title else caption, fontsize=10)
+    fig.suptitle(f"{title}: {caption}" if title else caption, fontsize=10)
     return save(fig, path)
-
-
-def plot_sweep(means: list[dict[str, Any]], sweep: str, path: Path, target: float | None,
-               rounds: int, title: str = "") -> list[Path]:
-    """1 x 3 for one sweep: final accuracy, rounds to target, and diameter (left axis) with
-    spectral gap (right axis, log) against the swept value; error bars ± sd over seeds."""
-    rows = [m for m in means if m["sweep"] == sweep and m["status"] == "ok"]
-    vary = rows[0]["vary"] if rows else "value"
-    xs = [m["value"] for m in rows]
-    fig, axes = plt.subplots(1, 3, figsize=(13, 4))
-    for ax, key in zip(axes[:2], METRICS):
-        scale = 100 if key == "final_acc" else 1
-        points = [(m["value"], _mean(m, key), m.get(f"{key}_sd")) for m in rows]
-        done = [(x, scale * y, None if sd is None else scale * sd) for x, y, sd in points
-                if y is not None]
-        if done:
-            ax.errorbar([p[0] for p in done], [p[1] for p in done],
-                        yerr=[p[2] or 0.0 for p in done], marker="o", capsize=3, color="C0")
-        missed = [x for x, y, _ in points if y is None]
-        if missed and key == "rounds_to_target":
-            ax.plot(missed, [rounds] * len(missed), "^", color="C0", markerfacecolor="none",
-                    label="target not reached")
-            ax.legend(fontsize=8)
-        ax.set_ylabel(f"rounds to {100 * target:.1f} % test accuracy"
-                      if key == "rounds_to_target" and target else METRICS[key])
-        if key == "rounds_to_target":
-            round_axis(ax, "y")
-    diam = [(m["value"], _mean(m, "diameter"), m.get("diameter_sd")) for m in rows
-            if _mean(m, "diameter") is not None]
-    if diam:
-        axes[2].errorbar([d[0] for d in diam], [d[1] for d in diam],
-                         yerr=[d[2] or 0.0 for d in diam], marker="o", capsize=3, color="C0")
-    axes[2].set_ylabel("diameter (hops)", color="C0")
-    round_axis(axes[2], "y")
-    twin = axes[2].twinx()
-    gaps = [(m["value"], _mean(m, "spectral_gap"), m.get("spectral_gap_sd")) for m in rows
-            if _mean(m, "spectral_gap")]
-    if gaps:
-        twin.errorbar([g[0] for g in gaps], [g[1] for g in gaps],
-                      yerr=[g[2] or 0.0 for g in gaps], fmt="s--", capsize=3, color="C1")
-        low, high = min(g[1] for g in gaps), max(g[1] for g in gaps)
-        twin.set_ylim(low / 1.5, high * 1.5)
-        log_axis(twin, "y", low / 1.5, high * 1.5)
-    twin.set_ylabel(AXES["spectral_gap"], color="C1")
-    numeric = bool(xs) and all(isinstance(x, int | float) and not isinstance(x, bool) for x in xs)
-    geometric = numeric and min(xs) > 0 and max(xs) >= GEOMETRIC * min(xs)
-    for ax in axes:
-        ax.set_xlabel(vary)
-        if geometric:  # 4, 8, ..., 256 nodes: evenly spaced, not crowded at the left
-            ax.set_xscale("log")
-            ax.set_xticks([], minor=True)
-        if numeric:
-            ax.set_xticks(xs, [f"{x:g}" for x in xs])
-        ax.grid(alpha=0.3)
-    note = ("; time-varying: diameter of a min_B-window union, gap 1 - per-round rate"
-            if any(m["kind"] == TIME_VARYING for m in rows) else "")
-    seeds = max((m["finished"] for m in rows), default=1)
-    spread = f"mean ± sd over {seeds} seeds" if seeds > 1 else "one seed"
-    fig.suptitle(f"{title + chr(10) if title else ''}sweep {sweep!r} over {vary}: "
-                 f"{spread}{note}", fontsize=10)
-    return save(fig, path)
-
-
-def plot_study(result: Any, out: Path, title: str = "") -> list[Path]:
-    """Every figure of a StudyResult into `out`; none if no run finished."""
-    means = [m for m in result.means if m["status"] == "ok"]
-    if not means:
-        return []
-    rounds = max(len(h) for h in result.histories.values())
-    files = plot_convergence_vs_topology(means, out / "convergence_vs_topology", result.target,
-                                         rounds, title)
-    ok = {(r["label"], r["seed"]) for r in result.rows if r["status"] == "ok"}
-    finished = {run: h for run, h in result.histories.items() if run in ok}  # as the means
-    for key, name in (("diameter", "curves_by_diameter"), ("spectral_gap", "curves_by_gap")):
-        files += plot_curves(means, finished, key, out / name, title)
-    for sweep in dict.fromkeys(m["sweep"] for m in means if m["sweep"]):
-        files += plot_sweep(means, sweep, out / f"sweep_{folder_name(sweep)}", result.target,
-                            rounds, title)
-    timed = {f"{label} (seed {seed})": h for (label, seed), h in result.histories.items()
-             if h}  # a run that diverged in its first round has no curve
-    if timed and all(any("sim_time_s" in r for r in h) for h in timed.values()):
-        files += plot_histories(timed, out / "curves_time", title, x="time")
-    return files

@@ -1,8 +1,10 @@
-"""A study's numbers: the mean and sd over seeds of each topology, the files, the printed table.
+"""A study's numbers: the mean and sd over seeds of each (algorithm, topology), the files, the
+printed table.
 
-study.csv: one row per (topology, seed). study_mean.csv: one row per topology with the mean and
-sample sd (over its seeds that finished) of diameter, spectral gap, final and best accuracy and
-rounds to target, and how many seeds reached the target. sd is empty with one seed.
+study.csv: one row per cell (algorithm, topology, seed). study_mean.csv: one row per algorithm
+and topology with the mean and sample sd (over its seeds that finished) of diameter, spectral
+gap, final and best accuracy and rounds to target, and how many seeds reached the target. sd is
+empty with one seed.
 """
 
 from __future__ import annotations
@@ -15,13 +17,13 @@ from typing import Any
 
 import numpy as np
 
-COLUMNS = ("label", "sweep", "vary", "value", "seed", "status", "kind", "diameter", "spectral_gap",
-           "min_B", "final_acc", "best_acc", "rounds_to_target", "seconds_to_target", "rounds",
-           "run_dir")
+COLUMNS = ("algorithm", "label", "sweep", "vary", "value", "seed", "status", "kind", "diameter",
+           "spectral_gap", "min_B", "final_acc", "best_acc", "best_loss", "rounds_to_target",
+           "seconds_to_target", "rounds", "run_dir")
 AVERAGED = ("diameter", "spectral_gap", "final_acc", "best_acc", "rounds_to_target",
             "seconds_to_target")
-MEAN_COLUMNS = ("label", "sweep", "vary", "value", "kind", "seeds", "finished", "reached",
-                *(f"{key}_{stat}" for key in AVERAGED for stat in ("mean", "sd")))
+MEAN_COLUMNS = ("algorithm", "label", "sweep", "vary", "value", "kind", "seeds", "finished",
+                "reached", *(f"{key}_{stat}" for key in AVERAGED for stat in ("mean", "sd")))
 
 
 def _stats(values: list[float]) -> tuple[float | None, float | None]:
@@ -33,16 +35,17 @@ def _stats(values: list[float]) -> tuple[float | None, float | None]:
 
 
 def means(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One row per label (in first-seen order): the mean and sd over the seeds that finished.
-    rounds_to_target is averaged over the seeds that reached the target; `reached` counts them.
-    An infinite diameter stays infinite."""
-    labels = list(dict.fromkeys(r["label"] for r in rows))
+    """One row per (algorithm, label) (in first-seen order): the mean and sd over the seeds that
+    finished. rounds_to_target is averaged over the seeds that reached the target; `reached`
+    counts them. An infinite diameter stays infinite."""
+    keys = list(dict.fromkeys((r.get("algorithm", ""), r["label"]) for r in rows))
     out = []
-    for label in labels:
-        runs = [r for r in rows if r["label"] == label]
+    for algorithm, label in keys:
+        runs = [r for r in rows if (r.get("algorithm", ""), r["label"]) == (algorithm, label)]
         ok = [r for r in runs if r["status"] == "ok"]
         first = runs[0]
-        row: dict[str, Any] = {"label": label, "sweep": first.get("sweep", ""),
+        row: dict[str, Any] = {"algorithm": algorithm, "label": label,
+                               "sweep": first.get("sweep", ""),
                                "vary": first.get("vary", ""), "value": first.get("value"),
                                "kind": next((r["kind"] for r in ok), first.get("kind")),
                                "seeds": len(runs), "finished": len(ok),
@@ -68,7 +71,7 @@ def _csv(rows: list[dict[str, Any]], columns: tuple[str, ...]) -> str:
 
 def write_study(out: Path, cfg: Any, result: Any) -> list[Path]:
     """study.csv, study_mean.csv, study.json and the figures (analysis.study_plots)."""
-    from analysis.study_plots import plot_study
+    from analysis.study_figures import plot_study
     from p2pfl.report.results import atomic_file, write_json_atomic
 
     files = [out / "study.csv", out / "study_mean.csv", out / "study.json"]
@@ -76,13 +79,30 @@ def write_study(out: Path, cfg: Any, result: Any) -> list[Path]:
                                 (files[1], result.means, MEAN_COLUMNS)):
         with atomic_file(path) as f:
             f.write(_csv(rows, columns))
-    write_json_atomic(files[2], {"target_acc": result.target, "algorithm": cfg.algorithm.name,
+    algorithms = algorithms_of(result.rows)
+    write_json_atomic(files[2], {"target": result.target, "target_metric": result.target_metric,
+                                 "target_note": result.target_note, "algorithms": algorithms,
                                  "rows": result.rows, "means": result.means})
     d = cfg.data
     nodes = ("" if any(r.get("vary") == "num_nodes" for r in result.rows)
              else f", {d.num_nodes} nodes")
-    title = f"{cfg.algorithm.name} on {d.name}{nodes}, {cfg.rounds} rounds"
+    who = f"{algorithms[0]} on " if len(algorithms) == 1 else ""
+    title = f"{who}{d.name}{nodes}, {cfg.rounds} rounds"  # the figures add the seeds
     return files + plot_study(result, out, title)
+
+
+def algorithms_of(rows: list[dict[str, Any]]) -> list[str]:
+    """The study's algorithm labels, in first-seen order."""
+    return list(dict.fromkeys(r.get("algorithm", "") for r in rows))
+
+
+def target_text(result: Any) -> str:
+    """'80.0 % test accuracy' or 'test loss 0.5' (the study's common target), or 'target'."""
+    if result.target is None:
+        return "target"
+    if getattr(result, "target_metric", "test_acc") == "test_loss":
+        return f"test loss {result.target:g}"
+    return f"{100 * result.target:.1f} % test accuracy"
 
 
 def _cell(value: Any, sd: Any = None, scale: float = 1.0, digits: int | None = None) -> str:
@@ -96,29 +116,35 @@ def _cell(value: Any, sd: Any = None, scale: float = 1.0, digits: int | None = N
     def fmt(v: float) -> str:
         return f"{scale * v:.{digits}f}" if digits is not None else f"{scale * v:.4g}"
 
-    return fmt(value) + (f" ± {fmt(sd)}" if sd else "")
+    noise = sd is None or abs(sd) <= 1e-9 * max(abs(value), 1e-300)  # equal up to rounding
+    return fmt(value) + ("" if noise else f" ± {fmt(sd)}")
 
 
 def format_table(result: Any) -> str:
-    """The per-topology means as aligned text (what `p2pfl study` prints)."""
-    target = f"{100 * result.target:.1f} %" if result.target else "target"
-    heads = ("topology", "kind", "seeds", "diameter", "spectral gap", "final acc (%)",
-             f"rounds to {target}", "reached")
+    """The per-(algorithm, topology) means as aligned text (what `p2pfl study` prints), the
+    algorithm column when there are several, and the target stated."""
+    several = len(algorithms_of(result.means)) > 1
+    heads = ("algorithm",) * several + ("topology", "kind", "seeds", "diameter", "spectral gap",
+                                        "final acc (%)", "rounds to target", "reached")
     body = []
     for m in result.means:
         if m["status"] != "ok":
             continue
-        body.append((m["label"], m["kind"] or "-", str(m["finished"]),
-                     _cell(m["diameter_mean"], m["diameter_sd"]),
-                     _cell(m["spectral_gap_mean"], m["spectral_gap_sd"]),
-                     _cell(m["final_acc_mean"], m["final_acc_sd"], 100, 1),
-                     _cell(m["rounds_to_target_mean"], m["rounds_to_target_sd"], 1, 1),
-                     f"{m['reached']}/{m['finished']}"))
+        body.append((m["algorithm"],) * several + (
+            m["label"], m["kind"] or "-", str(m["finished"]),
+            _cell(m["diameter_mean"], m["diameter_sd"]),
+            _cell(m["spectral_gap_mean"], m["spectral_gap_sd"]),
+            _cell(m["final_acc_mean"], m["final_acc_sd"], 100, 1),
+            _cell(m["rounds_to_target_mean"], m["rounds_to_target_sd"], 1, 1),
+            f"{m['reached']}/{m['finished']}"))
     widths = [max(len(h), *(len(b[i]) for b in body)) if body else len(h)
               for i, h in enumerate(heads)]
     lines = ["  ".join(h.ljust(w) for h, w in zip(heads, widths)).rstrip(),
              "  ".join("-" * w for w in widths)]
     lines += ["  ".join(c.ljust(w) for c, w in zip(b, widths)).rstrip() for b in body]
-    lines += [f"{r['label']} (seed {r['seed']}): {r['status']}" for r in result.rows
-              if r["status"] != "ok"]
+    who = "{algorithm} on " if several else ""
+    lines += [f"{who.format(**r)}{r['label']} (seed {r['seed']}): {r['status']}"
+              for r in result.rows if r["status"] != "ok"]
+    note = getattr(result, "target_note", "")
+    lines.append(f"target: {note or target_text(result)}")
     return "\n".join(lines)

@@ -1,4 +1,5 @@
-"""What a topology study runs: its topologies, sweeps and seeds, from Python or a `[study]` table.
+"""What a study runs: its algorithms, topologies, sweeps and seeds, from Python or a `[study]`
+table.
 
 A topology is a spec string (``"exponential:directed=false"``), a table of [topology] fields
 (``{"name": "exponential", "directed": False}``), or, from Python, a topology object (a networkx
@@ -7,11 +8,16 @@ with its label. A `Sweep` runs one family over several values of one thing: the 
 (``vary="num_nodes"``) or a topology parameter (``vary="k"``); its `topology` is the family's
 name, its fixed fields, or a callable value -> topology object.
 
+An algorithm is a name (``"sgp"``) or a table of [algorithm] fields with an optional label
+(``{"name": "dfedsgpsm", "momentum": 0.9, "rho": 0.05}``), set over the experiment's own
+[algorithm] table; without `algorithms` the study runs the experiment's algorithm.
+
 In TOML (`p2pfl study CONFIG` reads the table, every other table is the experiment):
 
     [study]
     seeds = [0, 1, 2]
-    target = 0.75                 # optional: test accuracy for "rounds to target"
+    algorithms = ["sgp", {name = "dfedsgpsm", momentum = 0.9, rho = 0.05}]
+    target = 0.75                 # optional: the test accuracy of "rounds to target"
     topologies = ["complete", "ring", {label = "exp", name = "exponential", directed = false}]
 
     [[study.sweep]]
@@ -40,7 +46,7 @@ from p2pfl.config import (
 from topologies._common import did_you_mean
 
 NUM_NODES = "num_nodes"  # a sweep over the number of nodes sets data.num_nodes
-STUDY_FIELDS = ("seeds", "target", "topologies", "sweep")
+STUDY_FIELDS = ("seeds", "target", "target_loss", "algorithms", "topologies", "sweep")
 SWEEP_FIELDS = ("label", "vary", "values", "topology")
 OUTPUT_SUFFIXES = (".csv", ".json", ".png", ".pdf")  # the study's own files in its folder
 
@@ -70,13 +76,30 @@ class Entry:
 
 
 @dataclass(frozen=True)
+class Algorithm:
+    """One algorithm of the study: its label (its folder) and the [algorithm] fields it sets."""
+
+    label: str
+    overrides: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
 class StudySpec:
-    """A `[study]` table: topologies (spec strings or tables), sweeps, seeds, target."""
+    """A `[study]` table: algorithms (names or tables), topologies (spec strings or tables),
+    sweeps, seeds, and the common target (a test accuracy, or a test loss)."""
 
     topologies: Sequence[str | Mapping[str, Any]] = ()
     sweeps: Sequence[Sweep] = ()
     seeds: Sequence[int] = ()
     target: float | None = None
+    algorithms: Sequence[str | Mapping[str, Any]] = ()
+    target_loss: float | None = None
+
+
+def file_stem(label: str) -> str:
+    """A label as part of a figure's file name: its folder name without dots (the figure's
+    .png and .pdf are added to it)."""
+    return folder_name(label).replace(".", "_")
 
 
 def parse_topology(spec: str, where: str = "study.topologies") -> tuple[str, dict[str, Any]]:
@@ -185,6 +208,33 @@ def study_entries(topologies: Sequence[Any] | Mapping[str, Any],
     return entries
 
 
+def study_algorithms(items: Sequence[Any]) -> list[Algorithm]:
+    """The study's algorithms from names or tables of [algorithm] fields (a table's `label`
+    names it, default: its name and fields); labels must be distinct as folder names."""
+    if isinstance(items, str | Mapping) or not isinstance(items, Sequence):
+        raise ConfigError("study.algorithms", f"must be a list of names or tables, got {items!r}")
+    algorithms, folders = [], {}
+    for i, item in enumerate(items):
+        where = f"study.algorithms[{i}]"
+        if isinstance(item, str) and item.strip():
+            algorithm = Algorithm(item.strip(), {"algorithm.name": item.strip()})
+        elif isinstance(item, Mapping) and isinstance(item.get("name"), str):
+            fields = {k: v for k, v in item.items() if k != "label"}
+            params = "".join(f":{k}={v}" for k, v in fields.items() if k != "name")
+            algorithm = Algorithm(str(item.get("label") or f"{item['name']}{params}"),
+                                  {f"algorithm.{k}": v for k, v in fields.items()})
+        else:
+            raise ConfigError(where, f"an algorithm is a name or a table with a name, got "
+                              f"{item!r}")
+        folder = folder_name(algorithm.label)
+        if folder in folders:
+            raise ConfigError(where, f"{algorithm.label!r} and {folders[folder]!r} would run in "
+                              f"the same folder {folder!r}: give distinct labels")
+        folders[folder] = algorithm.label
+        algorithms.append(algorithm)
+    return algorithms
+
+
 def _check_keys(table: Mapping[str, Any], allowed: Sequence[str], where: str) -> None:
     for key in table:
         if key not in allowed:
@@ -208,6 +258,16 @@ def check_target(target: Any, where: str = "study.target") -> float | None:
         return None
     if isinstance(target, bool) or not isinstance(target, int | float) or not 0 < target <= 1:
         raise ConfigError(where, f"must be a test accuracy in (0, 1], got {target!r}")
+    return float(target)
+
+
+def check_target_loss(target: Any, where: str = "study.target_loss") -> float | None:
+    """None, or a test loss > 0."""
+    if target is None:
+        return None
+    if (isinstance(target, bool) or not isinstance(target, int | float)
+            or not 0 < target < float("inf")):
+        raise ConfigError(where, f"must be a test loss > 0, got {target!r}")
     return float(target)
 
 
@@ -237,7 +297,13 @@ def study_from_table(table: Any) -> StudySpec:
                               f"fields, got {raw['topology']!r}")
         sweeps.append(Sweep(str(raw["label"]), str(raw["vary"]), raw["values"], raw["topology"]))
     seeds = check_seeds(table["seeds"]) if "seeds" in table else []
-    return StudySpec(topologies, sweeps, seeds, check_target(table.get("target")))
+    if "target" in table and "target_loss" in table:
+        raise ConfigError("study.target_loss", "give one target: an accuracy (target) or a "
+                          "loss (target_loss)")
+    algorithms = table.get("algorithms", [])
+    study_algorithms(algorithms)
+    return StudySpec(topologies, sweeps, seeds, check_target(table.get("target")), algorithms,
+                     check_target_loss(table.get("target_loss")))
 
 
 def load_study(path: str, overrides: Mapping[str, Any] | None = None

@@ -17,7 +17,8 @@ from matplotlib.figure import Figure
 import analysis as A
 import topologies as T
 from analysis import plots
-from analysis.study_plots import plot_convergence_vs_topology, plot_curves, plot_sweep
+from analysis.study_figures import plot_sweep
+from analysis.study_plots import plot_convergence_vs_topology, plot_curves
 from p2pfl.report import figures
 from p2pfl.report.plots import plot_histories
 
@@ -176,21 +177,22 @@ def test_convergence_vs_topology(monkeypatch: pytest.MonkeyPatch, tmp_path: Path
     hollow = [line.get_markerfacecolor() for line in acc_d.get_lines()
               if line.get_linestyle() == "None"]
     assert hollow.count("none") == 3  # the three time-varying topologies
-    legend = [t.get_text() for t in fig.legends[0].get_texts()]
+    legend = [t.get_text() for t in acc_gap.get_legend().get_texts()]  # beside the data
     assert legend[:3] == ["complete", "ring", "directed_ring (target: 0/3 seeds)"]
+    assert legend[-1].startswith("time-varying")
     assert rounds_d.get_ylabel() == "rounds to 75.0 % test accuracy"
-    assert "mean over 3 seeds, error bars ± sd" in fig.get_suptitle()
-    assert "time-varying" in fig.get_suptitle()
+    assert fig.get_suptitle().startswith("title: mean ± sd over 3 seeds")
+    assert "\n" not in fig.get_suptitle()  # one line
     assert_readable(fig)
 
 
 def test_curves_coloured_by_diameter_and_gap(monkeypatch: pytest.MonkeyPatch,
                                              tmp_path: Path) -> None:
     means = _means()
-    histories = {(m["label"], seed): history(20, 0.3 + 0.01 * seed, m["diameter_mean"])
+    histories = {("", m["label"], seed): history(20, 0.3 + 0.01 * seed, m["diameter_mean"])
                  for m in means for seed in range(3)}
-    histories.update({("complete", s): [{**r, "consensus_dist": 0.0} for r in history(20, .3, 1)]
-                      for s in range(3)})
+    histories.update({("", "complete", s): [{**r, "consensus_dist": 0.0}
+                                            for r in history(20, .3, 1)] for s in range(3)})
     for key, label in (("diameter", "diameter (hops)"),
                        ("spectral_gap", "spectral gap (1 - SLEM)")):
         fig = drawn(monkeypatch, lambda k=key: plot_curves(means, histories, k, tmp_path / k))
@@ -216,37 +218,37 @@ def test_curves_coloured_by_diameter_and_gap(monkeypatch: pytest.MonkeyPatch,
 def test_curves_of_one_topology_have_a_readable_colour_bar(monkeypatch: pytest.MonkeyPatch,
                                                            tmp_path: Path) -> None:
     ring = _means()[1]  # gap 0.05
-    histories = {("ring", seed): history(20, 0.3, 1.0) for seed in range(3)}
+    histories = {("", "ring", seed): history(20, 0.3, 1.0) for seed in range(3)}
     fig = drawn(monkeypatch, lambda: plot_curves([ring], histories, "spectral_gap", tmp_path / "g"))
     assert tick_labels(fig.axes[2], "x") == ["0.05", "0.07"]
 
 
 def test_study_curves_average_the_finished_runs(monkeypatch: pytest.MonkeyPatch,
                                                 tmp_path: Path) -> None:
-    import analysis.study_plots as SP
+    import analysis.study_figures as SP
     from analysis.study import StudyResult
     from analysis.study_results import means
 
     rows = [{"label": "ring", "seed": 0, "status": "ok", "kind": "static", "diameter": 4,
              "spectral_gap": 0.2, "final_acc": 0.8, "best_acc": 0.8, "rounds_to_target": 5},
             {"label": "ring", "seed": 1, "status": "diverged: round 4"}]
-    histories = {("ring", 0): history(9, 0.3, 1.0), ("ring", 1): history(3, 0.6, 1.0)}
-    drawn_with: list[dict[tuple[str, int], Any]] = []
+    histories = {("", "ring", 0): history(9, 0.3, 1.0), ("", "ring", 1): history(3, 0.6, 1.0)}
+    drawn_with: list[dict[tuple[str, str, int], Any]] = []
     monkeypatch.setattr(SP, "plot_curves", lambda m, h, *a, **k: drawn_with.append(h) or [])
     SP.plot_study(StudyResult(rows, means(rows), 0.75, histories), tmp_path)
-    assert [list(h) for h in drawn_with] == [[("ring", 0)]] * 2
+    assert [list(h) for h in drawn_with] == [[("", "ring", 0)]] * 2
 
 
 def test_study_time_curves_with_a_run_that_diverged_in_round_one(tmp_path: Path) -> None:
     from analysis.study import StudyResult
-    from analysis.study_plots import plot_study
+    from analysis.study_figures import plot_study
     from analysis.study_results import means
 
     rows = [{"label": "ring", "seed": 0, "status": "ok", "kind": "static", "diameter": 4,
              "spectral_gap": 0.2, "final_acc": 0.8, "best_acc": 0.8, "rounds_to_target": 5},
             {"label": "star", "seed": 0, "status": "diverged: round 1"}]
     timed = [{**r, "sim_time_s": 0.5 * r["round"]} for r in history(9, 0.3, 1.0)]
-    result = StudyResult(rows, means(rows), 0.75, {("ring", 0): timed, ("star", 0): []})
+    result = StudyResult(rows, means(rows), 0.75, {("", "ring", 0): timed, ("", "star", 0): []})
     assert tmp_path / "curves_time.png" in plot_study(result, tmp_path)
 
 

@@ -146,6 +146,31 @@ _RENAMES = {"random_regular": {"d": "degree"}, "watts_strogatz": {"k": "ws_k", "
             "barabasi_albert": {"m": "ba_m"}, "random_out_graph": {"k": "out_degree"}}
 _SCHEDULES = ("random_out", "one_peer_exponential", "random_regular_schedule")
 TOPOLOGIES: tuple[str, ...] = (*_STATIC, *_SCHEDULES)
+# the TopologyParams each topology reads (every one also reads `window`)
+READS: dict[str, tuple[str, ...]] = {
+    "grid": ("rows", "cols"), "torus": ("rows", "cols"), "exponential": ("base", "directed"),
+    "erdos_renyi": ("p", "directed"), "random_regular": ("degree",),
+    "watts_strogatz": ("ws_k", "rewire"), "barabasi_albert": ("ba_m",),
+    "random_out_graph": ("out_degree",), "from_adjacency": ("path", "directed"),
+    "from_edges": ("path", "directed"), "random_out": ("out_degree", "selection", "temperature"),
+    "random_regular_schedule": ("degree",),
+}
+_BUILDERS: dict[str, Callable[..., object]] = {
+    **{name: getattr(b, name) for name in ("ring", "directed_ring", "line", "grid", "torus",
+                                          "hypercube", "complete", "star", "exponential")},
+    **{name: getattr(rg, name) for name in ("erdos_renyi", "random_regular", "watts_strogatz",
+                                           "barabasi_albert", "random_out_graph")},
+    "from_adjacency": from_adjacency, "from_edges": from_edges, "random_out": random_out,
+    "one_peer_exponential": one_peer_exponential,
+    "random_regular_schedule": random_regular_schedule,
+}
+
+
+def describe(name: str) -> tuple[str, dict[str, object]]:
+    """(one line saying what topology `name` is, {parameter: default} of what it reads)."""
+    doc = (_BUILDERS[name].__doc__ or "").strip().splitlines()
+    defaults = {f.name: f.default for f in fields(TopologyParams)}
+    return (doc[0] if doc else name), {k: defaults[k] for k in READS.get(name, ())}
 
 
 def build_schedule(name: str, n: int, *, seed: int = 0, **params: object) -> Schedule:

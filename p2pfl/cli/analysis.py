@@ -20,16 +20,18 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                    "if directed)")
     a.add_argument("--eps", type=float, default=1e-3, help="accuracy of the mixing time")
     a.add_argument("--json", action="store_true", help="print one JSON object")
-    s = sub.add_parser("study", help="one run per topology, sweep value and seed, then "
-                       "convergence vs diameter and spectral gap")
+    s = sub.add_parser("study", help="one run per algorithm, topology, sweep value and seed, "
+                       "then convergence vs diameter and spectral gap")
     s.add_argument("config", help="TOML experiment file with a [study] table (or none, with "
                    "--topologies), without [[compare]]")
     s.add_argument("--topologies", help="comma-separated names, options after colons, instead "
                    "of the config's: ring,exponential:directed=false,complete (sweeps are kept)")
     s.add_argument("--seeds", help="comma-separated seeds, instead of the config's")
+    s.add_argument("--algorithms", help="comma-separated algorithm names, instead of the "
+                   "config's: sgp,dfedavgm (each with the config's [algorithm] fields)")
     s.add_argument("--out", default="runs/study", help="output directory (default runs/study)")
     s.add_argument("--target", help="test accuracy for 'rounds to target', 0.8 or 80 (percent)"
-                   " (default: the config's, else 90%% of the best mean final accuracy)")
+                   " (default: the config's, else the best accuracy of the weakest run)")
     s.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override a config field for every run (repeatable)")
     s.add_argument("--device", choices=("cpu", "cuda", "auto"), help="overrides config.device")
@@ -113,9 +115,13 @@ def study(args: argparse.Namespace) -> int:
                               f"{args.seeds!r}") from None
         seeds = check_seeds(seeds, "--seeds")
     target = parse_target(args.target) if args.target is not None else spec.target
+    target_loss = None if args.target is not None else spec.target_loss
+    algorithms = ([a.strip() for a in args.algorithms.split(",") if a.strip()]
+                  if args.algorithms else list(spec.algorithms))
     try:
         result = run_study(cfg, topologies, args.out, seeds=seeds, sweeps=spec.sweeps,
-                           target=target, progress=not args.quiet)
+                           algorithms=algorithms, target=target, target_loss=target_loss,
+                           progress=not args.quiet)
     except RunInterrupted as err:
         raise err.rerun("study") from None
     print(format_table(result))

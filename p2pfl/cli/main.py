@@ -1,7 +1,7 @@
 """Command line: `p2pfl run CONFIG ...`, `p2pfl resume RUN_DIR`, `p2pfl plot RUN_DIR ...`,
 `p2pfl table RUN_DIR ...`, `p2pfl compare CONFIG --only a,b --seeds 0,1,2 --out DIR`,
 `p2pfl analyze TOPOLOGY`, `p2pfl study CONFIG`, `p2pfl data describe CONFIG`,
-`p2pfl bench [--quick]`."""
+`p2pfl algorithms`, `p2pfl topologies`, `p2pfl bench [--quick]`."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from p2pfl.cli import analysis as analysis_cli
+from p2pfl.cli import listing
 from p2pfl.cli.entry import EXIT_INTERRUPTED, interrupted_while_starting
 from p2pfl.errors import ConfigError, DivergenceError, PeerLost, RunInterrupted
 from p2pfl.scale.launch import launched, prints
@@ -60,6 +61,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--x", choices=("round", "time"), default="round",
                    help="x axis: the round, or the simulated time of runs with [network]")
     analysis_cli.add_commands(sub)
+    listing.add_commands(sub)
     _add_table_parsers(sub)
     _add_bench_parser(sub)
     return parser
@@ -271,7 +273,8 @@ def main(argv: list[str] | None = None) -> int:
     elif rest:
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
     commands = {"run": _run, "resume": _resume, "plot": _plot, "table": _table,
-                "compare": _table, "bench": _bench, **analysis_cli.COMMANDS}
+                "compare": _table, "bench": _bench, **analysis_cli.COMMANDS,
+                **listing.COMMANDS}
     try:
         _start(args.command)
     except KeyboardInterrupt:

@@ -24,7 +24,7 @@ from p2pfl.config import (
 from p2pfl.data import PARTITIONS
 from p2pfl.engine.builder import build, check_variants, resolve_device
 from p2pfl.engine.checkpoint import check_resumable, read_run_config, restore
-from p2pfl.engine.loop import Runner
+from p2pfl.engine.loop import Observer, Runner
 from p2pfl.engine.rundir import (
     History,
     default_out_dir,
@@ -41,7 +41,7 @@ from p2pfl.scale.launch import launched
 from p2pfl.scale.processes import agreed, init, rank0_value
 
 
-def run(cfg: Config, out_dir: str | Path | None = None, progress: bool = False,
+def run(cfg: Config, out_dir: str | Path | None = None, progress: bool | Observer = False,
         label: str = "", resume: bool = False, topology: object | None = None,
         model: object | None = None, data: object | None = None,
         partition: object | None = None, algorithm: type | None = None,
@@ -58,6 +58,8 @@ def run(cfg: Config, out_dir: str | Path | None = None, progress: bool = False,
     node (all of one length) into the training set; `algorithm`: a subclass of
     `algorithms.Gossip`, `PushSum` or `Server` (registered under its `name`, which replaces
     `cfg.algorithm.name`); `callbacks`: `p2pfl.Callback`s run after every round.
+    `progress`: True draws a progress bar; a function is called with each round's record (a
+    study's own bar), and is not part of the run (unlike a callback, it is not recorded).
     """
     if cfg.compare:
         raise ConfigError("compare", "this config lists [[compare]] variants: use run_compare")
@@ -81,7 +83,8 @@ def run(cfg: Config, out_dir: str | Path | None = None, progress: bool = False,
             records = parts.records | {DATA_RECORD: data_record} | (
                 {INPUTS_RECORD: inputs} if inputs else {})
             runner = Runner(cfg, out, ctx, algo, checkpoint["metrics"] if checkpoint else [],
-                            progress and ctx.comm.rank == 0, label, list(parts.callbacks))
+                            progress if ctx.comm.rank == 0 else False, label,
+                            list(parts.callbacks))
             if checkpoint is not None:  # before the directory is touched: a state that does
                 restore(checkpoint, ctx.population, algo, runner.callbacks, out)  # not fit
         with agreed():  # then rank 0 alone writes

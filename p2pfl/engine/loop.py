@@ -14,7 +14,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -37,6 +37,7 @@ from p2pfl.engine.rundir import History, finish
 from p2pfl.errors import DivergenceError, PeerLost, RunInterrupted
 from p2pfl.report.results import METRICS, append_jsonl
 
+Observer = Callable[[dict[str, Any]], None]  # sees each round's record; changes nothing
 AUTO_CHECKPOINT_RATIO = 20  # checkpoint_every = 0: save when 20x the last save's time has passed
 
 
@@ -69,11 +70,12 @@ class Runner:
     """
 
     def __init__(self, cfg: Config, out: Path, ctx: RunContext, algorithm: Algorithm,
-                 history: History | None = None, progress: bool = False, label: str = "",
-                 callbacks: list[Callback] | None = None) -> None:
+                 history: History | None = None, progress: bool | Observer = False,
+                 label: str = "", callbacks: list[Callback] | None = None) -> None:
         self.cfg, self.out, self.ctx, self.algorithm = cfg, Path(out), ctx, algorithm
         self.history: History = list(history or [])
-        self.progress, self.label = progress, label
+        self.progress, self.label = progress is True, label
+        self.observe = progress if callable(progress) else None
         self.guard = ctx.guard
         self.root = ctx.comm.rank == 0  # the process that writes (all of them compute)
         self.callbacks = Runner.round_callbacks(ctx, algorithm, callbacks or [])
@@ -104,6 +106,8 @@ class Runner:
                     if self.root:
                         append_jsonl(self.out / METRICS, record)
                     self.history.append(record)
+                    if self.observe is not None:
+                        self.observe(record)
                     bar.update(1)
                     bar.set_postfix(loss=f"{record['train_loss']:.3f}",
                                     acc=f"{record.get('test_acc', math.nan):.3f}")

@@ -1,0 +1,123 @@
+"""The study's figures, drawn into its folder: `plot_study` (every figure of a StudyResult) and
+`plot_sweep` (one sweep's); the other figures are analysis.study_plots'."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from analysis.study_plots import (
+    AXES,
+    GEOMETRIC,
+    METRICS,
+    TIME_VARYING,
+    _mean,
+    plot_convergence_vs_topology,
+    plot_curves,
+    target_label,
+)
+from analysis.study_spec import file_stem
+from p2pfl.report.figures import log_axis, plt, round_axis, save, series_style
+from p2pfl.report.plots import plot_histories
+
+
+def plot_sweep(means: list[dict[str, Any]], sweep: str, path: Path, target: float | None,
+               rounds: int, title: str = "", metric: str = "test_acc") -> list[Path]:
+    """1 x 3 for one sweep: final accuracy and rounds to target (a series per algorithm), and
+    diameter (left axis) with spectral gap (right axis, log) against the swept value; error bars
+    ± sd over seeds."""
+    rows = [m for m in means if m["sweep"] == sweep and m["status"] == "ok"]
+    algorithms = list(dict.fromkeys(m.get("algorithm", "") for m in rows))
+    vary = rows[0]["vary"] if rows else "value"
+    xs = list(dict.fromkeys(m["value"] for m in rows))
+    fig, axes = plt.subplots(1, 3, figsize=(14, 4), layout="constrained")
+    for series, algorithm in enumerate(algorithms):
+        mine = [m for m in rows if m.get("algorithm", "") == algorithm]
+        style = series_style(series)
+        for ax, key in zip(axes[:2], METRICS):
+            scale = 100 if key == "final_acc" else 1
+            points = [(m["value"], _mean(m, key), m.get(f"{key}_sd")) for m in mine]
+            done = [(x, scale * y, None if sd is None else scale * sd) for x, y, sd in points
+                    if y is not None]
+            label = algorithm if len(algorithms) > 1 else None
+            if done:
+                ax.errorbar([p[0] for p in done], [p[1] for p in done],
+                            yerr=[p[2] or 0.0 for p in done], marker=style["marker"],
+                            capsize=3, color=style["color"], label=label)
+            missed = [x for x, y, _ in points if y is None]
+            if missed and key == "rounds_to_target":
+                ax.plot(missed, [rounds] * len(missed), "^", color=style["color"],
+                        markerfacecolor="none", label="target not reached")
+    for ax, key in zip(axes[:2], METRICS):
+        ax.set_ylabel(target_label(target, metric) if key == "rounds_to_target"
+                      else METRICS[key])
+        if key == "rounds_to_target":
+            round_axis(ax, "y")
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=8)
+    first = [m for m in rows if m.get("algorithm", "") == (algorithms[0] if algorithms else "")]
+    diam = [(m["value"], _mean(m, "diameter"), m.get("diameter_sd")) for m in first
+            if _mean(m, "diameter") is not None]
+    if diam:
+        axes[2].errorbar([d[0] for d in diam], [d[1] for d in diam],
+                         yerr=[d[2] or 0.0 for d in diam], marker="o", capsize=3, color="C0")
+    axes[2].set_ylabel("diameter (hops)", color="C0")
+    round_axis(axes[2], "y")
+    twin = axes[2].twinx()
+    gaps = [(m["value"], _mean(m, "spectral_gap"), m.get("spectral_gap_sd")) for m in first
+            if _mean(m, "spectral_gap")]
+    if gaps:
+        twin.errorbar([g[0] for g in gaps], [g[1] for g in gaps],
+                      yerr=[g[2] or 0.0 for g in gaps], fmt="s--", capsize=3, color="C1")
+        low, high = min(g[1] for g in gaps), max(g[1] for g in gaps)
+        twin.set_ylim(low / 1.5, high * 1.5)
+        log_axis(twin, "y", low / 1.5, high * 1.5)
+    twin.set_ylabel(AXES["spectral_gap"], color="C1")
+    numeric = bool(xs) and all(isinstance(x, int | float) and not isinstance(x, bool) for x in xs)
+    geometric = numeric and min(xs) > 0 and max(xs) >= GEOMETRIC * min(xs)
+    for ax in axes:
+        ax.set_xlabel(vary)
+        if geometric:  # 4, 8, ..., 256 nodes: evenly spaced, not crowded at the left
+            ax.set_xscale("log")
+            ax.set_xticks([], minor=True)
+        if numeric:
+            ax.set_xticks(xs, [f"{x:g}" for x in xs])
+        ax.grid(alpha=0.3)
+    note = ("; time-varying: diameter of a min_B-window union, gap 1 - per-round rate"
+            if any(m["kind"] == TIME_VARYING for m in rows) else "")
+    seeds = max((m["finished"] for m in rows), default=1)
+    spread = f"mean ± sd over {seeds} seeds" if seeds > 1 else "one seed"
+    fig.suptitle(f"{title + ': ' if title else ''}sweep {sweep!r} over {vary}, "
+                 f"{spread}{note}", fontsize=10)
+    return save(fig, path)
+
+
+def plot_study(result: Any, out: Path, title: str = "") -> list[Path]:
+    """Every figure of a StudyResult into `out`; none if no run finished."""
+    means = [m for m in result.means if m["status"] == "ok"]
+    if not means:
+        return []
+    metric = getattr(result, "target_metric", "test_acc")
+    rounds = max(len(h) for h in result.histories.values())
+    files = plot_convergence_vs_topology(means, out / "convergence_vs_topology", result.target,
+                                         rounds, title, metric)
+    ok = {(r.get("algorithm", ""), r["label"], r["seed"]) for r in result.rows
+          if r["status"] == "ok"}
+    finished = {run: h for run, h in result.histories.items() if run in ok}  # as the means
+    algorithms = list(dict.fromkeys(m.get("algorithm", "") for m in means))
+    for algorithm in algorithms:
+        mine = [m for m in means if m.get("algorithm", "") == algorithm]
+        suffix = f"_{file_stem(algorithm)}" if len(algorithms) > 1 else ""
+        named = f"{algorithm}, {title}" if len(algorithms) > 1 else title
+        for key, name in (("diameter", "curves_by_diameter"), ("spectral_gap", "curves_by_gap")):
+            files += plot_curves(mine, finished, key, out / f"{name}{suffix}", named)
+    for sweep in dict.fromkeys(m["sweep"] for m in means if m["sweep"]):
+        files += plot_sweep(means, sweep, out / f"sweep_{file_stem(sweep)}", result.target,
+                            rounds, title, metric)
+    several = len(algorithms) > 1
+    timed = {f"{algorithm + ' on ' if several else ''}{label} (seed {seed})": h
+             for (algorithm, label, seed), h in result.histories.items()
+             if h}  # a run that diverged in its first round has no curve
+    if timed and all(any("sim_time_s" in r for r in h) for h in timed.values()):
+        files += plot_histories(timed, out / "curves_time", title, x="time")
+    return files
