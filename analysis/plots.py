@@ -48,6 +48,8 @@ def plot_seed_bands(groups: Mapping[str, Sequence[Sequence[Mapping[str, Any]]]],
     or still running) counts only in the rounds it reached."""
     fig, ax = plt.subplots(figsize=(9.5, 5))
     curves: list[tuple[np.ndarray, np.ndarray]] = []  # (rounds, mean) of each label
+    shown: list[str] = []  # the labels of `curves`
+    banded = False
     for i, (label, histories) in enumerate(groups.items()):
         by_round: dict[int, list[float]] = {}
         for history in histories:
@@ -61,17 +63,27 @@ def plot_seed_bands(groups: Mapping[str, Sequence[Sequence[Mapping[str, Any]]]],
         mean = np.array([np.mean(v) for v in values])
         seeds = f", {len(histories)} seeds" if len(histories) > 1 else ""
         curves.append((rounds, mean))
+        shown.append(label)
         style = series_style(i)
         (line,) = ax.plot(rounds, mean, color=style["color"], linestyle=style["linestyle"],
                           label=f"{label}{seeds}", linewidth=1.2)
         if len(histories) > 1:
+            banded = True
             ax.fill_between(rounds, [min(v) for v in values], [max(v) for v in values],
                             color=line.get_color(), alpha=0.15, linewidth=0)
     if curves:  # the y axis starts below every curve after its first tenth of the rounds and
         # over the second half of the plot: the first rounds' climb would squeeze the end
         half = max(r[-1] for r, _ in curves) / 2
         low = [min(m[len(m) // 10], m[r >= half].min(initial=np.inf)) for r, m in curves]
-        ax.set_ylim(bottom=max(0.0, min(low) - 3))
+        bottom = max(0.0, min(low) - 3)
+        ax.set_ylim(bottom=bottom)
+        cut = [label for label, (_, m) in zip(shown, curves) if m.min() < bottom]
+        notes = ["bands: lowest to highest seed"] if banded else []
+        if cut:
+            notes.append(f"the first rounds of {', '.join(cut)} lie below the axis")
+        if notes:
+            ax.text(0.99, 0.02, "; ".join(notes), transform=ax.transAxes, ha="right",
+                    va="bottom", fontsize=8, color="0.3")
     ax.set_xlabel("round")
     round_axis(ax)
     ax.set_ylabel(ylabel)

@@ -11,7 +11,7 @@ Each cell (algorithm, topology, seed) runs `p2pfl.run` into OUT/<algorithm>/<lab
 seed changed; each is measured with `summary` on the schedule and mixing the algorithm actually
 uses (a time-varying schedule by its window-union diameter and per-round rate). A rerun keeps the
 finished cells (one with more rounds counts up to the study's rounds), resumes the interrupted
-ones and extends shorter ones. Writes, into OUT (analysis.study_results, analysis.study_plots):
+ones and extends shorter ones. Writes, into OUT (analysis.study_results, analysis.study_figures):
 study.csv (one row per cell), study_mean.csv (one per algorithm and topology: mean and sd over
 seeds), study.json, and the figures.
 
@@ -229,11 +229,10 @@ def _run_one(run: Planned, bar: Progress, echo: Callable[[str], None]
     except DivergenceError as err:
         row["status"] = f"diverged: {err}"
         echo(f"study: {_name(run)} diverged: {err}")
-        history = _history(run_dir, cfg.rounds)
-        bar.finish(run, cfg.rounds - len(history))
-        return row, history
     history = _history(run_dir, cfg.rounds)
     bar.finish(run, cfg.rounds - len(history))
+    if row["status"] != "ok":
+        return row, history
     accs = [a for r in history if (a := r.get("test_acc")) is not None and math.isfinite(a)]
     losses = [v for r in history if (v := r.get("test_loss")) is not None and math.isfinite(v)]
     row.update(final_acc=accs[-1] if accs else None, best_acc=max(accs, default=None),
