@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from analysis.study_cells import Planned, Progress, cell_name, groups, run_cells
 from analysis.study_spec import Algorithm, Entry, Sweep, study_algorithms, study_entries
 from analysis.summary import summary
 
@@ -65,20 +66,6 @@ def rounds_to_target(history: History, target: float, key: str = "round",
     reached = ((lambda v: v >= target) if metric == "test_acc" else (lambda v: v <= target))
     return next((r.get(key) for r in history
                  if r.get(metric) is not None and reached(r[metric])), None)
-
-
-@dataclass
-class Planned:
-    """One cell of the study: its config and folder, and its topology metrics (None, with
-    `skipped` saying why, if the algorithm cannot use the topology)."""
-
-    algorithm: str
-    entry: Entry
-    seed: int
-    cfg: Any
-    run_dir: Path
-    metrics: dict[str, Any] | None
-    skipped: str = ""
 
 
 def _schedule(cfg: Any, algorithm: Any, obj: object | None) -> Any:
@@ -132,11 +119,6 @@ def _plan_one(algorithm: Algorithm | None, entry: Entry, seed: int, cfg: Any,
     return Planned(label, entry, seed, cfg, run_dir, metrics)
 
 
-def _name(run: Planned) -> str:
-    """'<algorithm> on <topology> (seed k)'."""
-    return f"{run.algorithm} on {run.entry.label} (seed {run.seed})"
-
-
 def _plan(cfg: Any, algorithms: Sequence[Algorithm], entries: list[Entry], seeds: Sequence[int],
           out: Path) -> list[Planned]:
     """Every cell of the study, in order; a wrong name, value or object, data that cannot be
@@ -158,86 +140,9 @@ def _plan(cfg: Any, algorithms: Sequence[Algorithm], entries: list[Entry], seeds
                     where = f"{algorithm.label!r} on " if algorithm else ""
                     raise ConfigError(f"study {where}{entry.label!r}: {err.field}",
                                       err.message) from None
-    check_variants([(f"study {_name(p)}:", p.cfg) for p in planned if p.metrics is not None],
+    check_variants([(f"study {cell_name(p)}:", p.cfg) for p in planned if p.metrics is not None],
                    named_topology=False)
     return planned
-
-
-def _history(run_dir: Path, rounds: int) -> History:
-    """The metrics of the run in `run_dir` up to round `rounds` (a run kept from a study with more
-    rounds counts as this study's), [] if it wrote none."""
-    from p2pfl.report.results import METRICS, read_metrics
-
-    path = run_dir / METRICS
-    return [r for r in read_metrics(path) if r["round"] <= rounds] if path.exists() else []
-
-
-class Progress:
-    """The study's progress bar (tqdm): rounds of all cells, cells done, rounds/s and ETA; off
-    (a no-op) unless `show`."""
-
-    def __init__(self, planned: list[Planned], show: bool) -> None:
-        from tqdm import tqdm
-
-        runnable = [p for p in planned if p.metrics is not None]
-        self.cells = len(runnable)
-        self.done = 0
-        self.bar = tqdm(total=sum(p.cfg.rounds for p in runnable), disable=not show,
-                        unit="round", desc="study", dynamic_ncols=True)
-
-    def start(self, run: Planned, rounds_done: int) -> None:
-        """Cell `run` starts (or is kept) with `rounds_done` of its rounds already run."""
-        self.bar.set_postfix_str(f"cell {self.done + 1}/{self.cells}: {_name(run)}")
-        self.bar.update(rounds_done)
-
-    def round(self, record: dict[str, Any]) -> None:
-        """A round of the current cell ran."""
-        self.bar.update(1)
-
-    def finish(self, run: Planned, rounds_left: int) -> None:
-        """Cell `run` ended (a diverged or stopped one leaves `rounds_left` rounds unrun)."""
-        self.done += 1
-        self.bar.update(rounds_left)
-
-    def close(self) -> None:
-        self.bar.close()
-
-
-def _run_one(run: Planned, bar: Progress, echo: Callable[[str], None]
-             ) -> tuple[dict[str, Any], History | None]:
-    """The row of one cell and its history (None if skipped)."""
-    from p2pfl.engine import DivergenceError
-    from p2pfl.engine import run as run_experiment
-    from p2pfl.engine.compare import reusable
-
-    entry, seed, cfg, run_dir = run.entry, run.seed, run.cfg, run.run_dir
-    row: dict[str, Any] = {"algorithm": run.algorithm, "label": entry.label, "sweep": entry.sweep,
-                           "vary": entry.vary, "value": entry.value, "seed": seed,
-                           "status": "ok"}
-    if run.metrics is None:
-        row["status"] = f"skipped: {run.skipped}"
-        return row, None
-    row.update({k: run.metrics.get(k) for k in ("kind", "diameter", "spectral_gap", "min_B")})
-    row["run_dir"] = str(run_dir)
-    try:
-        if reusable(run_dir, cfg, entry.obj):
-            bar.start(run, cfg.rounds)
-        else:
-            bar.start(run, len(_history(run_dir, cfg.rounds)))
-            run_experiment(cfg, run_dir, progress=bar.round, label=_name(run),
-                           resume=(run_dir / "config.json").exists(), topology=entry.obj)
-    except DivergenceError as err:
-        row["status"] = f"diverged: {err}"
-        echo(f"study: {_name(run)} diverged: {err}")
-    history = _history(run_dir, cfg.rounds)
-    bar.finish(run, cfg.rounds - len(history))
-    if row["status"] != "ok":
-        return row, history
-    accs = [a for r in history if (a := r.get("test_acc")) is not None and math.isfinite(a)]
-    losses = [v for r in history if (v := r.get("test_loss")) is not None and math.isfinite(v)]
-    row.update(final_acc=accs[-1] if accs else None, best_acc=max(accs, default=None),
-               best_loss=min(losses, default=None), rounds=len(history))
-    return row, history
 
 
 def common_target(rows: list[dict[str, Any]], target: float | None = None,
@@ -262,7 +167,7 @@ def common_target(rows: list[dict[str, Any]], target: float | None = None,
 def run(cfg: Any, topologies: Sequence[Any] | Mapping[str, Any], out_dir: str | Path, *,
         seeds: Sequence[int] | None = None, sweeps: Sequence[Sweep] = (),
         algorithms: Sequence[Any] = (), target: float | None = None,
-        target_loss: float | None = None, progress: bool = False,
+        target_loss: float | None = None, progress: bool = False, stack: int = 1,
         echo: Callable[[str], None] = print) -> StudyResult:
     """Run every cell (algorithm, topology or sweep value, seed) into out_dir (see the module
     docstring) and return the study's rows, means, histories, target and files.
@@ -271,10 +176,12 @@ def run(cfg: Any, topologies: Sequence[Any] | Mapping[str, Any], out_dir: str | 
     {label: spec, table or topology object}. algorithms: names or tables of [algorithm] fields
     (default: the config's algorithm). seeds: default [cfg.seed]. target (a test accuracy) or
     target_loss (a test loss): the common target of 'rounds to target'; default: the best
-    accuracy of the weakest run. progress: one bar over all cells (rounds/s, ETA).
+    accuracy of the weakest run. progress: one bar over all cells (rounds/s, ETA). stack: cells
+    run at once as one stacked population (p2pfl.engine.stacked: the same numbers; faster on a
+    GPU, not on a CPU, whose cores a single run already fills).
     """
     from analysis.study_results import means, write_study
-    from analysis.study_spec import check_seeds, check_target, check_target_loss
+    from analysis.study_spec import check_seeds, check_stack, check_target, check_target_loss
     from p2pfl.config import ConfigError
 
     if target is not None and target_loss is not None:
@@ -284,24 +191,25 @@ def run(cfg: Any, topologies: Sequence[Any] | Mapping[str, Any], out_dir: str | 
     entries = study_entries(topologies, sweeps)
     chosen = study_algorithms(algorithms) if algorithms else []
     seeds = check_seeds(list(seeds), "seeds") if seeds is not None else [cfg.seed]
+    stack = check_stack(stack, "stack")
     out = Path(out_dir)
     planned = _plan(cfg, chosen, entries, seeds, out)
     for cell in planned:
         if cell.metrics is None:
-            echo(f"study: skipping {_name(cell)}: {cell.skipped}")
+            echo(f"study: skipping {cell_name(cell)}: {cell.skipped}")
     if all(cell.metrics is None for cell in planned):
         first = planned[0]
-        raise ConfigError("study", f"no cell can run, all are skipped (first: {_name(first)}: "
+        raise ConfigError("study", f"no cell can run, all are skipped (first: {cell_name(first)}: "
                           f"{first.skipped})")
     out.mkdir(parents=True, exist_ok=True)
     rows, histories = [], {}
     bar = Progress(planned, progress)
     try:
-        for cell in planned:
-            row, history = _run_one(cell, bar, echo)
-            rows.append(row)
-            if history is not None:
-                histories[(cell.algorithm, cell.entry.label, cell.seed)] = history
+        for cells in groups(planned, stack):
+            for cell, (row, history) in zip(cells, run_cells(cells, bar, echo)):
+                rows.append(row)
+                if history is not None:
+                    histories[(cell.algorithm, cell.entry.label, cell.seed)] = history
     finally:
         bar.close()
     metric, value, note = common_target(rows, target, target_loss)

@@ -46,7 +46,7 @@ from p2pfl.config import (
 from topologies._common import did_you_mean
 
 NUM_NODES = "num_nodes"  # a sweep over the number of nodes sets data.num_nodes
-STUDY_FIELDS = ("seeds", "target", "target_loss", "algorithms", "topologies", "sweep")
+STUDY_FIELDS = ("seeds", "target", "target_loss", "algorithms", "topologies", "sweep", "stack")
 SWEEP_FIELDS = ("label", "vary", "values", "topology")
 OUTPUT_SUFFIXES = (".csv", ".json", ".png", ".pdf")  # the study's own files in its folder
 
@@ -86,7 +86,8 @@ class Algorithm:
 @dataclass(frozen=True)
 class StudySpec:
     """A `[study]` table: algorithms (names or tables), topologies (spec strings or tables),
-    sweeps, seeds, and the common target (a test accuracy, or a test loss)."""
+    sweeps, seeds, the common target (a test accuracy, or a test loss), and how many cells run
+    stacked at once (p2pfl.engine.stacked)."""
 
     topologies: Sequence[str | Mapping[str, Any]] = ()
     sweeps: Sequence[Sweep] = ()
@@ -94,6 +95,7 @@ class StudySpec:
     target: float | None = None
     algorithms: Sequence[str | Mapping[str, Any]] = ()
     target_loss: float | None = None
+    stack: int = 1
 
 
 def file_stem(label: str) -> str:
@@ -271,6 +273,13 @@ def check_target_loss(target: Any, where: str = "study.target_loss") -> float | 
     return float(target)
 
 
+def check_stack(stack: Any, where: str = "study.stack") -> int:
+    """The number of cells run stacked at once: an integer >= 1 (1: one after another)."""
+    if isinstance(stack, bool) or not isinstance(stack, int) or stack < 1:
+        raise ConfigError(where, f"must be an integer >= 1 (cells run at once), got {stack!r}")
+    return stack
+
+
 def study_from_table(table: Any) -> StudySpec:
     """The `[study]` table of a TOML config (already parsed) as a StudySpec."""
     if not isinstance(table, Mapping):
@@ -303,7 +312,8 @@ def study_from_table(table: Any) -> StudySpec:
     algorithms = table.get("algorithms", [])
     study_algorithms(algorithms)
     return StudySpec(topologies, sweeps, seeds, check_target(table.get("target")), algorithms,
-                     check_target_loss(table.get("target_loss")))
+                     check_target_loss(table.get("target_loss")),
+                     check_stack(table.get("stack", 1)))
 
 
 def load_study(path: str, overrides: Mapping[str, Any] | None = None

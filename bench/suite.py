@@ -32,6 +32,7 @@ from bench.ragged import RAGGED, ragged_lines, run_ragged
 from bench.runner import PRECISIONS, run_workload
 from bench.scaleout import scaleout
 from bench.scaleout import table as scaleout_table
+from bench.stacked import STACKED, run_stacked_bench, stacked_lines
 from bench.workloads import (
     BATCH_SIZE,
     LOCAL_STEPS,
@@ -157,7 +158,8 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--device", choices=("cpu", "cuda", "auto"), default="auto")
     b.add_argument("--only", metavar="WORKLOAD[,..]",
                    help="mlp-10, mlp-100, mlp-1000, cnn, resnet18_gn, ragged (unequal local "
-                   "datasets against balanced ones), or a model name")
+                   "datasets against balanced ones), stacked-seeds (8 runs stacked against one "
+                   "after another), or a model name")
     b.add_argument("--rounds", type=int, help="timed rounds after one warm-up (default 3, "
                    "--quick 1)")
     b.add_argument("--json-out", metavar="FILE", help="also write all results as JSON")
@@ -225,11 +227,12 @@ def run_suite(args: argparse.Namespace) -> int:
     workloads = QUICK_WORKLOADS if args.quick else WORKLOADS
     wanted = [w.strip() for w in (args.only or "").split(",") if w.strip()]
     ragged = RAGGED in wanted or not (args.only or args.quick)
-    others = ",".join(w for w in wanted if w != RAGGED)
+    stacking = STACKED in wanted or not (args.only or args.quick)
+    others = ",".join(w for w in wanted if w not in (RAGGED, STACKED))
     try:
         chosen = select(workloads, others) if others or not wanted else []
     except ValueError as err:
-        raise ConfigError("--only", f"{err}, {RAGGED}") from None
+        raise ConfigError("--only", f"{err}, {RAGGED}, {STACKED}") from None
     rounds = args.rounds if args.rounds is not None else (
         QUICK_ROUNDS if args.quick else DEFAULT_ROUNDS)
     if rounds < 1:
@@ -269,6 +272,9 @@ def run_suite(args: argparse.Namespace) -> int:
         ragged_result = run_ragged(data["fashion_mnist"][0], str(device), rounds)
         ragged_result.update(env)
         print("\n".join(ragged_lines(ragged_result)), flush=True)
+    if stacking:
+        stacked_result = run_stacked_bench(str(device), args.quick) | env
+        print("\n".join(stacked_lines(stacked_result)), flush=True)
     print()
     for result in results:
         print(mixing_line(result))
@@ -276,6 +282,8 @@ def run_suite(args: argparse.Namespace) -> int:
     print(overlap_line(overlap))
     if ragged:
         results.append(ragged_result)
+    if stacking:
+        results.append(stacked_result)
     if args.json_out:
         write_json_atomic(Path(args.json_out), results)
     for result in results:

@@ -17,7 +17,7 @@ _HOMES = {"Callback": "p2pfl.callbacks", "RoundEnd": "p2pfl.callbacks",
           "StopRun": "p2pfl.callbacks", "Config": "p2pfl.config", "ConfigError": "p2pfl.config",
           "load_config": "p2pfl.config", "with_overrides": "p2pfl.config",
           "DivergenceError": "p2pfl.engine", "run": "p2pfl.engine",
-          "run_compare": "p2pfl.engine"}
+          "run_compare": "p2pfl.engine", "run_stacked": "p2pfl.engine"}
 
 __all__ = list(_HOMES)
 

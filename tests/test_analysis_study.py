@@ -444,9 +444,12 @@ def test_a_grid_of_algorithms_runs_each_cell_in_its_folder(
         assert (out / name).with_suffix(".png").stat().st_size > 1000
 
 
+@pytest.mark.parametrize("stack", ["1", "3"])
 def test_a_grid_killed_midway_reruns_only_the_missing_cells(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stack: str) -> None:
+    """Also when the cells run stacked, 3 at a time: the same table (float64 runs)."""
     import p2pfl.engine
+    import p2pfl.engine.experiment
 
     config = tmp_path / "tiny.toml"
     config.write_text(TINY + GRID)
@@ -454,20 +457,26 @@ def test_a_grid_killed_midway_reruns_only_the_missing_cells(
     assert main(["study", str(config), "--out", str(whole), "--quiet"]) == 0
     real, started = p2pfl.engine.run, []
 
-    def killed_after_three(cfg: object, out: Path, **kwargs: object) -> object:
-        started.append(Path(out))
+    def killed_after_three(cfg: object, out_dir: Path, **kwargs: object) -> object:
+        started.append(Path(out_dir))
         if len(started) > 3:
             raise KeyboardInterrupt
-        return real(cfg, out, **kwargs)
+        return real(cfg, out_dir, **kwargs)
+
+    def counted(cfg: object, out_dir: Path, **kwargs: object) -> object:
+        started.append(Path(out_dir))
+        return real(cfg, out_dir, **kwargs)
 
     grid = tmp_path / "grid"
-    monkeypatch.setattr(p2pfl.engine, "run", killed_after_three)
-    assert main(["study", str(config), "--out", str(grid), "--quiet"]) != 0  # Ctrl-C
+    for module in (p2pfl.engine, p2pfl.engine.experiment):  # a stacked member runs the latter's
+        monkeypatch.setattr(module, "run", killed_after_three)
+    args = ["study", str(config), "--out", str(grid), "--quiet", "--stack", stack]
+    assert main(args) != 0  # Ctrl-C
     done = started[:3]
     started.clear()
-    monkeypatch.setattr(p2pfl.engine, "run", lambda cfg, out, **kw: (started.append(Path(out)),
-                                                                       real(cfg, out, **kw))[1])
-    assert main(["study", str(config), "--out", str(grid), "--quiet"]) == 0
+    for module in (p2pfl.engine, p2pfl.engine.experiment):
+        monkeypatch.setattr(module, "run", counted)
+    assert main(args) == 0
     assert len(started) == 14 - 3 and not set(done) & set(started)  # 14 cells can run
     assert _table(grid / "study.csv") == _table(whole / "study.csv")
 

@@ -30,6 +30,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--algorithms", help="comma-separated algorithm names, instead of the "
                    "config's: sgp,dfedavgm (each with the config's [algorithm] fields)")
     s.add_argument("--out", default="runs/study", help="output directory (default runs/study)")
+    s.add_argument("--stack", type=int, help="cells run at once as one stacked population "
+                   "(default: the config's study.stack, else 1); for a GPU, where it is faster")
     s.add_argument("--target", help="test accuracy for 'rounds to target', 0.8 or 80 (percent)"
                    " (default: the config's, else the best accuracy of the weakest run)")
     s.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
@@ -95,7 +97,7 @@ def analyze(args: argparse.Namespace) -> int:
 def study(args: argparse.Namespace) -> int:
     from analysis.study import run_study
     from analysis.study_results import format_table
-    from analysis.study_spec import check_seeds, load_study
+    from analysis.study_spec import check_seeds, check_stack, load_study
     from p2pfl.config import ConfigError, parse_overrides
     from p2pfl.errors import RunInterrupted
     from p2pfl.report.table import parse_target
@@ -121,7 +123,9 @@ def study(args: argparse.Namespace) -> int:
     try:
         result = run_study(cfg, topologies, args.out, seeds=seeds, sweeps=spec.sweeps,
                            algorithms=algorithms, target=target, target_loss=target_loss,
-                           progress=not args.quiet)
+                           progress=not args.quiet,
+                           stack=check_stack(args.stack, "--stack") if args.stack is not None
+                           else spec.stack)
     except RunInterrupted as err:
         raise err.rerun("study") from None
     print(format_table(result))

@@ -4,9 +4,8 @@ algorithm, all validated before any training starts."""
 from __future__ import annotations
 
 import copy
-import math
+import threading
 from collections.abc import Sequence
-from pathlib import Path
 
 import numpy as np
 import torch
@@ -30,18 +29,17 @@ from p2pfl.core.trainer import VectorizedTrainer
 from p2pfl.data import (
     PARTITION_PARAMS,
     PARTITIONS,
-    SYNTHETIC_SHAPE,
     Dataset,
-    DatasetNotFoundError,
     check_partition,
-    find_dataset_dir,
-    load_dataset,
     partition,
 )
+from p2pfl.engine.datasets import named_dataset
+from p2pfl.engine.stacked import Stack
 from p2pfl.objects import Parts
 from p2pfl.scale.distributed import DistComm
 from p2pfl.scale.network import Clock
 
+_GLOBAL_RNG = threading.Lock()  # stacked runs build in threads: one seeds torch's global RNG
 CONNECTIVITY_WINDOW = 20  # rounds of a time-varying schedule checked for joint connectivity
 LOCAL_TEST_KEY = 2  # the "eval" stream key of the local test split (FedFSA's own split is 1)
 
@@ -52,47 +50,6 @@ def resolve_device(name: str) -> torch.device:
     if name == "cuda" and not torch.cuda.is_available():
         raise ConfigError("device", "'cuda' requested but torch sees no CUDA device")
     return torch.device(name)
-
-
-def _file_stamp(directory: Path) -> tuple:
-    """(name, size, mtime) of every file in `directory`: a changed file is a new dataset."""
-    return tuple(sorted((f.name, f.stat().st_size, f.stat().st_mtime_ns)
-                        for f in directory.iterdir() if f.is_file()))
-
-
-_LOADED: dict[tuple, Dataset] = {}  # the last dataset read from files (one entry): the runs of a
-# study or comparison in one process read it once
-
-
-def _named_dataset(cfg: Config, dtype: torch.dtype) -> Dataset:
-    """The dataset `cfg.data` names, loaded (sizes and files checked first); a dataset read from
-    files is kept for the next run that reads the same unchanged files."""
-    d = cfg.data
-    root = d.root or None
-    if d.name != "synthetic":
-        try:
-            directory = Path(find_dataset_dir(d.name, root))
-            key = (d.name, str(directory.resolve()), _file_stamp(directory))
-        except DatasetNotFoundError as err:
-            raise ConfigError("data.name", str(err)) from None
-        except OSError as err:
-            raise ConfigError("data.root", f"cannot search {d.root[:80]}: {err.strerror}") from None
-        if key in _LOADED:
-            return _LOADED[key]
-    else:
-        floats = (d.synthetic_train + d.synthetic_test) * math.prod(SYNTHETIC_SHAPE)
-        per_float = 4 + (0 if dtype == torch.float32 else dtype.itemsize)  # made, then cast
-        check_fits("data.synthetic_train", f"synthetic data of {d.synthetic_train} + "
-                   f"{d.synthetic_test} samples", floats * per_float, torch.device("cpu"))
-    try:
-        dataset = load_dataset(d.name, root, seed=stream_seed(cfg.seed, "partition"),
-                               synthetic_train=d.synthetic_train, synthetic_test=d.synthetic_test)
-    except (ValueError, OSError) as err:  # a corrupt or truncated file names itself
-        raise ConfigError("data.root", str(err)) from None
-    if d.name != "synthetic":
-        _LOADED.clear()
-        _LOADED[key] = dataset
-    return dataset
 
 
 def _partition(cfg: Config, dataset: Dataset, given: object | None = None) -> list[np.ndarray]:
@@ -131,7 +88,7 @@ def _load_data(cfg: Config, device: torch.device, dtype: torch.dtype,
                dataset: Dataset | None = None, given: object | None = None) -> FederatedData:
     """The run's federated data: the partition, then each node's local test share held out
     when `data.local_test` > 0."""
-    dataset = dataset if dataset is not None else _named_dataset(cfg, dtype)
+    dataset = dataset if dataset is not None else named_dataset(cfg, dtype)
     data = FederatedData(dataset, _partition(cfg, dataset, given), device, dtype)
     if cfg.data.local_test > 0:
         try:
@@ -163,7 +120,7 @@ def check_variants(cfgs: Sequence[tuple[str, Config]], named_topology: bool = Tr
                 key = (d.name, d.root, d.synthetic_train, d.synthetic_test,
                        cfg.seed if d.name == "synthetic" else None)
                 if key not in datasets:
-                    datasets[key] = _named_dataset(cfg, torch.float32)
+                    datasets[key] = named_dataset(cfg, torch.float32)
                 _partition(cfg, datasets[key])
             if named_topology:
                 check_topology(algorithm, schedule_for(cfg, algorithm), cfg.rounds)
@@ -211,7 +168,8 @@ def check_topology(algorithm: Algorithm, schedule: T.Schedule, rounds: int) -> N
 
 
 def build(cfg: Config, dataset: Dataset | None = None, parts: Parts | None = None,
-          chunks: Sequence[int] | None = None) -> tuple[RunContext, Algorithm]:
+          chunks: Sequence[int] | None = None, stack: Stack | None = None
+          ) -> tuple[RunContext, Algorithm]:
     """Everything a run needs, validated before any training starts.
 
     `dataset`, when given, is used instead of loading `cfg.data.name` (the benchmark loads a
@@ -219,7 +177,8 @@ def build(cfg: Config, dataset: Dataset | None = None, parts: Parts | None = Non
     as configured. `parts` holds what was given as objects (p2pfl.objects): a topology schedule
     (decentralized algorithms only), a model, a dataset and a partition, each run instead of the
     config's named one. `chunks` (train, eval) replaces the planned chunk sizes (a resume batches
-    nodes as the run it continues did)."""
+    nodes as the run it continues did). `stack`: the Stack (p2pfl.engine.stacked) whose other
+    members' local phases this run's are trained with; chunks are then planned for all of them."""
     parts = parts or Parts()
     schedule = parts.schedule
     device = resolve_device(cfg.device)
@@ -240,7 +199,7 @@ def build(cfg: Config, dataset: Dataset | None = None, parts: Parts | None = Non
                           "(hub = server); a topology object is for decentralized algorithms")
     check_topology(algorithm, schedule, cfg.rounds)
     if parts.model is None:
-        with torch.random.fork_rng(devices=[]):
+        with _GLOBAL_RNG, torch.random.fork_rng(devices=[]):
             torch.manual_seed(stream_seed(cfg.seed, "init"))
             model = build_model(cfg.model.name, data.input_shape, data.num_classes)
         model = model.to(device=device, dtype=dtype)
@@ -269,7 +228,8 @@ def build(cfg: Config, dataset: Dataset | None = None, parts: Parts | None = Non
             chunks = (cfg.engine.chunk_size, cfg.engine.chunk_size)
         elif chunks is None:
             plan = plan_chunks(forward, {k: v[:1] for k, v in population.params.items()},
-                               data.input_shape, rows, cfg.algorithm.batch_size,
+                               data.input_shape, rows * (stack.size if stack else 1),
+                               cfg.algorithm.batch_size,
                                cfg.eval.batch_size, algorithm.solver.rho > 0, device,
                                ragged=not data.balanced)
             chunks = (plan.train, plan.eval)
@@ -277,6 +237,9 @@ def build(cfg: Config, dataset: Dataset | None = None, parts: Parts | None = Non
             forward = torch.compile(forward)
         gradients = local_gradients(model, forward, hand_written=not (bf16 or cfg.engine.compile))
         trainer = VectorizedTrainer(forward, data, *chunks, gradients=gradients)
+    if stack is not None:
+        stack.join(trainer, None if cfg.engine.compile or isinstance(trainer, LoopTrainer) else
+                   (type(model), repr(model), dtype, device, bf16))
     guard = Guard(cfg.data.num_nodes, device)
     ctx = RunContext(cfg, device, dtype, data, population, forward, guard.install(trainer),
                      comm, schedule, guard,

@@ -33,6 +33,7 @@ from p2pfl.engine.rundir import (
     resume_point,
     start,
 )
+from p2pfl.engine.stacked import Stack
 from p2pfl.objects import DATA_RECORD, check_partition_record, describe_partition, resolve
 from p2pfl.objects.inputs import INPUTS_RECORD, check_inputs, describe_inputs, with_absolute_paths
 from p2pfl.report.plots import plot_histories
@@ -45,7 +46,7 @@ def run(cfg: Config, out_dir: str | Path | None = None, progress: bool | Observe
         label: str = "", resume: bool = False, topology: object | None = None,
         model: object | None = None, data: object | None = None,
         partition: object | None = None, algorithm: type | None = None,
-        callbacks: list[Callback] | None = None) -> History:
+        callbacks: list[Callback] | None = None, stack: Stack | None = None) -> History:
     """Run one experiment; per-round metrics are returned and written to `out_dir`.
 
     With `resume`, continue the run in `out_dir` from its last checkpoint (a directory without
@@ -60,22 +61,27 @@ def run(cfg: Config, out_dir: str | Path | None = None, progress: bool | Observe
     `cfg.algorithm.name`); `callbacks`: `p2pfl.Callback`s run after every round.
     `progress`: True draws a progress bar; a function is called with each round's record (a
     study's own bar), and is not part of the run (unlike a callback, it is not recorded).
+    `stack`: run as one member of a p2pfl.engine.stacked.Stack, in its own thread (see
+    `run_stacked`); the numbers are the run's alone, so it is not recorded either.
     """
     if cfg.compare:
         raise ConfigError("compare", "this config lists [[compare]] variants: use run_compare")
     out = Path(out_dir) if out_dir is not None else default_out_dir(cfg)
+    if launched() and stack is not None:
+        raise ConfigError("stack", "a distributed run is not stacked with others")
     if launched():  # one of the processes of `torchrun` or `--nproc` (p2pfl.scale.distributed)
         init(resolve_device(cfg.device))
         if out_dir is None:  # named from the clock: rank 0's name for all
             out = rank0_value(out)
-    with ExitStack() as stack:
+    with ExitStack() as exits:
         with agreed():  # a distributed run: any process's error stops all before round 1
             cfg, parts = resolve(with_absolute_paths(cfg), out, resume, topology, model, data,
                                  partition, algorithm, callbacks)
             if not resume:
                 refuse_unless_empty(out)  # before the build: a taken directory is a quick error
             checkpoint = resume_point(out, cfg, resolve_device(cfg.device)) if resume else None
-            ctx, algo = build(cfg, parts=parts, chunks=checkpoint and checkpoint.get("chunks"))
+            ctx, algo = build(cfg, parts=parts, chunks=checkpoint and checkpoint.get("chunks"),
+                              stack=stack)
             inputs = describe_inputs(cfg, ctx.data)
             check_inputs(out, resume, inputs)
             data_record = parts.records.get(DATA_RECORD, {}) | describe_partition(cfg, ctx.data)
@@ -89,7 +95,7 @@ def run(cfg: Config, out_dir: str | Path | None = None, progress: bool | Observe
                 restore(checkpoint, ctx.population, algo, runner.callbacks, out)  # not fit
         with agreed():  # then rank 0 alone writes
             if ctx.comm.rank == 0:
-                stack.enter_context(exclusive(out))
+                exits.enter_context(exclusive(out))
                 start(out, cfg, records, checkpoint, resume)
         return runner.run()
 

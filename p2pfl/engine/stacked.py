@@ -1,0 +1,219 @@
+"""Stacked experiments: E independent runs side by side, their local phases trained as one
+population of E x N nodes.
+
+Each experiment is a whole `p2pfl.run` (its own data plan, topology, algorithm state, run
+directory and checkpoints) in its own thread; one member runs at a time (a baton passed at every
+trainer call), so members never compete for the cores. A `Stack` holds every trainer call of a
+member
+until each member still running is waiting in one, then trains all waiting calls of one kind
+(same model shape, dtype, device, training data and local solver) as ONE call of the vectorized
+trainer over the stacked rows, and hands each member its rows back. Nodes train independently,
+so every member's numbers are those of its run alone, up to rounding (equal to 1e-12 in
+float64). Members of different kinds are trained one kind after the other; a member that cannot
+be batched (the per-node loop executor, torch.compile, a step with an algorithm's additional
+terms) trains on its own as it would alone.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from p2pfl.core.federated import BatchPlan
+from p2pfl.core.population import Params
+from p2pfl.core.solver import LocalSolver
+from p2pfl.core.trainer import VectorizedTrainer
+from p2pfl.errors import RunInterrupted
+
+
+@dataclass(eq=False)
+class _Call:
+    """One member's waiting trainer call and, once trained, its result."""
+
+    kind: Hashable
+    train: Any  # the member's own trainer.train
+    params: Params
+    nodes: torch.Tensor
+    plan: BatchPlan
+    solver: LocalSolver
+    lr: torch.Tensor
+    done: bool = False
+    result: torch.Tensor | None = None
+    error: BaseException | None = None
+
+
+def merge_plans(plans: Sequence[BatchPlan]) -> BatchPlan:
+    """The plans of E experiments as one plan over their nodes, experiment after experiment
+    (node i of plan e is row sum_{f<e} N_f + i): steps padded to the longest K and batches to the
+    widest B, padding repeating a valid row with length 0 (weighted 0)."""
+    k_max = max(p.steps for p in plans)
+    width = max(p.ids.shape[2] for p in plans)
+    ids, lengths = [], []
+    for p in plans:
+        k, n, b = p.ids.shape
+        padded = p.ids[:1, :, :1].expand(k_max, n, width).clone()
+        padded[:k, :, :b] = p.ids
+        padded[:k, :, b:] = p.ids[:, :, :1]
+        ids.append(padded)
+        lengths.append(torch.nn.functional.pad(p.lengths, (0, k_max - k)))
+    widths, uniform = [], []
+    for step in range(k_max):
+        live = [p for p in plans if step < p.steps]
+        widths.append(max((p.widths[step] for p in live), default=1))
+        uniform.append(all(p.uniform[step] and p.widths[step] == widths[-1] for p in live))
+    return BatchPlan(torch.cat(ids, dim=1), torch.cat(lengths), np.concatenate(
+        [p.steps_of for p in plans]), tuple(widths), tuple(uniform))
+
+
+class Stack:
+    """The meeting point of `size` member runs (threads): see the module docstring. A member
+    joins when its trainer is built (`join`) and leaves when its run ends, however it ends
+    (`leave`); a member whose trainer cannot be batched leaves at once."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._live = size
+        self._left: set[int] = set()
+        self._waiting: list[_Call] = []
+        self._shared: list[torch.Tensor] = []  # training tensors, one copy per distinct value
+        self._cond = threading.Condition()
+        self._aborted = False
+
+    def join(self, trainer: VectorizedTrainer | Any, kind: Hashable | None) -> None:
+        """Batch the local phases of `trainer` with the other members' of the same `kind` (None:
+        this member is not batched and leaves now). Its training tensors are replaced by an
+        equal tensor shared with members that hold the same values."""
+        if kind is None or not isinstance(trainer, VectorizedTrainer):
+            self.leave()
+            return
+        data = trainer.data
+        with self._cond:
+            data.x_train, data.y_train = self._share(data.x_train), self._share(data.y_train)
+        kind = (kind, id(data.x_train), id(data.y_train))
+        alone = trainer.train
+
+        def train(params: Params, nodes: torch.Tensor, plan: BatchPlan, solver: LocalSolver,
+                  lr: torch.Tensor, terms: Any = None) -> torch.Tensor:
+            if terms is not None:  # an algorithm's own terms: trained as alone
+                return alone(params, nodes, plan, solver, lr, terms)
+            return self._wait(_Call(kind, alone, params, nodes, plan, solver, lr))
+
+        trainer.train = train
+
+    def turn(self) -> threading.Condition:
+        """The baton: a member holds it (`with stack.turn():`) whenever it runs; waiting in a
+        trainer call hands it on."""
+        return self._cond
+
+    def leave(self) -> None:
+        """The calling member's run ended (or is not batched); idempotent."""
+        with self._cond:
+            me = threading.get_ident()
+            if me in self._left:
+                return
+            self._left.add(me)
+            self._live -= 1
+            if self._waiting and len(self._waiting) >= self._live:
+                self._train_waiting()
+
+    def abort(self) -> None:
+        """Stop every member at its next trainer call (RunInterrupted)."""
+        with self._cond:
+            self._aborted = True
+            self._cond.notify_all()
+
+    def _share(self, tensor: torch.Tensor) -> torch.Tensor:
+        for held in self._shared:
+            if held is tensor or (held.shape == tensor.shape and held.dtype == tensor.dtype
+                                  and held.device == tensor.device and torch.equal(held, tensor)):
+                return held
+        self._shared.append(tensor)
+        return tensor
+
+    def _wait(self, call: _Call) -> torch.Tensor:
+        with self._cond:
+            self._waiting.append(call)
+            if len(self._waiting) >= self._live:
+                self._train_waiting()
+            while not call.done and not self._aborted:
+                self._cond.wait()
+            if not call.done:
+                raise RunInterrupted("the stacked runs were stopped",
+                                     "each keeps its last checkpoint")
+        if call.error is not None:
+            raise call.error
+        return call.result
+
+    def _train_waiting(self) -> None:
+        """Train every waiting call, one batched call per kind; wake their members."""
+        groups: dict[Hashable, list[_Call]] = {}
+        for call in self._waiting:
+            groups.setdefault((call.kind, call.solver, call.lr.dtype), []).append(call)
+        self._waiting = []
+        for calls in groups.values():
+            try:
+                self._train_together(calls)
+            except BaseException as err:  # every member of the batch sees the failure
+                for call in calls:
+                    call.error = err
+            for call in calls:
+                call.done = True
+        self._cond.notify_all()
+
+    @staticmethod
+    def _train_together(calls: list[_Call]) -> None:
+        if len(calls) == 1:
+            c = calls[0]
+            c.result = c.train(c.params, c.nodes, c.plan, c.solver, c.lr)
+            return
+        offsets = np.cumsum([0] + [len(c.plan.steps_of) for c in calls])
+        nodes = torch.cat([c.nodes + int(o) for c, o in zip(calls, offsets)])
+        params = {k: torch.cat([c.params[k] for c in calls]) for k in calls[0].params}
+        losses = calls[0].train(params, nodes, merge_plans([c.plan for c in calls]),
+                                calls[0].solver, torch.cat([c.lr for c in calls]))
+        start = 0
+        for c in calls:
+            rows = slice(start, start + len(c.nodes))
+            for k, v in c.params.items():
+                v.copy_(params[k][rows])
+            c.result = losses[rows]
+            start = rows.stop
+
+
+def run_stacked(jobs: Sequence[Mapping[str, Any]]) -> list[Any]:
+    """Run each job, a dict of `p2pfl.run` arguments (cfg, out_dir, label, resume, topology,
+    ...), as one member of a Stack, all at once. Returns, in order, each job's history, or the
+    exception that ended it. Ctrl-C stops every member (each keeps its last checkpoint)."""
+    from p2pfl.engine.experiment import run
+
+    stack = Stack(len(jobs))
+    results: list[Any] = [None] * len(jobs)
+
+    def member(i: int) -> None:
+        try:
+            with stack.turn():
+                results[i] = run(**jobs[i], stack=stack)
+        except BaseException as err:  # handed to the caller, as a run alone would raise it
+            results[i] = err
+        finally:
+            stack.leave()
+
+    threads = [threading.Thread(target=member, args=(i,), name=f"p2pfl-stack-{i}", daemon=True)
+               for i in range(len(jobs))]
+    for t in threads:
+        t.start()
+    try:
+        for t in threads:
+            t.join()
+    except KeyboardInterrupt:
+        stack.abort()
+        for t in threads:
+            t.join()
+        raise RunInterrupted("the stacked runs were stopped", "each keeps its last checkpoint"
+                             ) from None
+    return results
