@@ -80,18 +80,18 @@ def figure(results: dict[float, dict[str, History]], target: float, shown: float
         style = "--" if "overlap" in label else "-"
         colour = series_style(i)["color"]
         history = [r for r in results[shown][label] if "test_acc" in r]
-        left.plot([r["sim_time_s"] for r in history], [r["test_acc"] for r in history], style,
-                  color=colour, label=label)
+        left.plot([r["sim_time_s"] for r in history], [100 * r["test_acc"] for r in history],
+                  style, color=colour, label=label)
         reach = [(f, seconds_to(results[f][label], target)) for f in fractions]
         reach = [(f, s) for f, s in reach if s is not None]
         if right is not None:
             right.plot([f for f, _ in reach], [s for _, s in reach], style, marker="o",
                        color=colour, label=label)
-    left.axhline(target, color="grey", lw=0.8, ls=":")
-    left.annotate(f"target {target:.0%}", (1, target), xycoords=("axes fraction", "data"),
+    left.axhline(100 * target, color="grey", lw=0.8, ls=":")
+    left.annotate(f"target {target:.0%}", (1, 100 * target), xycoords=("axes fraction", "data"),
                   xytext=(-4, 3), textcoords="offset points", ha="right", fontsize=8,
                   color="grey")
-    left.set(xlabel="simulated time (s)", ylabel="test accuracy (average model)",
+    left.set(xlabel="simulated time (s)", ylabel="test accuracy of the average model (%)",
              title=f"{shown:.0%} {varied}")
     if right is not None:
         right.set(xlabel=f"fraction of {varied}",

@@ -100,7 +100,9 @@ def plot_seed_bands(groups: Mapping[str, Sequence[Sequence[Mapping[str, Any]]]],
 def plot_consensus(curves: Mapping[str, np.ndarray], path: str | Path,
                    ylabel: str = "consensus distance  mean_i ||x_i - x_bar||^2") -> list[Path]:
     """One line per label of a per-round quantity ([T], e.g. `consensus_distance(trajectory)`)
-    on a log scale; exact zeros (exact consensus) are drawn at 1e-16."""
+    on a log scale; exact zeros (exact consensus) are drawn at 1e-16. `ylabel` names what is
+    drawn: the default is the consensus distance; for `consensus_error` curves say so, e.g.
+    "consensus error  max_i |z_i - mean_i z_i(0)|"."""
     fig, ax = plt.subplots(figsize=(7, 4.5))
     arrays = {label: np.maximum(np.asarray(v, dtype=float), ZERO_FLOOR)
               for label, v in curves.items()}

@@ -9,6 +9,7 @@ import networkx as nx
 import numpy as np
 import scipy.sparse as sp
 
+import topologies as T
 from analysis import matrices
 from analysis.connectivity import (
     ScheduleLike,
@@ -37,6 +38,11 @@ from analysis.spectral import (
 )
 from analysis.timevarying import per_round_rate, product, round_matrix, schedule_mixing_time
 
+SUMMARY_KEYS = ("kind", "n", "directed", "edges", "matrix", "period", "horizon",
+                "strongly_connected", "components", "min_B", "no_consensus", "diameter",
+                "largest_component_diameter", "slem", "per_round_rate", "spectral_gap", "lambda2",
+                "relaxation_time", "mixing_time", "mixing_eps", "ergodicity_coefficient",
+                "n_min_perron", "algebraic_connectivity")
 APERIODIC_HORIZON = 20  # rounds examined for a schedule without a period
 
 
@@ -77,7 +83,8 @@ def _static(graph: nx.Graph | None, W: Matrix, eps: float) -> dict[str, Any]:
         dense = W.toarray() if sp.issparse(W) else W
         out["lambda2"] = float(np.sort(np.linalg.eigvalsh(dense))[-2]) if n > 1 else 0.0
     out["relaxation_time"] = 1.0 / (1.0 - rate) if rate < 1.0 else math.inf
-    out[f"mixing_time({eps:g})"] = mixing_time(W, eps) if connected and rate < 1.0 else None
+    out["per_round_rate"] = rate
+    out["mixing_time"] = mixing_time(W, eps) if connected and rate < 1.0 else None
     out["ergodicity_coefficient"] = ergodicity_coefficient(W)
     if connected:
         out["n_min_perron"] = float(n * perron_vector(W).min())
@@ -86,13 +93,26 @@ def _static(graph: nx.Graph | None, W: Matrix, eps: float) -> dict[str, Any]:
     return out
 
 
+def detected_period(schedule: Any, rounds: int = APERIODIC_HORIZON) -> int | None:
+    """The smallest p <= rounds / 2 for which the graphs of rounds t and t + p are equal (nodes,
+    edges and weights) for every t + p < `rounds`; None if there is none."""
+    graphs = [schedule.at(t) for t in range(rounds)]
+    for p in range(1, rounds // 2 + 1):
+        if all(nx.utils.graphs_equal(graphs[t], graphs[t + p]) for t in range(rounds - p)):
+            return p
+    return None
+
+
 def _time_varying(schedule: ScheduleLike, mixing: str | None, eps: float,
                   horizon: int | None) -> dict[str, Any]:
     sched, length = rounds_of(schedule)
     period = sched.period
     window = horizon or period or length or APERIODIC_HORIZON
     out: dict[str, Any] = {"period": period, "horizon": window}
-    reason = why_not_strongly_connected(union_graph(sched, 0, window))
+    union = union_graph(sched, 0, window)
+    reason = why_not_strongly_connected(union)
+    out["strongly_connected"] = reason is None
+    out["components"] = number_of_components(union)
     if reason is not None:
         out["no_consensus"] = f"the union of rounds 0..{window - 1} is {reason}"
     b = min_b(sched, horizon=window if period is None else horizon)
@@ -107,9 +127,9 @@ def _time_varying(schedule: ScheduleLike, mixing: str | None, eps: float,
         rate = per_round_rate(sched, window, mixing)
         out["per_round_rate"] = rate
         out["spectral_gap"] = 1.0 - rate
-        out[f"mixing_time({eps:g})"] = schedule_mixing_time(sched, eps, mixing=mixing)
-        out["ergodicity_coefficient_of_window"] = ergodicity_coefficient(
-            product(sched, 0, window, mixing))
+        out["relaxation_time"] = 1.0 / (1.0 - rate) if rate < 1.0 else math.inf
+        out["mixing_time"] = schedule_mixing_time(sched, eps, mixing=mixing)
+        out["ergodicity_coefficient"] = ergodicity_coefficient(product(sched, 0, window, mixing))
     return out
 
 
@@ -127,26 +147,33 @@ def summary(topology: ScheduleLike | Matrix, *, mixing: str | None = None, eps: 
 
     Returns
     -------
-    Static: n, directed, edges (messages per round: an undirected edge counts twice), matrix,
-    strongly_connected, components, min_B (1), no_consensus (only when not strongly connected:
-    "not strongly connected: k strongly connected components"; then slem 1, spectral_gap 0,
-    mixing_time None), diameter (math.inf if not strongly connected,
-    with largest_component_diameter), slem, spectral_gap, lambda2
-    (symmetric W), relaxation_time, mixing_time(eps), ergodicity_coefficient, n_min_perron
-    (n * min_i pi_i, the limit of the smallest Push-Sum weight), algebraic_connectivity
-    (undirected). Time-varying: n, directed, period, horizon, no_consensus (only when the union
-    of the horizon's rounds is not strongly connected), min_B, diameter (the largest
-    diameter of a union over an aligned min_B-window), per_round_rate (slem of the product over
-    the horizon, to the power 1 / horizon), spectral_gap (1 - per_round_rate), mixing_time(eps)
-    and ergodicity_coefficient_of_window.
+    The same keys (SUMMARY_KEYS, in that order) for every topology, None where one does not
+    apply: kind ("static" or "time-varying"), n, directed, edges (messages per round, an
+    undirected edge counting twice; of round 0 when time-varying), matrix, period and horizon
+    (period: declared by the schedule, else detected over its first 20 rounds as
+    `detected_period` does, so that a function t -> graph and the named schedule it follows give
+    the same numbers; horizon: the rounds examined; static: None), strongly_connected and
+    components (time-varying: of the union over the horizon), min_B, no_consensus (None, or why
+    the nodes cannot agree: "not strongly connected: k strongly connected components"), diameter
+    (math.inf if not strongly connected, with largest_component_diameter; time-varying: the
+    largest diameter of a union over an aligned min_B-window), slem (static), per_round_rate
+    (static: the slem; time-varying: the slem of the product over the horizon, to the power 1 /
+    horizon), spectral_gap (1 - per_round_rate), lambda2 (symmetric W), relaxation_time,
+    mixing_time (the rounds to accuracy mixing_eps), mixing_eps, ergodicity_coefficient (of W;
+    time-varying: of the product over the horizon), n_min_perron (n * min_i pi_i, the limit of
+    the smallest Push-Sum weight; static), algebraic_connectivity (undirected static).
     """
     if isinstance(topology, np.ndarray) or sp.issparse(topology):
         W = as_matrix(topology)
         out: dict[str, Any] = {"kind": "static", "n": W.shape[0], "directed": not is_symmetric(W),
                                "edges": int(adjacency(W).nnz), "matrix": "given"}
         out.update(_static(None, W, eps))
-        return out
+        return _keyed(out, eps)
     sched, length = rounds_of(topology)
+    if sched.period is None and length is None:
+        period = detected_period(sched)
+        if period is not None:
+            sched = T.from_function(sched.at, period)
     graph = sched.at(0)
     directed = graph.is_directed()
     edges = graph.number_of_edges() * (1 if directed else 2)
@@ -154,8 +181,12 @@ def summary(topology: ScheduleLike | Matrix, *, mixing: str | None = None, eps: 
     if sched.period == 1 or length == 1:
         out = {"kind": "static", **head, "edges": edges, "matrix": _matrix_name(graph, mixing)}
         out.update(_static(graph, _static_matrix(graph, mixing), eps))
-        return out
-    out = {"kind": "time-varying", **head, "edges_round0": edges,
-           "matrix": _matrix_name(graph, mixing)}
-    out.update(_time_varying(topology, mixing, eps, horizon))
-    return out
+        return _keyed(out, eps)
+    out = {"kind": "time-varying", **head, "edges": edges, "matrix": _matrix_name(graph, mixing)}
+    out.update(_time_varying(sched if length is None else topology, mixing, eps, horizon))
+    return _keyed(out, eps)
+
+
+def _keyed(out: dict[str, Any], eps: float) -> dict[str, Any]:
+    """`out` with every key of SUMMARY_KEYS, in order (None where a metric does not apply)."""
+    return {k: out.get(k) for k in SUMMARY_KEYS} | {"mixing_eps": eps}

@@ -46,7 +46,8 @@ def main() -> None:
         label = f"{name} (diam {s['diameter']}, gap {s['spectral_gap']:.3f})"
         curves[label] = A.consensus_error(z)
         print(f"{label}: rounds to 1e-3 = {A.rounds_to_consensus(curves[label], 1e-3)}")
-    for p in plots.plot_consensus(curves, out / "consensus_n16", ylabel="max_i |z_i - mean|"):
+    for p in plots.plot_consensus(curves, out / "consensus_n16",
+                                  ylabel="consensus error  max_i |z_i - mean_i z_i(0)|"):
         print(p)
     spectra = {"ring": T.ring(N), "directed ring": T.directed_ring(N),
                "exponential": T.exponential(N), "star": T.star(N)}

@@ -146,7 +146,8 @@ def finish(out: Path, cfg: Config, ctx: RunContext, algorithm: Any, history: His
     with atomic_file(out / "final.pt", "wb") as f:
         save_tensors(state, f, out / "final.pt")
     plot_histories({cfg.algorithm.name: history}, out / "curves",
-                   title=f"{cfg.algorithm.name} on {topology_title(cfg)}")
+                   title=f"{cfg.algorithm.name} on {topology_title(cfg)}, "
+                   f"{cfg.data.num_nodes} nodes, seed {cfg.seed}")
 
 
 def topology_title(cfg: Config) -> str:

@@ -18,9 +18,9 @@ from p2pfl.report.figures import (
 
 History = list[dict[str, Any]]
 
-PANELS = (
-    ("test_acc", "test accuracy (average model)"),
-    ("test_acc_local_mean", "test accuracy (mean of local models)"),
+PANELS = (  # accuracies are drawn in percent, as every figure of the project draws them
+    ("test_acc", "test accuracy of the average model (%)"),
+    ("test_acc_local_mean", "test accuracy, mean of the local models (%)"),
     ("train_loss", "training loss (mean over nodes)"),
     ("consensus_dist", "consensus distance"),
 )
@@ -56,6 +56,8 @@ def _plot_histories(histories: dict[str, History], path: Path, title: str, x: st
                 if values and max(values) < floor:
                     clipped.append(name)
                 values = [max(v, floor) for v in values]
+            if key.startswith("test_acc"):
+                values = [100 * v for v in values]
             if xs:
                 style = series_style(i)
                 ax.plot(xs, values, color=style["color"], linestyle=style["linestyle"],
