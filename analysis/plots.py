@@ -103,7 +103,8 @@ def plot_consensus(curves: Mapping[str, np.ndarray], path: str | Path,
     on a log scale; exact zeros (exact consensus) are drawn at 1e-16. `ylabel` names what is
     drawn: the default is the consensus distance; for `consensus_error` curves say so, e.g.
     "consensus error  max_i |z_i - mean_i z_i(0)|"."""
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    fig, ax = plt.subplots(figsize=(9, 4.5))
+    exact = [label for label, v in curves.items() if (np.asarray(v, dtype=float) <= 0).any()]
     arrays = {label: np.maximum(np.asarray(v, dtype=float), ZERO_FLOOR)
               for label, v in curves.items()}
     for i, (label, values) in enumerate(arrays.items()):
@@ -117,6 +118,10 @@ def plot_consensus(curves: Mapping[str, np.ndarray], path: str | Path,
     round_axis(ax)
     ax.set_ylabel(ylabel)
     ax.grid(alpha=0.3, which="both")
+    if exact:
+        names = ", ".join(label.split(" (")[0] for label in exact)
+        ax.text(0.99, 0.1, f"exact consensus, drawn at {ZERO_FLOOR:g}: {names}",
+                transform=ax.transAxes, ha="right", fontsize=7, color="0.3")
     legend_outside(ax)
     return save(fig, path)
 

@@ -4,7 +4,6 @@ algorithm, all validated before any training starts."""
 from __future__ import annotations
 
 import copy
-import threading
 from collections.abc import Sequence
 
 import numpy as np
@@ -39,7 +38,6 @@ from p2pfl.objects import Parts
 from p2pfl.scale.distributed import DistComm
 from p2pfl.scale.network import Clock
 
-_GLOBAL_RNG = threading.Lock()  # stacked runs build in threads: one seeds torch's global RNG
 CONNECTIVITY_WINDOW = 20  # rounds of a time-varying schedule checked for joint connectivity
 LOCAL_TEST_KEY = 2  # the "eval" stream key of the local test split (FedFSA's own split is 1)
 
@@ -199,7 +197,7 @@ def build(cfg: Config, dataset: Dataset | None = None, parts: Parts | None = Non
                           "(hub = server); a topology object is for decentralized algorithms")
     check_topology(algorithm, schedule, cfg.rounds)
     if parts.model is None:
-        with _GLOBAL_RNG, torch.random.fork_rng(devices=[]):
+        with torch.random.fork_rng(devices=[]):
             torch.manual_seed(stream_seed(cfg.seed, "init"))
             model = build_model(cfg.model.name, data.input_shape, data.num_classes)
         model = model.to(device=device, dtype=dtype)

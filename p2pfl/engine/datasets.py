@@ -1,10 +1,9 @@
 """The datasets that configs name, read from files once per process: the runs of a study or
-a comparison (or stacked runs, in threads) share one copy while the files are unchanged."""
+a comparison (stacked or not) share one copy while the files are unchanged."""
 
 from __future__ import annotations
 
 import math
-import threading
 from pathlib import Path
 
 import torch
@@ -27,20 +26,13 @@ def _file_stamp(directory: Path) -> tuple:
                         for f in directory.iterdir() if f.is_file()))
 
 
-_LOADING = threading.Lock()
 _LOADED: dict[tuple, Dataset] = {}  # the last dataset read from files (one entry): the runs of a
 # study or comparison in one process read it once
 
 
 def named_dataset(cfg: Config, dtype: torch.dtype) -> Dataset:
     """The dataset `cfg.data` names, loaded (sizes and files checked first); a dataset read from
-    files is kept for the next run that reads the same unchanged files (stacked runs in threads
-    load one at a time)."""
-    with _LOADING:
-        return _load_named(cfg, dtype)
-
-
-def _load_named(cfg: Config, dtype: torch.dtype) -> Dataset:
+    files is kept for the next run that reads the same unchanged files."""
     d = cfg.data
     root = d.root or None
     if d.name != "synthetic":

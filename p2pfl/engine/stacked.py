@@ -3,15 +3,15 @@ population of E x N nodes.
 
 Each experiment is a whole `p2pfl.run` (its own data plan, topology, algorithm state, run
 directory and checkpoints) in its own thread; one member runs at a time (a baton passed at every
-trainer call), so members never compete for the cores. A `Stack` holds every trainer call of a
-member
-until each member still running is waiting in one, then trains all waiting calls of one kind
-(same model shape, dtype, device, training data and local solver) as ONE call of the vectorized
-trainer over the stacked rows, and hands each member its rows back. Nodes train independently,
-so every member's numbers are those of its run alone, up to rounding (equal to 1e-12 in
-float64). Members of different kinds are trained one kind after the other; a member that cannot
-be batched (the per-node loop executor, torch.compile, a step with an algorithm's additional
-terms) trains on its own as it would alone.
+trainer call), so members never compete for the cores, and code that keeps global state (torch's
+global RNG at model init, the dataset cache, pyplot) never runs in two members at once. A
+`Stack` holds every trainer call of a member until each member still running is waiting in one,
+then trains all waiting calls of one kind (same model shape, dtype, device, training data and
+local solver) as ONE call of the vectorized trainer over the stacked rows, and hands each member
+its rows back. Nodes train independently, so every member's numbers are those of its run alone,
+up to rounding (equal to 1e-12 in float64). Members of different kinds are trained one kind
+after the other; a member that cannot be batched (the per-node loop executor, torch.compile, a
+step with an algorithm's additional terms) trains on its own as it would alone.
 """
 
 from __future__ import annotations

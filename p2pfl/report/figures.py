@@ -10,15 +10,12 @@
 - `legend_outside(ax)`: the legend to the right of the axes, never over a curve.
 - `save(fig, path)`: `path`.png (150 dpi) and `path`.pdf, laid out (tight unless the figure has
   a layout engine), written whole, then the figure closed.
-- `DRAWING`: held while pyplot draws a figure in a thread of stacked runs (pyplot keeps global
-  state).
 """
 
 from __future__ import annotations
 
 import math
 import os
-import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -38,7 +35,6 @@ from matplotlib.ticker import (  # noqa: E402
     NullFormatter,
 )
 
-DRAWING = threading.RLock()
 COLORS = tuple(f"C{i}" for i in range(10))
 LINESTYLES = ("-", "--", ":", "-.")
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")

@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import Any
 
 from p2pfl.report.figures import (
-    DRAWING,
     legend_outside,
     log_axis,
     log_floor,
@@ -41,11 +40,6 @@ def plot_histories(histories: dict[str, History], path: Path, title: str = "",
     """One figure of accuracy, loss and consensus against the round (or, `x` = "time", the
     simulated time of runs with [network] enabled), one line per run; returns the files.
     Consensus is on a log axis; a run at exact consensus is drawn along its floor."""
-    with DRAWING:
-        return _plot_histories(histories, path, title, x)
-
-
-def _plot_histories(histories: dict[str, History], path: Path, title: str, x: str) -> list[Path]:
     fig, axes = plt.subplots(2, 2, figsize=(11, 7.5))
     floor = log_floor([_series(h, "consensus_dist", x)[1] for h in histories.values()])
     clipped: list[str] = []  # runs at exact consensus, drawn along the floor
