@@ -8,6 +8,7 @@ import dataclasses
 import inspect
 
 from algorithms.base import Algorithm, RoundReport
+from algorithms.choco import Choco
 from algorithms.decentralized import Gossip, PushSum
 from algorithms.dfedavg import DFedAvg
 from algorithms.dfedavgm import DFedAvgM
@@ -16,6 +17,7 @@ from algorithms.dfedsgpm import DFedSGPM
 from algorithms.dfedsgpsm import DFedSGPSM
 from algorithms.dfedsgpsm_s import DFedSGPSMS
 from algorithms.dpsgd import DPSGD
+from algorithms.dsgt import DSGT
 from algorithms.fedavg import FedAdam, FedAvg, FedProx, FedSAM
 from algorithms.fedcm import FedCM, MoFedSAM
 from algorithms.feddyn import FedDyn, FedSMOO, FedSpeed
@@ -24,6 +26,8 @@ from algorithms.fedgloss import FedGloSS, NaiveFedGloSS
 from algorithms.fedgmt import FedGMT
 from algorithms.fedlesam import FedLESAM, FedLESAMD, FedLESAMS
 from algorithms.osgp import OSGP
+from algorithms.push_diging import PushDIGing
+from algorithms.push_pull import PushPull
 from algorithms.scaffold import FedGamma, Scaffold
 from algorithms.server import Server
 from algorithms.sgp import SGP
@@ -31,13 +35,14 @@ from p2pfl.options import AlgorithmOptions
 
 DECENTRALIZED: tuple[type[Algorithm], ...] = (
     DPSGD, DFedAvg, DFedAvgM, DFedSAM, DFedSAMMGS, SGP, OSGP, DFedSGPM, DFedSGPSM, DFedSGPSMS,
+    DSGT, PushDIGing, PushPull, Choco,
 )
 CENTRALIZED: tuple[type[Server], ...] = (
     FedAvg, FedProx, FedAdam, FedCM, Scaffold, FedDyn, FedSAM, MoFedSAM, FedGamma, FedSMOO,
     FedSpeed, FedLESAM, FedLESAMS, FedLESAMD, FedGMT, FedGloSS, NaiveFedGloSS, FedFSA,
 )
 ALGORITHMS: dict[str, type[Algorithm]] = {cls.name: cls for cls in DECENTRALIZED + CENTRALIZED}
-MIXINGS = ("doubly_stochastic", "column_stochastic", "server")
+MIXINGS = ("doubly_stochastic", "column_stochastic", "push_pull", "server")
 
 
 def register(cls: type[Algorithm]) -> type[Algorithm]:

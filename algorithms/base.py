@@ -41,7 +41,13 @@ class RoundReport:
     nodes: torch.Tensor  # int64 [m], the nodes that trained
     losses: torch.Tensor  # [m], each node's mean training loss over its local steps
     copies_sent: int  # model copies sent over all links
-    scalars_sent: int = 0  # scalars sent besides the copies (push-sum weights)
+    scalars_sent: int = 0  # float64 scalars sent besides the copies (push-sum weights)
+    bytes_sent: int | None = None  # set when messages are not whole copies (compressed)
+
+
+def value_bytes(dtype: torch.dtype) -> int:
+    """Bytes of one value of a floating-point `dtype`."""
+    return torch.finfo(dtype).bits // 8
 
 
 def directed_edge_count(graph: nx.Graph) -> int:
@@ -55,7 +61,8 @@ class Algorithm(ABC):
 
     name: ClassVar[str]
     source: ClassVar[str] = ""  # "<name>: <authors> <year>, <where>" (`p2pfl algorithms`)
-    mixing: ClassVar[str]  # "doubly_stochastic" | "column_stochastic" | "server"
+    mixing: ClassVar[str]  # "doubly_stochastic" | "column_stochastic" | "push_pull" | "server"
+    supports_overlap: ClassVar[bool] = False  # mixes messages that arrive rounds late
     # The [algorithm] fields it reads, with defaults and limits: a subclass that reads more
     # declares `@dataclass class Options(<groups>, Parent.Options)` (algorithms/options.py).
     Options: ClassVar[type[AlgorithmOptions]] = AlgorithmOptions
@@ -103,6 +110,11 @@ class Algorithm(ABC):
         """Dotted-key settings that choosing this algorithm implies where `cfg` leaves them at
         their defaults (applied when the config is loaded, so config.json records them)."""
         return {}
+
+    def message_bytes(self, num_params: int, dtype: torch.dtype) -> int:
+        """Bytes of one message on one link (one exchange) for the simulated network: a model
+        copy of `num_params` values of `dtype`."""
+        return num_params * value_bytes(dtype)
 
     def setup(self, ctx: RunContext) -> None:
         """Allocate algorithm state (called once before round 0)."""

@@ -69,6 +69,20 @@ class Decentralized(Algorithm):
         self.losses[online.cpu()] = every.cpu()
         return online, every.to(losses.dtype)
 
+    def combine_then_adapt(self, ctx: RunContext, t: int, faults: T.Faults, W: torch.Tensor,
+                           steps: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """x_i <- (W^steps x)_i + (y_i^K - x_i): the local phase's offset added to the mixed
+        models it started from (offline nodes add 0); returns `local_phase`'s (nodes, losses)."""
+        params = ctx.population.params
+        old = {k: v.clone() for k, v in params.items()}
+        nodes, losses = self.local_phase(ctx, t, faults)
+        for k, v in params.items():
+            v.sub_(old[k])
+        ctx.comm.mix(W, old, steps)
+        for k, v in params.items():
+            v.add_(old[k])
+        return nodes, losses
+
     def selection_losses(self) -> np.ndarray | None:
         """Latest training loss of every node [N] (a node that never trained gets the mean of
         the others); None before any node has trained."""
@@ -172,6 +186,11 @@ class PushSum(Decentralized):
     """
 
     mixing = "column_stochastic"
+    supports_overlap = True
+
+    def message_bytes(self, num_params: int, dtype: torch.dtype) -> int:
+        """A model copy and the float64 weight."""
+        return super().message_bytes(num_params, dtype) + 8
 
     def setup(self, ctx: RunContext) -> None:
         super().setup(ctx)

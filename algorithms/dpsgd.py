@@ -32,13 +32,6 @@ class DPSGD(Gossip):
     def round(self, ctx: RunContext, t: int, graph: nx.Graph, faults: T.Faults) -> RoundReport:
         if self.cfg.dpsgd_order == "atc":
             return super().round(ctx, t, graph, faults)
-        params = ctx.population.params
-        old = {k: v.clone() for k, v in params.items()}
-        nodes, losses = self.local_phase(ctx, t, faults)
-        for k, v in params.items():
-            v.sub_(old[k])  # the local offset y_i^K - x_i (0 for offline nodes)
         W, steps = self.gossip_matrix(ctx, graph, faults)
-        ctx.comm.mix(W, old, steps)
-        for k, v in params.items():
-            v.add_(old[k])
+        nodes, losses = self.combine_then_adapt(ctx, t, faults, W, steps)
         return RoundReport(nodes, losses, self.delivered(graph, faults))

@@ -40,3 +40,10 @@ class ServerStep:
 class Dual:
     dyn_alpha: float = option(0.1, low=0, low_open=True,
                               doc="FedDyn alpha = lambda of FedSpeed/FedSMOO/FedLESAM-D = 1/beta")
+
+
+@dataclass
+class TrackingOrder:
+    tracking_order: str = option("atc", choices=("atc", "cta"),
+                                 doc="atc: x <- M (x - lr y) (DSGT, Push-Pull); cta: x <- M x - "
+                                 "lr y (GT-DSGD, AB)")

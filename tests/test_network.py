@@ -118,7 +118,8 @@ def test_resume_with_messages_in_flight_is_exact(tmp_path):
 
 
 def test_network_settings_are_checked():
-    with pytest.raises(ConfigError, match="^network.overlap: dfedavg does not use Push-Sum"):
+    with pytest.raises(ConfigError,
+                       match="^network.overlap: dfedavg does not mix messages that arrive late"):
         small_config(network__enabled=True, network__overlap=True)
     with pytest.raises(ConfigError, match="^network.slow_links: is set but network.enabled"):
         small_config(network__slow_links=0.1)

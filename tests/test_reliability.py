@@ -31,7 +31,8 @@ from tests.conftest import skip_plots, small_config, strip_times, tiny_toml, wai
 
 ROOT = Path(__file__).resolve().parents[1]
 # A topology every algorithm of each kind accepts.
-TOPOLOGY_FOR = {"server": "star", "doubly_stochastic": "ring", "column_stochastic": "exponential"}
+TOPOLOGY_FOR = {"server": "star", "doubly_stochastic": "ring", "column_stochastic": "exponential",
+                "push_pull": "exponential"}
 
 
 def tiny(**overrides: Any):

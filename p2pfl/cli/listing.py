@@ -7,7 +7,8 @@ import argparse
 import dataclasses
 from typing import Any
 
-KINDS = {"doubly_stochastic": "gossip", "column_stochastic": "push-sum", "server": "server"}
+KINDS = {"doubly_stochastic": "gossip", "column_stochastic": "push-sum",
+         "push_pull": "push-pull", "server": "server"}
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:

@@ -144,10 +144,10 @@ def validate(cfg: Config) -> None:
     from algorithms import ALGORITHMS
 
     algorithm = ALGORITHMS[cfg.algorithm.name](cfg.algorithm)  # refuses unread options
-    _check_network(cfg, algorithm.mixing)
+    _check_network(cfg, algorithm)
 
 
-def _check_network(cfg: Config, mixing: str) -> None:
+def _check_network(cfg: Config, algorithm: Any) -> None:
     """[network] fields take effect only when it is enabled; overlap is Push-Sum's."""
     net, default = cfg.network, NetworkConfig()
     if not net.enabled:
@@ -160,10 +160,13 @@ def _check_network(cfg: Config, mixing: str) -> None:
             if getattr(net, name) != getattr(default, name):
                 raise ConfigError(f"network.{name}", "is set but network.overlap is false: "
                                   "only overlapped messages are late")
-    if net.overlap and mixing != "column_stochastic":
-        raise ConfigError("network.overlap", f"{cfg.algorithm.name} does not use Push-Sum; "
-                          "overlap (messages added when they arrive) is for sgp, osgp, dfedsgpm,"
-                          " dfedsgpsm and dfedsgpsm_s")
+    if net.overlap and not algorithm.supports_overlap:
+        from algorithms import ALGORITHMS
+
+        able = [name for name, cls in ALGORITHMS.items() if cls.supports_overlap]
+        raise ConfigError("network.overlap", f"{cfg.algorithm.name} does not mix messages that "
+                          f"arrive late; overlap (messages added when they arrive) is for "
+                          f"{', '.join(able)}")
 
 
 def check_fields(cfg: Config) -> None:

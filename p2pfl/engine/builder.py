@@ -182,6 +182,8 @@ def build(cfg: Config, dataset: Dataset | None = None, parts: Parts | None = Non
     device = resolve_device(cfg.device)
     dtype = getattr(torch, cfg.engine.dtype)
     algorithm = ALGORITHMS[cfg.algorithm.name](cfg.algorithm)
+    if parts.compressor is not None:
+        algorithm.compressor = parts.compressor
     data = _load_data(cfg, device, dtype,
                       parts.dataset if parts.dataset is not None else dataset, parts.partition)
     a = cfg.algorithm
@@ -261,12 +263,12 @@ def _comm(cfg: Config, device: torch.device, dtype: torch.dtype) -> Comm:
 
 def _clock(cfg: Config, algorithm: Algorithm, schedule: T.Schedule, data: FederatedData,
            population: Population) -> Clock | None:
-    """The simulated clock of a run with [network] enabled: a message is one model in the run's
-    dtype (Push-Sum adds its float64 weight); gossip sends it gossip_steps times a round."""
+    """The simulated clock of a run with [network] enabled: a message is what the algorithm
+    says (`message_bytes`: one model in the run's dtype, Push-Sum adds its float64 weight);
+    gossip sends it gossip_steps times a round."""
     if not cfg.network.enabled:
         return None
-    size = population.num_params * population.flat.element_size()
-    size += 8 if algorithm.mixing == "column_stochastic" else 0
+    size = algorithm.message_bytes(population.num_params, population.flat.dtype)
     a = cfg.algorithm
     steps = steps_per_node(data.sizes, a.batch_size, a.local_epochs, a.local_steps, a.last_batch)
     if algorithm.mixing == "server":  # the star: the server (node 0) takes no local step

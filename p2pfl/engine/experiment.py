@@ -46,7 +46,8 @@ def run(cfg: Config, out_dir: str | Path | None = None, progress: bool | Observe
         label: str = "", resume: bool = False, topology: object | None = None,
         model: object | None = None, data: object | None = None,
         partition: object | None = None, algorithm: type | None = None,
-        callbacks: list[Callback] | None = None, stack: Stack | None = None) -> History:
+        callbacks: list[Callback] | None = None, stack: Stack | None = None,
+        compressor: object | None = None) -> History:
     """Run one experiment; per-round metrics are returned and written to `out_dir`.
 
     With `resume`, continue the run in `out_dir` from its last checkpoint (a directory without
@@ -58,7 +59,8 @@ def run(cfg: Config, out_dir: str | Path | None = None, progress: bool | Observe
     p2pfl.data.Dataset or (x_train, y_train, x_test, y_test); `partition`: one index list per
     node (all of one length) into the training set; `algorithm`: a subclass of
     `algorithms.Gossip`, `PushSum` or `Server` (registered under its `name`, which replaces
-    `cfg.algorithm.name`); `callbacks`: `p2pfl.Callback`s run after every round.
+    `cfg.algorithm.name`); `callbacks`: `p2pfl.Callback`s run after every round; `compressor`:
+    a message compressor (p2pfl.core.compression.Compressor) for choco.
     `progress`: True draws a progress bar; a function is called with each round's record (a
     study's own bar), and is not part of the run (unlike a callback, it is not recorded).
     `stack`: run as one member of a p2pfl.engine.stacked.Stack, in its own thread (see
@@ -76,7 +78,7 @@ def run(cfg: Config, out_dir: str | Path | None = None, progress: bool | Observe
     with ExitStack() as exits:
         with agreed():  # a distributed run: any process's error stops all before round 1
             cfg, parts = resolve(with_absolute_paths(cfg), out, resume, topology, model, data,
-                                 partition, algorithm, callbacks)
+                                 partition, algorithm, callbacks, compressor)
             if not resume:
                 refuse_unless_empty(out)  # before the build: a taken directory is a quick error
             checkpoint = resume_point(out, cfg, resolve_device(cfg.device)) if resume else None

@@ -147,8 +147,9 @@ class Runner:
             "train_loss": report.losses[trained].mean().item(),
             "nodes_trained": int(trained.sum()),
             "messages": report.copies_sent,
-            "bytes_sent": (report.copies_sent * ctx.population.num_params
-                           + report.scalars_sent) * self.bytes_per_value,
+            "bytes_sent": report.bytes_sent if report.bytes_sent is not None else (
+                report.copies_sent * ctx.population.num_params * self.bytes_per_value
+                + report.scalars_sent * 8),  # a scalar is a float64 push-sum weight
             "wall_s": time.perf_counter() - start,
         }
         if skipped:

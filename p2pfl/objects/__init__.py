@@ -18,6 +18,9 @@ partition of one's own (one index list per node, any lengths, or a partitioner f
 resume needs them passed again, unchanged. Every run's data.json also records the partition it
 trained on (sizes, label histograms, a fingerprint that a resume must match).
 
+A compressor object (p2pfl.core.compression.Compressor, for choco) is recorded in
+compressor.json by its class, source and plain attributes; a resume needs it passed again.
+
 An algorithm class of one's own (registered, or passed) is recorded in algorithm.json and round
 callbacks in callbacks.json, by class path and a fingerprint of their source (and a callback's
 plain attributes); a resume needs them passed again (or, for a registered algorithm, imported).
@@ -39,8 +42,10 @@ from p2pfl.data import Dataset
 from p2pfl.objects.code import (
     ALGORITHM_RECORD,
     CALLBACKS_RECORD,
+    COMPRESSOR_RECORD,
     resolve_algorithm,
     resolve_callbacks,
+    resolve_compressor,
 )
 from p2pfl.objects.data import (
     DATA_RECORD,
@@ -63,13 +68,15 @@ class Parts:
     dataset: Dataset | None = None
     partition: object | None = None  # index lists (one per node, checked) or a partitioner
     callbacks: tuple[Callback, ...] = ()
+    compressor: object | None = None  # p2pfl.core.compression.Compressor
     records: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)  # file -> record
 
 
 def resolve(cfg: Config, out: Path, resume: bool, topology: object | None = None,
             model: object | None = None, data: object | None = None,
             partition: object | None = None, algorithm: type | None = None,
-            callbacks: Sequence[Any] | None = None) -> tuple[Config, Parts]:
+            callbacks: Sequence[Any] | None = None, compressor: object | None = None
+            ) -> tuple[Config, Parts]:
     """The config to record and run, and the parts given as objects (checked against `out`'s
     records on resume)."""
     cfg, schedule, topology_record = resolve_topology(cfg, out, resume, topology)
@@ -77,8 +84,10 @@ def resolve(cfg: Config, out: Path, resume: bool, topology: object | None = None
     cfg, dataset, rows, data_record = resolve_data(cfg, out, resume, data, partition)
     cfg, algorithm_record = resolve_algorithm(cfg, out, resume, algorithm)
     hooks, callbacks_record = resolve_callbacks(out, resume, callbacks)
+    cfg, compressor, compressor_record = resolve_compressor(cfg, out, resume, compressor)
     records = {name: r for name, r in ((RECORD, topology_record), (MODEL_RECORD, model_record),
                                        (DATA_RECORD, data_record),
                                        (ALGORITHM_RECORD, algorithm_record),
-                                       (CALLBACKS_RECORD, callbacks_record)) if r is not None}
-    return cfg, Parts(schedule, module, dataset, rows, tuple(hooks), records)
+                                       (CALLBACKS_RECORD, callbacks_record),
+                                       (COMPRESSOR_RECORD, compressor_record)) if r is not None}
+    return cfg, Parts(schedule, module, dataset, rows, tuple(hooks), compressor, records)

@@ -13,6 +13,7 @@ from p2pfl.objects.records import describe_code, read_record
 
 ALGORITHM_RECORD = "algorithm.json"
 CALLBACKS_RECORD = "callbacks.json"
+COMPRESSOR_RECORD = "compressor.json"
 
 
 def resolve_algorithm(cfg: Config, out: Path, resume: bool,
@@ -64,3 +65,33 @@ def resolve_callbacks(out: Path, resume: bool, callbacks: Sequence[Any] | None
             raise ConfigError("callbacks", f"the callbacks differ from those {out} ran with "
                               f"({ran or 'none'}; class, source or attributes): pass the same ones")
     return given, record
+
+
+def resolve_compressor(cfg: Config, out: Path, resume: bool, compressor: object | None
+                       ) -> tuple[Config, object | None, dict | None]:
+    """(config as recorded, the compressor, record to write). A compressor object sets
+    `algorithm.compressor = "object"` and is recorded by its class, source and plain attributes;
+    a resume needs the same one again."""
+    from algorithms import ALGORITHMS
+    from p2pfl.core.compression import check_compressor
+
+    record = None
+    if compressor is not None:
+        try:
+            check_compressor(compressor)
+        except TypeError as err:
+            raise ConfigError("compressor", str(err)) from None
+        options = ALGORITHMS[cfg.algorithm.name].Options
+        if "compressor" not in {f for f in options.__dataclass_fields__}:
+            raise ConfigError("compressor", f"{cfg.algorithm.name} sends whole models; a "
+                              "compressor is for an algorithm that compresses (choco)")
+        cfg = config_with_overrides(cfg.to_dict(), {"algorithm.compressor": "object"})
+        record = describe_code(compressor)
+    recorded = read_record(out / COMPRESSOR_RECORD) if resume else None
+    if recorded is not None and (record is None or
+                                 record["fingerprint"] != recorded["fingerprint"]):
+        ran = f"{out} ran with the compressor {recorded['class']} {recorded['params']}"
+        raise ConfigError("compressor", f"{ran}: pass it again (compressor=...)" if record is None
+                          else f"{ran}; this is another one (class, source or attributes): "
+                          "pass the same one")
+    return cfg, compressor, record
