@@ -57,8 +57,9 @@ def test_table_groups_seeds_and_sorts_by_accuracy(tmp_path):
     table = comparison_table(find_runs([tmp_path]), last=1, target=0.75)
     rows = table.splitlines()[2:]
     assert rows[0].startswith("| fast | 2 | 2 (2 unfinished) | 70.00 ± 10.00 | 75.00 ± 5.00 | "
-                              "2.0 (1/2 runs) |")
-    assert rows[1].startswith("| slow | 1 | 2 (1 unfinished) | 40.00 | 40.00 | not reached |")
+                              "2.0 (1/2 runs) | 2.0 (1/2 runs) |")  # 1 MB a round
+    assert rows[1].startswith("| slow | 1 | 2 (1 unfinished) | 40.00 | 40.00 | not reached | "
+                              "not reached |")
     _fake_run(tmp_path / "slow" / "seed1", [0.2, 0.4, 0.5])
     (tmp_path / "slow" / "seed1" / "summary.json").write_text("{}")
     assert "| slow | 2 | 2-3 (1 unfinished) |" in comparison_table(find_runs([tmp_path]))

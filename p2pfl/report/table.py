@@ -48,6 +48,7 @@ class RunSummary:
     best: float
     rounds_to_target: int | None  # first round with test_acc >= target; None if never
     seconds_to_target: float | None  # its simulated time (runs with [network]); None if never
+    bytes_to_target: float | None  # bytes sent up to and including that round; None if never
     messages_per_round: float
     bytes_sent: float
     finished: bool  # the run wrote summary.json
@@ -100,9 +101,11 @@ def summarize(run_dir: Path, last: int = 10, target: float | None = None) -> Run
         raise ConfigError("runs", f"{run_dir} has no evaluated round (test_acc)")
     accs = [r["test_acc"] for r in evaluated]
     first = next((r for r in evaluated if target is not None and r["test_acc"] >= target), {})
+    sent = (float(sum(r["bytes_sent"] for r in history if r["round"] <= first["round"]))
+            if first else None)
     return RunSummary(run_label(run_dir), len(history), min(last, len(accs)),
                       _last_mean(evaluated, "test_acc", last), max(accs),
-                      first.get("round"), first.get("sim_time_s"),
+                      first.get("round"), first.get("sim_time_s"), sent,
                       float(np.mean([r["messages"] for r in history])),
                       float(sum(r["bytes_sent"] for r in history)),
                       (run_dir / "summary.json").exists(),
@@ -234,7 +237,12 @@ def _target_cell(rows: Rows, target: float | None) -> str:
 
 def _seconds_cell(rows: Rows) -> str:
     seconds = [s.seconds_to_target for s in rows if s.seconds_to_target is not None]
-    return f"{np.mean(seconds):.3g}" if seconds else "not reached"
+    return f"{np.mean(seconds):.3g}" + _of_runs(len(seconds), rows) if seconds else "not reached"
+
+
+def _megabytes_cell(rows: Rows) -> str:
+    sent = [s.bytes_to_target for s in rows if s.bytes_to_target is not None]
+    return f"{np.mean(sent) / 1e6:.1f}" + _of_runs(len(sent), rows) if sent else "not reached"
 
 
 def _columns(summaries: Rows, target: float | None) -> list[tuple[str, Callable[[Rows], str]]]:
@@ -253,6 +261,8 @@ def _columns(summaries: Rows, target: float | None) -> list[tuple[str, Callable[
                 for key in sorted({key for s in summaries for key in s.extra})]
     columns += [("best %", lambda rows: _pct([s.best for s in rows])),
                 (f"rounds to {at}", partial(_target_cell, target=target))]
+    if target is not None:
+        columns.append((f"MB to {at}", _megabytes_cell))
     if target is not None and any(s.seconds_to_target is not None for s in summaries):
         columns.append((f"simulated s to {at}", _seconds_cell))
     return columns + [
