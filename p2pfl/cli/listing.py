@@ -78,9 +78,10 @@ def algorithms(args: argparse.Namespace) -> int:
         if "kind" not in row:
             who = "every" if row is table["all"] else "every server"
             return f"(what {who} algorithm reads) {options}"
-        return f"{row['kind']:<8}  {row['source']}; options: {options}"
+        return f"{row['kind']:<{kind_width}}  {row['source']}; options: {options}"
 
     table = algorithm_table()
+    kind_width = max(len(row.get("kind", "")) for row in table.values())
     return _print(table, line, args.json)
 
 
