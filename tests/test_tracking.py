@@ -152,6 +152,17 @@ def test_tracking_reaches_the_exact_minimum_where_plain_gossip_keeps_a_bias(name
         assert error > 1e-3
 
 
+@pytest.mark.parametrize("name", TRACKING)
+def test_on_the_star_the_hub_is_a_peer_and_tracking_still_reaches_the_exact_minimum(name):
+    """The star as a decentralized graph (the hub trains too; no server, no sampling)."""
+    graph = nx.star_graph(4)
+    ctx, algorithm, a, b = quadratic_run(name, graph)
+    for t in range(400):
+        play(algorithm, ctx, t, graph)
+    optimum = (a[:, None] * b).sum(0) / a.sum()
+    assert np.abs(flatten(ctx.population.params).numpy() - optimum).max() < 1e-9
+
+
 def test_push_diging_with_lost_messages_and_offline_nodes_keeps_the_invariant_and_the_optimum():
     """Faults: the sender keeps a lost share and an offline node keeps its gradient, so the
     trackers' mass stays the gradients' mass; the run still ends at x*."""
