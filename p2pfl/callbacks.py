@@ -26,6 +26,7 @@ import networkx as nx
 import topologies as T
 from p2pfl.context import RunContext
 from p2pfl.core.population import Params
+from p2pfl.errors import CallbackError
 
 
 class StopRun(Exception):  # noqa: N818 (a request, not an error)
@@ -80,14 +81,22 @@ def call_all(callbacks: list[Callback], end: RoundEnd, record: dict[str, Any]) -
     StopRun (the callbacks after it still run), or None."""
     reason = None
     for callback in callbacks:
+        name = type(callback).__name__
         try:
             added = callback.after_round(end) or {}
         except StopRun as stop:
-            reason = reason or str(stop) or type(callback).__name__
+            reason = reason or str(stop) or name
             continue
+        except Exception as err:
+            first = " ".join(str(err).splitlines()[:1])
+            raise CallbackError(f"callback {name} failed in round {end.t + 1}: "
+                                f"{type(err).__name__}: {first}") from err
+        if not isinstance(added, Mapping):
+            raise CallbackError(f"callback {name} returned a {type(added).__name__} in round "
+                                f"{end.t + 1}; after_round returns a dict of metrics or None")
         taken = sorted(set(added) & set(record))
         if taken:
-            raise ValueError(f"{type(callback).__name__} returned {taken[0]!r}, which the "
+            raise ValueError(f"{name} returned {taken[0]!r}, which the "
                              "round's record already has: give the metric its own name")
         record.update(added)
     return reason

@@ -18,6 +18,11 @@ class DivergenceError(RuntimeError):
     the nodes and the last finite loss."""
 
 
+class CallbackError(RuntimeError):
+    """A round callback raised; the message (one line) names the callback, the round and its
+    error (chained as __cause__). The run stopped before writing that round."""
+
+
 class RunInterrupted(KeyboardInterrupt):
     """Ctrl-C stopped the run at the end of a round, after writing a checkpoint. `stopped` says
     where, `advice` how to go on; `str(err)` is both, on one line."""

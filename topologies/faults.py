@@ -80,6 +80,8 @@ class Faults:
 
     def lost(self, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
         """bool per message src[e] -> dst[e]: lost on the link, or an end is offline."""
+        if len(src) == 0:  # a round without messages (an edgeless graph)
+            return np.zeros(0, dtype=bool)
         if sp.issparse(self.links):
             on_link = np.asarray(self.links.tocsr()[dst, src]).ravel().astype(bool)
         else:

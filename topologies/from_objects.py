@@ -53,9 +53,20 @@ def from_function(fn: Callable[[int], nx.Graph], period: int | None = None) -> F
 
 
 def _mixing_graph(W: object) -> nx.Graph:
-    """The weighted graph of a column-convention mixing matrix (W[j, i] = share i sends to j)."""
+    """The weighted graph of a column-convention mixing matrix (W[j, i] = share i sends to j).
+    A matrix with a diagonal must have columns summing to 1 (ValueError); with a zero diagonal
+    the self weights are implied."""
     M = sp.csr_array(W) if sp.issparse(W) else np.asarray(W, dtype=float)
-    return from_adjacency(M.T, weighted=True)
+    G = from_adjacency(M.T, weighted=True)  # checks the shape and the entries first
+    diagonal = np.asarray(M.diagonal(), dtype=float)
+    if diagonal.any():
+        sums = np.asarray(M.sum(axis=0), dtype=float).ravel()
+        worst = int(np.argmax(np.abs(sums - 1)))
+        if abs(sums[worst] - 1) > 1e-9:
+            raise ValueError(f"mixing matrix column {worst} sums to {sums[worst]:.12g} with its "
+                             "diagonal; columns must sum to 1 (W[j, i] = share of i's mass sent "
+                             "to j), or leave the diagonal 0 to have the self weights implied")
+    return G
 
 
 def _is_matrix(obj: object) -> bool:

@@ -149,16 +149,18 @@ def check_topology(algorithm: Algorithm, schedule: T.Schedule, rounds: int) -> N
     """Refuse a topology whose mixing matrix or connectivity the algorithm cannot work with."""
     if algorithm.mixing == "server":
         return
-    graph = schedule.at(0)
-    try:
-        if algorithm.mixing == "doubly_stochastic":
-            T.check_doubly_stochastic(T.doubly_stochastic(graph, sparse=True))
-        else:
-            T.check_column_stochastic(T.column_stochastic(graph, sparse=True))
-    except ValueError as err:
-        raise ConfigError("topology", f"{algorithm.name} needs {algorithm.mixing.replace('_', '-')}"
-                          f" mixing: {err}") from None
     window = 1 if schedule.period == 1 else min(rounds, schedule.period or CONNECTIVITY_WINDOW)
+    for t in range(window):  # every graph of a period (or of the first rounds) before round 0
+        try:
+            if algorithm.mixing == "doubly_stochastic":
+                T.check_doubly_stochastic(T.doubly_stochastic(schedule.at(t), sparse=True))
+            else:
+                T.check_column_stochastic(T.column_stochastic(schedule.at(t), sparse=True))
+        except ValueError as err:
+            where = f" (the graph of round {t})" if t else ""
+            raise ConfigError("topology", f"{algorithm.name} needs "
+                              f"{algorithm.mixing.replace('_', '-')} mixing{where}: {err}"
+                              ) from None
     if not T.is_strongly_connected(T.union_graph(schedule, 0, window)):
         what = "graph" if window == 1 else f"union of the graphs of rounds 0..{window - 1}"
         raise ConfigError("topology", f"the {what} is not strongly connected: {algorithm.name} "

@@ -27,8 +27,10 @@ def tensor_digest(digest: Any, value: torch.Tensor) -> None:
 
 def as_dataset(data: object) -> Dataset:
     """A Dataset from a Dataset or (x_train, y_train, x_test, y_test) (tensors or arrays):
-    inputs as float32 [n, *input_shape], labels int64 [n] in 0..num_classes - 1."""
+    inputs as float32 [n, *input_shape], labels int64 [n] in 0..num_classes - 1; either is
+    checked (check_dataset)."""
     if isinstance(data, Dataset):
+        check_dataset(data)
         return data
     if not (isinstance(data, tuple | list) and len(data) == 4):
         raise ConfigError("data", "expected a p2pfl.data.Dataset or (x_train, y_train, x_test, "
@@ -37,18 +39,53 @@ def as_dataset(data: object) -> Dataset:
         x_train, y_train, x_test, y_test = (torch.as_tensor(v) for v in data)
     except (TypeError, ValueError, RuntimeError) as err:
         raise ConfigError("data", f"cannot make tensors of the data: {err}") from None
+    _check_split(x_train, y_train, x_test, y_test)
+    dataset = Dataset("object", x_train.float(), y_train.long(), x_test.float(), y_test.long(),
+                      int(max(y_train.max(), y_test.max())) + 1, tuple(x_train.shape[1:]))
+    check_dataset(dataset)
+    return dataset
+
+
+def _check_split(x_train: torch.Tensor, y_train: torch.Tensor, x_test: torch.Tensor,
+                 y_test: torch.Tensor) -> None:
     for name, x, y in (("train", x_train, y_train), ("test", x_test, y_test)):
-        if y.ndim != 1 or x.shape[:1] != y.shape or y.is_floating_point() or y.numel() == 0:
-            raise ConfigError("data", f"{name}: expected inputs [n, ...] and integer labels [n], "
-                              f"got {list(x.shape)} and {list(y.shape)} ({y.dtype})")
-    if x_train.shape[1:] != x_test.shape[1:]:
-        raise ConfigError("data", f"train inputs are {list(x_train.shape[1:])} per sample, test "
-                          f"inputs {list(x_test.shape[1:])}")
-    low = int(min(y_train.min(), y_test.min()))
-    if low < 0:
-        raise ConfigError("data", f"labels must be 0..num_classes - 1, got {low}")
-    return Dataset("object", x_train.float(), y_train.long(), x_test.float(), y_test.long(),
-                   int(max(y_train.max(), y_test.max())) + 1, tuple(x_train.shape[1:]))
+        if x.is_meta or y.is_meta:
+            raise ConfigError("data", f"{name}: tensors on the meta device hold no data")
+        if (y.ndim != 1 or x.ndim < 2 or x.shape[:1] != y.shape or y.is_floating_point()
+                or y.is_complex() or y.numel() == 0):
+            raise ConfigError("data", f"{name}: expected inputs [n, ...] (at least one feature "
+                              f"dimension) and integer labels [n], got {list(x.shape)} and "
+                              f"{list(y.shape)} ({y.dtype})")
+        if x.is_complex() or not (x.is_floating_point() or x.dtype in INTEGER_INPUTS):
+            raise ConfigError("data", f"{name}: inputs must be real numbers, got {x.dtype}")
+
+
+INTEGER_INPUTS = (torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64)
+
+
+def check_dataset(data: Dataset) -> None:
+    """Refuse, naming the problem, what would fail or silently mislead in a round: shapes that
+    disagree, labels outside 0..num_classes - 1, more classes than training samples (a stray
+    huge label), non-finite inputs."""
+    _check_split(data.x_train, data.y_train, data.x_test, data.y_test)
+    shape = tuple(data.input_shape)
+    for name, x in (("train", data.x_train), ("test", data.x_test)):
+        if tuple(x.shape[1:]) != shape:
+            raise ConfigError("data", f"{name} inputs are {list(x.shape[1:])} per sample, but "
+                              f"input_shape is {list(shape)}")
+        bad = ~torch.isfinite(x.reshape(len(x), -1).float()).all(1)
+        if bad.any():
+            raise ConfigError("data", f"{name} inputs: {int(bad.sum())} samples hold NaN or "
+                              f"infinite values (the first: sample {int(bad.nonzero()[0])})")
+    low = int(min(data.y_train.min(), data.y_test.min()))
+    high = int(max(data.y_train.max(), data.y_test.max()))
+    if low < 0 or high >= data.num_classes:
+        raise ConfigError("data", f"labels must be 0..num_classes - 1 = {data.num_classes - 1}, "
+                          f"got {low}..{high}")
+    if data.num_classes > len(data.y_train):
+        raise ConfigError("data", f"the largest label {high} makes {data.num_classes} classes, "
+                          f"more than the {len(data.y_train)} training samples: labels must be "
+                          "0..num_classes - 1")
 
 
 def resolve_data(cfg: Config, out: Path, resume: bool, data: object | None,

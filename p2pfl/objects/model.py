@@ -30,6 +30,25 @@ def describe_model(model: nn.Module) -> dict[str, Any]:
             "fingerprint": digest.hexdigest()}
 
 
+def check_module(model: nn.Module) -> None:
+    """Refuse what the population cannot train as given (ConfigError naming the parameter): no
+    parameters, frozen or non-floating parameters, or tensors without data (the meta device)."""
+    params = list(model.named_parameters())
+    if not params:
+        raise ConfigError("model", f"{type(model).__name__} has no parameters to train")
+    for name, p in [*params, *model.named_buffers()]:
+        if p.is_meta:
+            raise ConfigError("model", f"{name} is on the meta device (no data): materialize the "
+                              "module first (e.g. module.to_empty(device='cpu') and initialize)")
+    for name, p in params:
+        if not p.is_floating_point():
+            raise ConfigError("model", f"parameter {name} is {p.dtype}; parameters must be "
+                              "floating point (keep integer state in a buffer)")
+        if not p.requires_grad:
+            raise ConfigError("model", f"parameter {name} has requires_grad=False, but every "
+                              "parameter is trained: register a frozen tensor as a buffer")
+
+
 def resolve_model(cfg: Config, out: Path, resume: bool,
                   model: object | None) -> tuple[Config, nn.Module | None, dict | None]:
     """(config as recorded, model to run or None for a named one, record to write)."""
@@ -45,6 +64,7 @@ def resolve_model(cfg: Config, out: Path, resume: bool,
                           "p2pfl.run(cfg, out, model=..., resume=True)")
     if not isinstance(model, nn.Module):
         raise ConfigError("model", f"expected a torch.nn.Module, got {type(model).__name__}")
+    check_module(model)
     record = describe_model(model)
     if recorded is not None and recorded["fingerprint"] != record["fingerprint"]:
         raise ConfigError("model", f"the model differs from the one {out} started from "

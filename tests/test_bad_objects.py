@@ -1,0 +1,150 @@
+"""Bad Python objects handed to p2pfl.run: one clear error naming the problem before any round,
+and no run directory left behind; or, for a callback that fails mid-run, an error naming it with
+the checkpoint of the rounds before intact. (The cases a probe of the Python API found.)"""
+
+from __future__ import annotations
+
+import networkx as nx
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import torch
+from torch import nn
+
+import p2pfl
+import topologies as T
+from p2pfl.data import Dataset
+from p2pfl.engine.checkpoint import CHECKPOINT
+from p2pfl.report.results import METRICS, read_metrics
+from tests.conftest import skip_plots, small_config
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+
+def refused(tmp_path, match: str, cfg=None, **objects) -> None:
+    out = tmp_path / "run"
+    with pytest.raises(ValueError, match=match):
+        p2pfl.run(cfg or small_config(), out, progress=False, **objects)
+    assert not out.exists()
+
+
+def ring_matrix(diagonal: float | None) -> np.ndarray:
+    W = T.doubly_stochastic(nx.cycle_graph(6))
+    if diagonal is not None:
+        np.fill_diagonal(W, diagonal)
+    return W
+
+
+@pytest.mark.parametrize("layout", [np.asarray, sp.csr_array])
+def test_a_mixing_matrix_whose_columns_do_not_sum_to_one_is_refused(tmp_path, layout):
+    refused(tmp_path, "^topology: mixing matrix column 0 sums to 1.56666",
+            topology=layout(ring_matrix(0.9)))
+
+
+def test_a_zero_diagonal_is_implied_and_runs_as_the_whole_matrix(tmp_path, monkeypatch):
+    skip_plots(monkeypatch)
+    whole = p2pfl.run(small_config(), tmp_path / "whole", topology=ring_matrix(None))
+    implied = p2pfl.run(small_config(), tmp_path / "implied", topology=ring_matrix(0.0))
+    assert [r["train_loss"] for r in whole] == [r["train_loss"] for r in implied]
+
+
+def test_every_graph_of_a_period_is_checked_before_round_0(tmp_path):
+    directed = nx.DiGraph([(i, (i + 1) % 6) for i in range(6)])
+    refused(tmp_path, r"^topology: dfedavg needs doubly-stochastic mixing \(the graph of round 1\)",
+            topology=[nx.cycle_graph(6), directed])
+
+
+@pytest.mark.parametrize("name", ["dfedavg", "sgp"])
+def test_a_round_without_edges_is_a_round_without_messages(tmp_path, monkeypatch, name):
+    """Joint connectivity: the ring in even rounds, no edge in odd ones."""
+    skip_plots(monkeypatch)
+    history = p2pfl.run(small_config(algorithm__name=name, rounds=2), tmp_path / "run",
+                        topology=[nx.cycle_graph(6), nx.empty_graph(6)])
+    assert [r["messages"] for r in history] == [12, 0]
+
+
+def _mlp() -> nn.Module:
+    return nn.Sequential(nn.Flatten(), nn.Linear(784, 16), nn.ReLU(), nn.Linear(16, 10))
+
+
+def _frozen() -> nn.Module:
+    model = _mlp()
+    model[1].requires_grad_(False)
+    return model
+
+
+@pytest.mark.parametrize(("model", "match"), [
+    (_frozen(), "^model: parameter 1.weight has requires_grad=False"),
+    (nn.Sequential(nn.Flatten(), nn.AdaptiveAvgPool1d(10)), "^model: Sequential has no parameters"),
+    (nn.Sequential(nn.Flatten(), nn.Linear(784, 10, device="meta")),
+     "^model: 1.weight is on the meta device"),
+])
+def test_a_module_that_cannot_be_trained_as_given_is_refused(tmp_path, model, match):
+    refused(tmp_path, match, model=model)
+
+
+def _arrays(n: int = 300) -> tuple[np.ndarray, ...]:
+    gen = np.random.default_rng(0)
+    x = gen.normal(size=(n, 20)).astype(np.float32)
+    y = gen.integers(0, 3, n)
+    return x, y, x[:60].copy(), y[:60].copy()
+
+
+def _with(index: int, value: np.ndarray) -> tuple[np.ndarray, ...]:
+    parts = list(_arrays())
+    parts[index] = value
+    return tuple(parts)
+
+
+def _dataset(**changes) -> Dataset:
+    x, y, xt, yt = (torch.as_tensor(v) for v in _arrays())
+    fields = {"name": "mine", "x_train": x, "y_train": y, "x_test": xt, "y_test": yt,
+              "num_classes": 3, "input_shape": (20,)} | changes
+    return Dataset(**fields)
+
+
+NAN_ROWS = _arrays()[0].copy()
+NAN_ROWS[::5, 0] = np.nan
+HUGE_LABEL = _arrays()[1].copy()
+HUGE_LABEL[0] = 10**6
+
+
+@pytest.mark.parametrize(("data", "match"), [
+    (_with(0, NAN_ROWS), "^data: train inputs: 60 samples hold NaN or infinite values"),
+    (_with(2, np.full((60, 20), np.inf, dtype=np.float32)), "^data: test inputs: 60 samples"),
+    (_with(0, _arrays()[0][:, 0]), r"^data: train: expected inputs \[n, ...\] \(at least one"),
+    (_with(1, HUGE_LABEL), "^data: the largest label 1000000 makes 1000001 classes, more than"),
+    (_with(0, _arrays()[0].astype(np.complex64)), "^data: train: inputs must be real numbers"),
+    (_dataset(y_train=torch.zeros(290, dtype=torch.long)), r"^data: train: expected inputs"),
+    (_dataset(num_classes=2), r"^data: labels must be 0..num_classes - 1 = 1, got 0..2"),
+    (_dataset(input_shape=(4, 5)), r"^data: train inputs are \[20\] per sample, but input_shape"),
+])
+def test_data_that_would_fail_or_mislead_a_round_is_refused(tmp_path, data, match):
+    cfg = small_config(data__synthetic_train=2000, data__synthetic_test=500, data__alpha=0.3)
+    refused(tmp_path, match, cfg=cfg, data=data)
+
+
+class Fails(p2pfl.Callback):
+    def after_round(self, end):
+        if end.t == 1:
+            raise RuntimeError("disk quota\nsecond line")
+        return {"ok": 1.0}
+
+
+class ReturnsFloat(p2pfl.Callback):
+    def after_round(self, end):
+        return 3.0
+
+
+def test_a_failing_callback_is_named_and_the_rounds_before_stay(tmp_path, monkeypatch):
+    skip_plots(monkeypatch)
+    out = tmp_path / "run"
+    cfg = small_config(rounds=3, engine__checkpoint_every=1)
+    with pytest.raises(p2pfl.CallbackError,
+                       match="^callback Fails failed in round 2: RuntimeError: disk quota$"):
+        p2pfl.run(cfg, out, callbacks=[Fails()])
+    assert [r["round"] for r in read_metrics(out / METRICS)] == [1]
+    assert (out / CHECKPOINT).exists()
+    with pytest.raises(p2pfl.CallbackError, match="^callback ReturnsFloat returned a float in "
+                       "round 1; after_round returns a dict"):
+        p2pfl.run(cfg, tmp_path / "float", callbacks=[ReturnsFloat()])
