@@ -13,6 +13,7 @@ from torch import nn
 
 import p2pfl
 import topologies as T
+from p2pfl.config import ConfigError
 from p2pfl.data import Dataset
 from p2pfl.engine.checkpoint import CHECKPOINT
 from p2pfl.report.results import METRICS, read_metrics
@@ -83,6 +84,29 @@ def test_a_module_that_cannot_be_trained_as_given_is_refused(tmp_path, model, ma
     refused(tmp_path, match, model=model)
 
 
+class Unused(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.used, self.spare = nn.Linear(784, 10), nn.Linear(3, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.used(x.flatten(1))
+
+
+def test_a_parameter_forward_never_uses_is_refused(tmp_path):
+    refused(tmp_path, "^model: parameter spare.weight of Unused is not used by forward",
+            model=Unused())
+
+
+def test_batch_norm_without_running_statistics_trains(tmp_path, monkeypatch):
+    """Batch statistics only: no state beside the parameters, so the population can run it."""
+    skip_plots(monkeypatch)
+    model = nn.Sequential(nn.Flatten(), nn.Linear(784, 16), nn.BatchNorm1d(16,
+                          track_running_stats=False), nn.ReLU(), nn.Linear(16, 10))
+    history = p2pfl.run(small_config(), tmp_path / "run", model=model)
+    assert np.isfinite(history[-1]["train_loss"])
+
+
 def _arrays(n: int = 300) -> tuple[np.ndarray, ...]:
     gen = np.random.default_rng(0)
     x = gen.normal(size=(n, 20)).astype(np.float32)
@@ -148,3 +172,29 @@ def test_a_failing_callback_is_named_and_the_rounds_before_stay(tmp_path, monkey
     with pytest.raises(p2pfl.CallbackError, match="^callback ReturnsFloat returned a float in "
                        "round 1; after_round returns a dict"):
         p2pfl.run(cfg, tmp_path / "float", callbacks=[ReturnsFloat()])
+
+
+def _turns_directed(t: int) -> nx.Graph:
+    return nx.cycle_graph(6) if t < 22 else nx.DiGraph([(i, (i + 1) % 6) for i in range(6)])
+
+
+def _grows(t: int) -> nx.Graph:
+    return nx.cycle_graph(6 if t < 22 else 7)
+
+
+@pytest.mark.parametrize(("fn", "match"), [
+    (_turns_directed, r"^topology: dfedavg needs doubly-stochastic mixing \(the graph of round "
+                      r"22\): doubly-stochastic \(symmetric\) mixing needs an undirected"),
+    (_grows, r"^topology: the graph of round 22 has 7 nodes, round 0's has 6$"),
+])
+def test_a_schedule_function_that_turns_bad_after_the_checked_rounds_stops_naming_the_round(
+        tmp_path, monkeypatch, fn, match):
+    """Rounds 0-19 are checked before round 0; a later bad graph stops the run in its round,
+    the 22 rounds before written."""
+    skip_plots(monkeypatch)
+    out = tmp_path / "run"
+    with pytest.raises(ConfigError, match=match):
+        p2pfl.run(small_config(rounds=25, engine__checkpoint_every=5, eval__every=5), out,
+                  topology=fn)
+    assert len(read_metrics(out / METRICS)) == 22
+    assert (out / CHECKPOINT).exists()

@@ -71,8 +71,8 @@ def test_resume_needs_the_same_module(tmp_path):
 
 @pytest.mark.parametrize("model, match", [
     (nn.Sequential(nn.Flatten(), nn.Linear(784, 10), nn.BatchNorm1d(10)), "GroupNorm"),
-    (nn.Sequential(nn.Flatten(), nn.Linear(784, 7)), r"\[1, 7\]; expected \[1, 10\]"),
-    (nn.Sequential(nn.Linear(5, 10)), "failed on one input"),
+    (nn.Sequential(nn.Flatten(), nn.Linear(784, 7)), r"\[2, 7\]; expected \[2, 10\]"),
+    (nn.Sequential(nn.Linear(5, 10)), "failed on a batch of shape"),
     ("mlp", "expected a torch.nn.Module"),
 ])
 def test_bad_models_are_one_line_errors(tmp_path, model, match):

@@ -78,8 +78,9 @@ def activation_bytes(forward: StackedForward, model: Params,
     [1, *shape] on the run's device and dtype."""
     first = next(iter(model.values()))
     probe = [torch.zeros(1, b, *input_shape, device=first.device, dtype=first.dtype)
-             for b in (1, 2)]
-    return max(0, _saved_bytes(forward, model, probe[1]) - _saved_bytes(forward, model, probe[0]))
+             for b in (2, 4)]  # not 1: batch statistics (BatchNorm without running ones) need 2
+    more = _saved_bytes(forward, model, probe[1]) - _saved_bytes(forward, model, probe[0])
+    return max(0, -(-more // 2))
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Sequence
 
+import networkx as nx
 import numpy as np
 import torch
 import torch.distributed as dist
@@ -145,22 +146,35 @@ def schedule_for(cfg: Config, algorithm: Algorithm) -> T.Schedule:
         raise ConfigError("topology", str(err)) from None
 
 
+def check_mixing(algorithm: Algorithm, schedule: T.Schedule, t: int,
+                 graph: nx.Graph | None = None) -> None:
+    """Refuse round t's graph (`graph`, or the schedule's) if the algorithm cannot mix on it, or
+    if the schedule cannot make it: ConfigError naming the round (0-based here, as `at` counts)."""
+    try:
+        graph = schedule.at(t) if graph is None else graph
+        if algorithm.mixing == "doubly_stochastic":
+            T.check_doubly_stochastic(T.doubly_stochastic(graph, sparse=True))
+        else:
+            T.check_column_stochastic(T.column_stochastic(graph, sparse=True))
+    except ValueError as err:
+        where = f" (the graph of round {t})" if t else ""
+        raise ConfigError("topology", f"{algorithm.name} needs "
+                          f"{algorithm.mixing.replace('_', '-')} mixing{where}: {err}") from None
+
+
+def unchecked_graphs(schedule: T.Schedule) -> bool:
+    """Whether graphs after check_topology's window still need check_mixing in their round: a
+    function of one's own without a period (the library's schedules build valid graphs)."""
+    return isinstance(schedule, T.FunctionSchedule) and schedule.period is None
+
+
 def check_topology(algorithm: Algorithm, schedule: T.Schedule, rounds: int) -> None:
     """Refuse a topology whose mixing matrix or connectivity the algorithm cannot work with."""
     if algorithm.mixing == "server":
         return
     window = 1 if schedule.period == 1 else min(rounds, schedule.period or CONNECTIVITY_WINDOW)
     for t in range(window):  # every graph of a period (or of the first rounds) before round 0
-        try:
-            if algorithm.mixing == "doubly_stochastic":
-                T.check_doubly_stochastic(T.doubly_stochastic(schedule.at(t), sparse=True))
-            else:
-                T.check_column_stochastic(T.column_stochastic(schedule.at(t), sparse=True))
-        except ValueError as err:
-            where = f" (the graph of round {t})" if t else ""
-            raise ConfigError("topology", f"{algorithm.name} needs "
-                              f"{algorithm.mixing.replace('_', '-')} mixing{where}: {err}"
-                              ) from None
+        check_mixing(algorithm, schedule, t)
     if not T.is_strongly_connected(T.union_graph(schedule, 0, window)):
         what = "graph" if window == 1 else f"union of the graphs of rounds 0..{window - 1}"
         raise ConfigError("topology", f"the {what} is not strongly connected: {algorithm.name} "
@@ -281,22 +295,32 @@ def _clock(cfg: Config, algorithm: Algorithm, schedule: T.Schedule, data: Federa
 
 def _own_model(model: nn.Module, data: FederatedData, device: torch.device,
                dtype: torch.dtype) -> nn.Module:
-    """A copy of a researcher's model on the run's device, checked to map one input to logits
-    over the data's classes."""
+    """A copy of a researcher's model on the run's device, checked to map a batch of two inputs
+    to logits over the data's classes with a gradient for every parameter (the check draws from
+    its own generator and leaves the global random state as it was)."""
     model = copy.deepcopy(model).to(device=device, dtype=dtype)
     try:
         stacked_forward(model)  # refuses BatchNorm running statistics first
     except ValueError as err:
         raise ConfigError("model", str(err)) from None
-    x = torch.zeros(1, *data.input_shape, device=device, dtype=dtype)
-    try:
-        with torch.no_grad():
-            shape = tuple(model(x).shape)
-    except Exception as err:  # any failure of the user's forward is a one-line config error
-        raise ConfigError("model", f"{type(model).__name__} failed on one input of shape "
-                          f"{list(x.shape)}: {type(err).__name__}: {err}") from None
-    if shape != (1, data.num_classes):
-        raise ConfigError("model", f"{type(model).__name__} maps an input of shape "
-                          f"{list(x.shape)} to {list(shape)}; expected [1, {data.num_classes}] "
-                          "logits")
+    probe = torch.randn(2, *data.input_shape, generator=torch.Generator().manual_seed(0))
+    x = probe.to(device=device, dtype=dtype)
+    name = type(model).__name__
+    with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
+        try:
+            logits = model(x)
+            shape = tuple(logits.shape)
+            if shape == (2, data.num_classes):
+                grads = torch.autograd.grad(logits.float().square().sum(),
+                                            list(model.parameters()), allow_unused=True)
+        except Exception as err:  # any failure of the user's forward is a one-line config error
+            raise ConfigError("model", f"{name} failed on a batch of shape {list(x.shape)}: "
+                              f"{type(err).__name__}: {err}") from None
+    if shape != (2, data.num_classes):
+        raise ConfigError("model", f"{name} maps a batch of shape {list(x.shape)} to "
+                          f"{list(shape)}; expected [2, {data.num_classes}] logits")
+    unused = [k for (k, _), g in zip(model.named_parameters(), grads) if g is None]
+    if unused:
+        raise ConfigError("model", f"parameter {unused[0]} of {name} is not used by forward "
+                          "(it would get no gradient): remove it or register it as a buffer")
     return model

@@ -30,11 +30,12 @@ from p2pfl.config import Config
 from p2pfl.context import RunContext
 from p2pfl.core.guard import cut_links, finite_rows
 from p2pfl.core.population import Params
+from p2pfl.engine.builder import CONNECTIVITY_WINDOW, check_mixing, unchecked_graphs
 from p2pfl.engine.checkpoint import save_checkpoint, save_shard
 from p2pfl.engine.evaluation import Evaluation
 from p2pfl.engine.network_time import NetworkTime
 from p2pfl.engine.rundir import History, finish
-from p2pfl.errors import DivergenceError, PeerLost, RunInterrupted
+from p2pfl.errors import ConfigError, DivergenceError, PeerLost, RunInterrupted
 from p2pfl.report.results import METRICS, append_jsonl
 
 Observer = Callable[[dict[str, Any]], None]  # sees each round's record; changes nothing
@@ -177,8 +178,14 @@ class Runner:
         nodes frozen (no local phase, no links) until no node diverges. Returns the report, the
         frozen nodes, and the graph and faults the accepted run of the round had."""
         ctx, algorithm = self.ctx, self.algorithm
-        graph = (ctx.schedule.at(t, algorithm.selection_losses()) if ctx.schedule.needs_losses
-                 else ctx.schedule.at(t))
+        try:  # a schedule of one's own may fail in any round
+            graph = (ctx.schedule.at(t, algorithm.selection_losses())
+                     if ctx.schedule.needs_losses else ctx.schedule.at(t))
+        except ValueError as err:  # a ParameterError's message names the round already
+            raise ConfigError("topology", getattr(err, "message", None)
+                              or f"the graph of round {t}: {err}") from None
+        if unchecked_graphs(ctx.schedule) and t >= CONNECTIVITY_WINDOW:
+            check_mixing(algorithm, ctx.schedule, t, graph)
         offset = 1 if algorithm.mixing == "server" else 0  # graph node 0 is the server
         saved = None
         if self.cfg.engine.on_divergence == "skip_node":
