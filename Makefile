@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 FASHION_MNIST := /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz
 
-.PHONY: demo test lint bench data clean
+.PHONY: demo test lint bench data clean fuzz
 
 $(STAMP): setup.cfg pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -56,3 +56,9 @@ bench-flower: $(FLOWER_STAMP) $(FASHION_MNIST)
 clean: clean-flower
 clean-flower:
 	rm -rf $(FLOWER_VENV)
+
+# The fuzz and fault suites with long budgets (docs/reliability.md): 4x the config and CLI
+# mutations, 10x the property examples, 20 SIGKILLs of a study; prints the counts at the end.
+fuzz: $(STAMP)
+	P2PFL_FUZZ=1 $(BIN)/pytest tests/test_fuzz_cli.py tests/test_bad_configs.py \
+		tests/test_mixing_properties.py tests/test_bad_objects.py tests/test_study_kills.py

@@ -35,7 +35,7 @@ from p2pfl.config import (
 )
 from p2pfl.engine import check_topology, schedule_for
 from p2pfl.options import AlgorithmOptions
-from tests.conftest import option_names
+from tests.conftest import fuzz_budget, option_names
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -332,8 +332,8 @@ PATHS = st.one_of(
     st.lists(st.text(max_size=6), min_size=1, max_size=3).map(tuple),
 )
 MUTATION = st.tuples(st.sampled_from(["set", "delete"]), PATHS, VALUES)
-FUZZ_EXAMPLES = 1500
-TEXT_EXAMPLES = 500
+FUZZ_EXAMPLES = fuzz_budget(1500, 6000)
+TEXT_EXAMPLES = fuzz_budget(500, 2000)
 tried = {"dict": 0, "dict_valid": 0, "text": 0, "text_valid": 0}
 
 
@@ -396,8 +396,9 @@ def test_fuzzed_toml_text_is_accepted_or_refused_cleanly(tmp_path_factory, start
         assert "\n" not in str(err)
 
 
-def test_fuzz_budget_was_spent():
+def test_fuzz_budget_was_spent(record_property):
     """Runs after the two fuzz tests (file order): every example was tried."""
-    print(f"\nfuzzed configs: {tried}")
+    record_property("fuzz_config_dicts", tried["dict"])
+    record_property("fuzz_config_texts", tried["text"])
     assert tried["dict"] >= FUZZ_EXAMPLES and tried["text"] >= TEXT_EXAMPLES
     assert 0 < tried["dict_valid"] < tried["dict"] and 0 < tried["text_valid"] < tried["text"]

@@ -44,7 +44,7 @@ from p2pfl.cli import main
 from p2pfl.config import Config
 from p2pfl.data import files as loaders
 from p2pfl.engine.checkpoint import CHECKPOINT, MANIFEST
-from tests.conftest import skip_plots
+from tests.conftest import fuzz_budget, skip_plots
 
 ROOT = Path(__file__).resolve().parents[1]
 BUDGET_S = 10.0  # seconds any one call may take, refused or run
@@ -694,7 +694,7 @@ STRINGS = ['""', literal("x" * 5000), '"nope"']
 COSTLY = {"rounds", "data.num_nodes", "data.synthetic_train", "data.synthetic_test",
           "algorithm.local_epochs", "algorithm.local_steps", "algorithm.gossip_steps",
           "topology.window"}
-MUTATIONS = 90
+MUTATIONS = fuzz_budget(90, 360)
 
 
 def mutations(count: int, seed: int = 0) -> list[tuple[str, str]]:

@@ -19,9 +19,12 @@ from hypothesis import strategies as st
 
 import topologies as T
 from p2pfl.core.mixing import LocalComm
+from tests.conftest import fuzz_budget
 
 pytestmark = pytest.mark.usefixtures("one_thread")
-SETTINGS = settings(max_examples=40, deadline=None,
+EXAMPLES = fuzz_budget(40, 400)
+tried = {"push_sum_graphs": 0, "faulty_push_sum_graphs": 0}
+SETTINGS = settings(max_examples=EXAMPLES, deadline=None,
                     suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
@@ -64,6 +67,7 @@ def comm_for(layout: str) -> LocalComm:
 @given(strongly_connected(weighted=True), st.sampled_from(["dense", "sparse"]),
        st.integers(0, 2**31 - 1))
 def test_push_sum_conserves_mass_and_de_biases_to_the_average(G, layout, seed):
+    tried["push_sum_graphs"] += 1
     n = G.number_of_nodes()
     gen = torch.Generator().manual_seed(seed)
     x = torch.randn(n, 5, generator=gen, dtype=torch.float64)
@@ -88,6 +92,7 @@ def test_lost_messages_and_offline_nodes_keep_the_mass_exact(G, link_drop, node_
                                                              layout, seed):
     """Fresh faults every round (seeded draws): every column still sums to 1, an offline node
     keeps its row, and the mass is what it was (1e-12)."""
+    tried["faulty_push_sum_graphs"] += 1
     n = G.number_of_nodes()
     gen = torch.Generator().manual_seed(seed)
     x = torch.randn(n, 3, generator=gen, dtype=torch.float64)
@@ -106,3 +111,9 @@ def test_lost_messages_and_offline_nodes_keep_the_mass_exact(G, link_drop, node_
         torch.testing.assert_close(x[offline], before[offline], rtol=0, atol=0)
         torch.testing.assert_close(x.sum(0), mass, rtol=0, atol=1e-12 * n)
         assert abs(float(w.sum()) - n) < 1e-12 * n
+
+
+def test_every_example_was_tried(record_property):
+    """Runs after the property tests (file order); records their counts for the fuzz summary."""
+    for family, count in tried.items():
+        record_property(f"fuzz_{family}", count)
