@@ -58,7 +58,9 @@ clean-flower:
 	rm -rf $(FLOWER_VENV)
 
 # The fuzz and fault suites with long budgets (docs/reliability.md): 4x the config and CLI
-# mutations, 10x the property examples, 20 SIGKILLs of a study; prints the counts at the end.
+# mutations, 10x the property examples, 7x the [study] tables, 20 SIGKILLs of a study; prints
+# the counts at the end.
 fuzz: $(STAMP)
 	P2PFL_FUZZ=1 $(BIN)/pytest tests/test_fuzz_cli.py tests/test_bad_configs.py \
-		tests/test_mixing_properties.py tests/test_bad_objects.py tests/test_study_kills.py
+		tests/test_mixing_properties.py tests/test_bad_objects.py tests/test_study_kills.py \
+		tests/test_study_fuzz.py
