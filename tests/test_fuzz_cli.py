@@ -376,6 +376,42 @@ def _read_only(s: Scene) -> Call:
     return Call(["run", str(s.config()), "--out", str(locked / "run"), "--quiet"])
 
 
+def _ran(o: Outcome) -> str:
+    return "" if o.code == 0 else f"a valid run exited {o.code}"
+
+
+@case("paths-with-spaces-and-unicode-run")
+def _unicode_paths(s: Scene) -> Call:
+    config = s.file("my configs é/exp 名.toml", render(BASE))
+    out = s.root / "runs ü/ring 1"
+    return Call(["run", str(config), "--out", str(out), "--quiet"], (s.root / "runs ü",),
+                refuse=False, check=_ran)
+
+
+@case("config-is-a-symlink-run")
+def _config_link(s: Scene) -> Call:
+    link = s.root / "link.toml"
+    link.symlink_to(s.config())
+    return Call(["run", str(link), "--out", str(s.out), "--quiet"], (s.out,), refuse=False,
+                check=_ran)
+
+
+@case("out-is-a-symlink-to-an-empty-directory-run")
+def _out_link(s: Scene) -> Call:
+    target = s.root / "target"
+    target.mkdir()
+    (s.root / "link").symlink_to(target)
+    return Call(["run", str(s.config()), "--out", str(s.root / "link"), "--quiet"],
+                (s.root / "link", target), refuse=False, check=_ran)
+
+
+@case("out-is-a-dangling-symlink-run")
+def _out_dangling(s: Scene) -> Call:
+    (s.root / "link").symlink_to(s.root / "nowhere")
+    return Call(["run", str(s.config()), "--out", str(s.root / "link"), "--quiet"],
+                (s.root / "link", s.root / "nowhere"))
+
+
 case("out-under-sys")(lambda s: Call(
     ["run", str(s.config()), "--out", "/sys/p2pfl-fuzz/run", "--quiet"]))
 case("out-under-proc")(lambda s: Call(
