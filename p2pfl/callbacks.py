@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import networkx as nx
+import torch
 
 import topologies as T
 from p2pfl.context import RunContext
@@ -100,3 +101,29 @@ def call_all(callbacks: list[Callback], end: RoundEnd, record: dict[str, Any]) -
                              "round's record already has: give the metric its own name")
         record.update(added)
     return reason
+
+
+PLAIN = (bool, int, float, str, type(None), torch.Tensor)
+
+
+def check_state(callback: Callback) -> None:
+    """Refuse (CallbackError) a callback whose state_dict() a checkpoint could write but a
+    resume could not load: anything but tensors, numbers, strings, None and lists, tuples and
+    str-keyed dicts of them (checkpoints load without running code)."""
+
+    def bad(value: Any, where: str) -> str | None:
+        if isinstance(value, PLAIN):
+            return None
+        if isinstance(value, list | tuple):
+            return next((b for i, v in enumerate(value) if (b := bad(v, f"{where}[{i}]"))), None)
+        if isinstance(value, dict):
+            return next((b for k, v in value.items()
+                         if (b := f"{where} key {k!r}" if not isinstance(k, str)
+                             else bad(v, f"{where}[{k!r}]"))), None)
+        return f"{where} = {type(value).__name__}"
+
+    state = callback.state_dict()
+    problem = "its state_dict() is not a dict" if not isinstance(state, dict) else bad(state, "")
+    if problem:
+        raise CallbackError(f"callback {type(callback).__name__}: {problem.strip()}: a checkpoint "
+                            "keeps tensors, numbers, strings, None and lists and dicts of them")

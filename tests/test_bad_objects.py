@@ -198,3 +198,30 @@ def test_a_schedule_function_that_turns_bad_after_the_checked_rounds_stops_namin
                   topology=fn)
     assert len(read_metrics(out / METRICS)) == 22
     assert (out / CHECKPOINT).exists()
+
+
+class Keeps(p2pfl.Callback):
+    """Its state is a set after round 1: torch.save writes it, a weights-only load could not."""
+
+    def __init__(self) -> None:
+        self.seen: object = []
+
+    def after_round(self, end):
+        self.seen = {end.t}
+        return None
+
+    def state_dict(self):
+        return {"seen": self.seen}
+
+
+def test_a_callback_state_a_resume_could_not_load_is_refused_when_written(tmp_path):
+    out = tmp_path / "run"
+    with pytest.raises(p2pfl.CallbackError, match=r"^callback Keeps: \['seen'\] = set: a "
+                       "checkpoint keeps tensors"):
+        p2pfl.run(small_config(rounds=2, engine__checkpoint_every=1), out, callbacks=[Keeps()])
+    assert not (out / CHECKPOINT).exists()
+
+
+def test_callbacks_are_a_list(tmp_path):
+    refused(tmp_path, r"^callbacks: expected a list of p2pfl.Callback objects, got one Fails: "
+            r"pass \[Fails\(...\)\]", callbacks=Fails())

@@ -43,7 +43,7 @@ def test_a_study_killed_at_random_points_resumes_to_the_same_table(tmp_path, rec
     for _ in range(KILLS):
         proc = _study(config, grid)
         try:
-            proc.wait(timeout=float(rng.uniform(0.5, 2 + duration)))
+            proc.wait(timeout=float(rng.uniform(0.5, 2.5 + 2 * duration / KILLS)))
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
@@ -55,5 +55,5 @@ def test_a_study_killed_at_random_points_resumes_to_the_same_table(tmp_path, rec
     _, err = proc.communicate(timeout=600)
     assert proc.returncode == 0, err
     assert "Traceback" not in err
-    assert killed >= min(1, KILLS)
+    assert killed >= KILLS // 2  # most kills land before the study is done
     assert _table(grid / "study.csv") == _table(whole / "study.csv")

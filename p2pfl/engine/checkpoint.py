@@ -36,6 +36,7 @@ from typing import Any
 
 import torch
 
+from p2pfl.callbacks import check_state
 from p2pfl.config import Config, ConfigError, config_with_overrides
 from p2pfl.config.diff import RESUMABLE, config_diff
 from p2pfl.core.seeding import STREAMS
@@ -59,7 +60,7 @@ def save_checkpoint(run_dir: Path, cfg: Config, population: dict[str, torch.Tens
     state = {"version": VERSION, "round": len(metrics), "config": cfg.to_dict(),
              "chunks": None if chunks is None else list(chunks),
              "population": population, "algorithm": algorithm.state_dict(),
-             "callbacks": [c.state_dict() for c in callbacks],
+             "callbacks": [_checked(c).state_dict() for c in callbacks],
              "streams": dict(STREAMS), "metrics": list(metrics)}
     run_dir = Path(run_dir)
     previous = _listed_digests(run_dir)[:1]
@@ -137,6 +138,11 @@ def read_population(run_dir: Path, state: dict[str, Any],
             blocks.append(flat[offsets[i]:offsets[i] + size])
             offsets[i] += size
     return {"flat": torch.cat(blocks)}
+
+
+def _checked(callback: Any) -> Any:
+    check_state(callback)
+    return callback
 
 
 def save_tensors(state: Any, f: Any, path: Path) -> None:

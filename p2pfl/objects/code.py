@@ -7,8 +7,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from p2pfl.callbacks import Callback
+from p2pfl.callbacks import Callback, check_state
 from p2pfl.config import Config, ConfigError, config_with_overrides
+from p2pfl.errors import CallbackError
 from p2pfl.objects.records import describe_code, read_record
 
 ALGORITHM_RECORD = "algorithm.json"
@@ -47,11 +48,18 @@ def resolve_callbacks(out: Path, resume: bool, callbacks: Sequence[Any] | None
                       ) -> tuple[list[Callback], dict | None]:
     """(the callbacks, record to write); on resume, the same callbacks (class, source and plain
     attributes) as the run had, or none if it had none."""
+    if isinstance(callbacks, Callback):
+        raise ConfigError("callbacks", f"expected a list of p2pfl.Callback objects, got one "
+                          f"{type(callbacks).__name__}: pass [{type(callbacks).__name__}(...)]")
     given = list(callbacks or [])
     for callback in given:
         if not isinstance(callback, Callback):
             raise ConfigError("callbacks", "expected p2pfl.Callback objects, got "
                               f"{type(callback).__name__}")
+        try:
+            check_state(callback)
+        except CallbackError as err:
+            raise ConfigError("callbacks", str(err)) from None
     record = {"callbacks": [describe_code(c) for c in given]} if given else None
     if resume:
         recorded = read_record(out / CALLBACKS_RECORD) or {"callbacks": []}
