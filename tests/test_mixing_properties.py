@@ -4,7 +4,8 @@ CSR) in float64.
 
 - the mass sum_i x_i and sum_i w_i is conserved to 1e-12 every round, also when messages are lost
   and nodes are offline (the "keep" and "renormalise" rules);
-- the de-biased values x_i / w_i converge to the average of the starts;
+- the de-biased values x_i / w_i converge to the average of the starts (1e-7, after the rounds in
+  which the second largest eigenvalue modulus of the matrix reaches 1e-12);
 - every matrix is column stochastic with non-negative entries.
 """
 
@@ -24,7 +25,7 @@ from tests.conftest import fuzz_budget
 pytestmark = pytest.mark.usefixtures("one_thread")
 EXAMPLES = fuzz_budget(40, 400)
 tried = {"push_sum_graphs": 0, "faulty_push_sum_graphs": 0}
-SETTINGS = settings(max_examples=EXAMPLES, deadline=None,
+SETTINGS = settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
                     suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
@@ -77,11 +78,13 @@ def test_push_sum_conserves_mass_and_de_biases_to_the_average(G, layout, seed):
     dense = W.toarray() if layout == "sparse" else W
     assert dense.min() >= 0 and np.abs(dense.sum(0) - 1).max() < 1e-12
     comm = comm_for(layout)
-    for _ in range(600):
+    second = sorted(np.abs(np.linalg.eigvals(dense)))[-2]  # the geometric rate of de-biasing
+    rounds = min(5000, int(np.ceil(np.log(1e-12) / np.log(max(second, 1e-3)))))
+    for _ in range(rounds):
         x, w = mixed(comm, W, x, w)
         torch.testing.assert_close(x.sum(0), n * average, rtol=0, atol=1e-12 * n)
         assert abs(float(w.sum()) - n) < 1e-12 * n
-    assert (x / w.unsqueeze(1) - average).abs().max() < 1e-8
+    assert (x / w.unsqueeze(1) - average).abs().max() < 1e-7
 
 
 @SETTINGS

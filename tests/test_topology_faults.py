@@ -200,3 +200,12 @@ def test_sample_faults_undirected_edge_is_two_messages() -> None:
         T.sample_faults(G, 1.0, 0.0, seed=0)
     with pytest.raises(ValueError, match="^node_drop must"):
         T.sample_faults(G, 0.0, -0.1, seed=0)
+
+
+def test_a_node_that_delivers_nothing_keeps_exactly_its_own_row():
+    """Six shares of 1/6 added back sum to 1 - 2^-52, not 1: an owner whose every message is
+    lost keeps exactly 1 (found by tests/test_mixing_properties.py), so its model is unchanged."""
+    G = nx.DiGraph([(0, j) for j in range(1, 6)] + [(j, 0) for j in range(1, 6)])
+    offline = T.Faults(np.zeros((6, 6), dtype=bool), np.array([True] + [False] * 5))
+    W = T.column_stochastic(G, offline)
+    assert W[0, 0] == 1.0 and W[1:, 0].sum() == 0.0

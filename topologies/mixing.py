@@ -81,6 +81,8 @@ def _stochastic(G: nx.Graph, by_sender: bool, faults: Faults | None, fault_rule:
         lost = faults.lost(src, dst)
         if fault_rule == "keep":
             self_share = self_share + np.bincount(owner[lost], weights=values[lost], minlength=n)
+            delivered = np.bincount(owner[~lost], minlength=n)
+            self_share[delivered == 0] = 1.0  # exactly: an owner that kept all keeps its row
             values = values[~lost]
         else:
             values = values[~lost]
