@@ -225,3 +225,17 @@ def test_a_callback_state_a_resume_could_not_load_is_refused_when_written(tmp_pa
 def test_callbacks_are_a_list(tmp_path):
     refused(tmp_path, r"^callbacks: expected a list of p2pfl.Callback objects, got one Fails: "
             r"pass \[Fails\(...\)\]", callbacks=Fails())
+
+
+class Lying:
+    """A Schedule of one's own whose graphs have 7 nodes while it says 6."""
+
+    n, directed, period, needs_losses = 6, False, 1, False
+
+    def at(self, t: int) -> nx.Graph:
+        return nx.cycle_graph(7)
+
+
+def test_a_schedule_whose_graphs_disagree_with_its_n_is_refused_by_size(tmp_path):
+    refused(tmp_path, r"^topology: dfedavg needs doubly-stochastic mixing: the graph has 7 nodes, "
+            r"the schedule says n = 6$", topology=Lying())

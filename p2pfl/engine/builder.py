@@ -152,6 +152,9 @@ def check_mixing(algorithm: Algorithm, schedule: T.Schedule, t: int,
     if the schedule cannot make it: ConfigError naming the round (0-based here, as `at` counts)."""
     try:
         graph = schedule.at(t) if graph is None else graph
+        if graph.number_of_nodes() != schedule.n:
+            raise ValueError(f"the graph has {graph.number_of_nodes()} nodes, the schedule "
+                             f"says n = {schedule.n}")
         if algorithm.mixing == "doubly_stochastic":
             T.check_doubly_stochastic(T.doubly_stochastic(graph, sparse=True))
         else:
