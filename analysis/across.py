@@ -1,0 +1,103 @@
+"""One comparison per setting (a Dirichlet alpha, a partition, a graph), summarized across them:
+each variant's final accuracy at every setting, a table and a figure with error bars.
+
+    python -m analysis.across 0.1=runs/hetero/alpha0.1 0.3=runs/hetero/alpha0.3 \\
+        "2 classes=runs/hetero/pathological2" --last 5 --xlabel "Dirichlet alpha" \\
+        --figure docs/figures/heterogeneity.png
+
+Each SETTING=FOLDER is a `p2pfl compare` output folder; its variants (seeds pooled, as `p2pfl
+table` pools them) are the rows. The accuracy of a run is the mean test accuracy of its last
+`--last` evaluations; a cell is the mean +- sd over the finished seeds. Settings are drawn in the order given,
+evenly spaced, labelled as given.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from p2pfl.report.figures import marker, plt, save, series_style
+from p2pfl.report.table import find_runs, group_runs, summarize
+
+Cells = dict[str, dict[str, list[float]]]  # variant -> setting -> per-seed accuracies (%)
+
+
+def collect(settings: dict[str, Path], last: int) -> Cells:
+    """variant -> setting -> the final accuracy (%) of each of its finished seeds there (a run
+    still going, without summary.json, does not count)."""
+    cells: Cells = {}
+    for setting, folder in settings.items():
+        for label, runs in group_runs(find_runs([folder])).items():
+            finished = [s for s in (summarize(run, last) for run in runs) if s.finished]
+            cells.setdefault(label, {})[setting] = [100 * s.last_mean for s in finished]
+    return cells
+
+
+def table(cells: Cells, settings: list[str]) -> str:
+    """Markdown: a row per variant, a column per setting (mean +- sd over seeds, n seeds where
+    fewer than the most)."""
+    most = max(len(a) for row in cells.values() for a in row.values())
+    lines = ["| variant | " + " | ".join(settings) + " |", "|---" * (len(settings) + 1) + "|"]
+    for label, row in cells.items():
+        shown = []
+        for setting in settings:
+            accs = row.get(setting, [])
+            cell = (f"{np.mean(accs):.2f} ± {np.std(accs):.2f}" if len(accs) > 1
+                    else f"{accs[0]:.2f}" if accs else "-")
+            shown.append(cell + (f" ({len(accs)} seeds)" if 0 < len(accs) < most else ""))
+        lines.append(f"| {label} | " + " | ".join(shown) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def figure(cells: Cells, settings: list[str], path: Path, xlabel: str, title: str = ""
+           ) -> list[Path]:
+    """Accuracy (mean, error bar +- sd over seeds) against the settings, a line per variant."""
+    fig, ax = plt.subplots(figsize=(7.5, 4.6))
+    xs = np.arange(len(settings))
+    for i, (label, row) in enumerate(cells.items()):
+        at = [(x, row[s]) for x, s in zip(xs, settings) if row.get(s)]
+        offset = (i - (len(cells) - 1) / 2) * 0.03  # error bars side by side, not on top
+        ax.errorbar([x + offset for x, _ in at], [np.mean(a) for _, a in at],
+                    yerr=[np.std(a) for _, a in at], color=series_style(i)["color"],
+                    marker=marker(i), ms=5, capsize=3, label=label)
+    ax.set_xticks(xs, settings)
+    ax.set(xlabel=xlabel, ylabel="final test accuracy of the average model (%)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, frameon=False)
+    if title:
+        ax.set_title(title)
+    return save(fig, path)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from p2pfl.config import ConfigError
+
+    parser = argparse.ArgumentParser(prog="python -m analysis.across",
+                                     description=__doc__.splitlines()[0])
+    parser.add_argument("settings", nargs="+", metavar="SETTING=FOLDER")
+    parser.add_argument("--last", type=int, default=10, help="evaluations averaged per run")
+    parser.add_argument("--xlabel", default="setting")
+    parser.add_argument("--title", default="")
+    parser.add_argument("--figure", default=None, help="output file (PNG; a PDF beside it)")
+    args = parser.parse_args(argv)
+    try:
+        pairs = [item.split("=", 1) for item in args.settings]
+        if any(len(p) != 2 or not p[0] for p in pairs):
+            raise ConfigError("settings", "each is SETTING=FOLDER, e.g. 0.1=runs/hetero/alpha0.1")
+        settings = {name: Path(folder) for name, folder in pairs}
+        cells = collect(settings, args.last)
+        print(table(cells, list(settings)), end="")
+        if args.figure:
+            files = figure(cells, list(settings), Path(args.figure), args.xlabel, args.title)
+            print("figure:", ", ".join(map(str, files)))
+    except (ConfigError, OSError) as err:
+        print(f"across: error: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
