@@ -7,8 +7,8 @@ each variant's final accuracy at every setting, a table and a figure with error 
 
 Each SETTING=FOLDER is a `p2pfl compare` output folder; its variants (seeds pooled, as `p2pfl
 table` pools them) are the rows. The accuracy of a run is the mean test accuracy of its last
-`--last` evaluations; a cell is the mean +- sd over the finished seeds. Settings are drawn in the order given,
-evenly spaced, labelled as given.
+`--last` evaluations; a cell is the mean +- sd over the finished seeds. Settings are drawn in
+the order given, evenly spaced, labelled as given.
 """
 
 from __future__ import annotations
