@@ -29,6 +29,7 @@ nodes (`topology.link_drop`, `node_drop`) are refused, and so is a schedule whos
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -78,6 +79,18 @@ class Choco(Gossip):
         compress_fraction: float = option(0.01, low=0, high=1, low_open=True,
                                           doc="top_k / random_k: fraction of coordinates sent")
         compress_bits: int = option(4, low=1, high=16, doc="qsgd: bits per quantization level")
+
+    READS = {"top_k": ("compress_fraction",), "random_k": ("compress_fraction",), "sign": (),
+             "qsgd": ("compress_bits",), OBJECT: ()}  # compressor -> the options it reads
+
+    def check_options(self, cfg: AlgorithmOptions) -> None:
+        """Refuse a compressor option the chosen compressor does not read, unless at default."""
+        super().check_options(cfg)
+        defaults = {f.name: f.default for f in dataclasses.fields(self.Options)}
+        for key in ("compress_fraction", "compress_bits"):
+            if key not in self.READS[cfg.compressor] and getattr(cfg, key) != defaults[key]:
+                raise ConfigError(f"algorithm.{key}", f"compressor {cfg.compressor!r} does not "
+                                  f"read {key}: leave it at {defaults[key]!r}")
 
     def __init__(self, cfg: AlgorithmOptions) -> None:
         super().__init__(cfg)

@@ -24,6 +24,7 @@ from p2pfl.report.results import read_metrics
 from p2pfl.report.table import comparison_table, find_runs, group_runs
 
 History = list[dict[str, Any]]
+DASHES = ("-", "--", "-.", ":")  # curves that coincide (equal algorithms) stay visible
 
 
 @dataclass(frozen=True)
@@ -74,7 +75,7 @@ def figure(found: dict[str, Curve], path: Path, target: float | None = None,
     for ax, field, label in panels:
         for i, (name, curve) in enumerate(found.items()):
             x, style = getattr(curve, field), series_style(i)
-            ax.plot(x, curve.accuracy, color=style["color"], linestyle=style["linestyle"],
+            ax.plot(x, curve.accuracy, color=style["color"], linestyle=DASHES[i % len(DASHES)],
                     marker=marker(i), markevery=max(1, len(x) // 6), ms=5,
                     fillstyle="none", label=name)  # markers tell overlapping curves apart
             ax.fill_between(x, curve.accuracy - curve.spread, curve.accuracy + curve.spread,

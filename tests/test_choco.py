@@ -104,6 +104,9 @@ def test_error_feedback_reaches_the_fixed_point_of_exact_gossip(fraction):
      "^topology: choco runs on a static graph"),
     ({"algorithm__compressor": "object"}, "^algorithm.compressor: is 'object' but no compressor"),
     ({"engine__executor": "loop"}, "^engine.executor: choco runs on the 'vectorized'"),
+    ({"algorithm__compressor": "sign", "algorithm__compress_fraction": 0.1},
+     "^algorithm.compress_fraction: compressor 'sign' does not read compress_fraction"),
+    ({"algorithm__compress_bits": 8}, "^algorithm.compress_bits: compressor 'top_k' does not"),
 ])
 def test_choco_refuses_what_would_split_the_estimates(overrides, match):
     with pytest.raises(ConfigError, match=match):
