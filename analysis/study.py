@@ -13,7 +13,9 @@ uses (a time-varying schedule by its window-union diameter and per-round rate). 
 finished cells (one with more rounds counts up to the study's rounds), resumes the interrupted
 ones and extends shorter ones. Writes, into OUT (analysis.study_results, analysis.study_figures):
 study.csv (one row per cell), study_mean.csv (one per algorithm and topology: mean and sd over
-seeds), study.json, and the figures.
+seeds), study.json, and the figures. study.json's "time" (also printed) splits the study's wall
+time into its rounds' training and what lies outside them: evaluation, start-up (planning, data,
+building, checkpoints) and the tables and figures.
 
 One target serves every cell, so that studies compare: a test accuracy (`target`) or a test loss
 (`target_loss`) given once, else the best accuracy that the weakest run reached (every finished
@@ -29,6 +31,7 @@ study.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -56,6 +59,7 @@ class StudyResult:
     files: list[Path] = field(default_factory=list)
     target_metric: str = "test_acc"
     target_note: str = ""
+    time: dict[str, float] = field(default_factory=dict)
 
 
 def rounds_to_target(history: History, target: float, key: str = "round",
@@ -184,6 +188,7 @@ def run(cfg: Any, topologies: Sequence[Any] | Mapping[str, Any], out_dir: str | 
     from analysis.study_spec import check_seeds, check_stack, check_target, check_target_loss
     from p2pfl.config import ConfigError
 
+    began = time.perf_counter()
     if target is not None and target_loss is not None:
         raise ConfigError("target_loss", "give one target: an accuracy or a loss")
     target, target_loss = check_target(target, "target"), check_target_loss(target_loss,
@@ -221,7 +226,7 @@ def run(cfg: Any, topologies: Sequence[Any] | Mapping[str, Any], out_dir: str | 
                 row["seconds_to_target"] = rounds_to_target(history, value, "sim_time_s", metric)
     result = StudyResult(rows, means(rows), value, histories, target_metric=metric,
                          target_note=note)
-    result.files += write_study(out, cfg, result)
+    result.files += write_study(out, cfg, result, began, bar)
     return result
 
 

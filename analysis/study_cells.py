@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,7 +45,9 @@ def _history(run_dir: Path, rounds: int) -> History:
 
 class Progress:
     """The study's progress bar (tqdm): rounds of all cells, cells done, rounds/s and ETA; off
-    (a no-op) unless `show`."""
+    (a no-op) unless `show`. It also times the rounds run now: `round_spans` holds each round's
+    training (local phase and mixing) as (start, end) in `time.perf_counter` seconds, and
+    `evaluation_s` sums the rounds' evaluation seconds."""
 
     def __init__(self, planned: list[Planned], show: bool) -> None:
         from tqdm import tqdm
@@ -54,6 +57,8 @@ class Progress:
         self.done = 0
         self.bar = tqdm(total=sum(p.cfg.rounds for p in runnable), disable=not show,
                         unit="round", desc="study", dynamic_ncols=True)
+        self.round_spans: list[tuple[float, float]] = []
+        self.evaluation_s = 0.0
 
     def start(self, run: Planned, rounds_done: int) -> None:
         """Cell `run` starts (or is kept) with `rounds_done` of its rounds already run."""
@@ -61,8 +66,22 @@ class Progress:
         self.bar.update(rounds_done)
 
     def round(self, record: dict[str, Any]) -> None:
-        """A round of the current cell ran."""
+        """A round of the current cell ran (its record: `wall_s` of training, then `eval_s`)."""
+        evaluation = record.get("eval_s", 0.0)
+        end = time.perf_counter() - evaluation
+        self.round_spans.append((end - record["wall_s"], end))
+        self.evaluation_s += evaluation
         self.bar.update(1)
+
+    def rounds_s(self) -> float:
+        """Seconds in which some round was training: the union of `round_spans` (stacked cells'
+        rounds overlap, each counting the time it waits for the others)."""
+        total, reach = 0.0, -math.inf
+        for start, end in sorted(self.round_spans):
+            if end > reach:
+                total += end - max(start, reach)
+                reach = end
+        return total
 
     def finish(self, run: Planned, rounds_left: int) -> None:
         """Cell `run` ended (a diverged or stopped one leaves `rounds_left` rounds unrun)."""

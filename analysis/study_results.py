@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import io
 import math
+import time
 from pathlib import Path
 from typing import Any
 
@@ -69,26 +70,54 @@ def _csv(rows: list[dict[str, Any]], columns: tuple[str, ...]) -> str:
     return buffer.getvalue()
 
 
-def write_study(out: Path, cfg: Any, result: Any) -> list[Path]:
-    """study.csv, study_mean.csv, study.json and the figures (analysis.study_plots)."""
+def study_time(wall_s: float, rounds_s: float, evaluation_s: float,
+               writing_s: float) -> dict[str, float]:
+    """Where a study's wall time went (seconds): its rounds' training, evaluation, the tables and
+    figures, and start-up (the rest: planning, data, building runs, checkpoints); and the
+    percentage outside the rounds."""
+    startup = max(wall_s - rounds_s - evaluation_s - writing_s, 0.0)
+    outside = wall_s - rounds_s
+    return {"wall_s": wall_s, "rounds_s": rounds_s, "evaluation_s": evaluation_s,
+            "startup_s": startup, "writing_s": writing_s,
+            "outside_pct": 100 * outside / wall_s if wall_s > 0 else 0.0}
+
+
+def time_text(spent: dict[str, float]) -> str:
+    """One line: the wall time, the rounds' share and what lay outside them."""
+    outside = spent["wall_s"] - spent["rounds_s"]
+    return (f"time: {spent['wall_s']:.1f} s, rounds {spent['rounds_s']:.1f} s; outside the "
+            f"rounds {outside:.1f} s ({spent['outside_pct']:.1f} %): evaluation "
+            f"{spent['evaluation_s']:.1f} s, start-up {spent['startup_s']:.1f} s, tables and "
+            f"figures {spent['writing_s']:.1f} s")
+
+
+def write_study(out: Path, cfg: Any, result: Any, began: float, bar: Any) -> list[Path]:
+    """study.csv, study_mean.csv, the figures (analysis.study_plots), then study.json with the
+    study's time since `began` (time.perf_counter) as `bar` (study_cells.Progress) measured its
+    rounds; sets result.time."""
     from analysis.study_figures import plot_study
     from p2pfl.report.results import atomic_file, write_json_atomic
 
+    writing = time.perf_counter()
     files = [out / "study.csv", out / "study_mean.csv", out / "study.json"]
     for path, rows, columns in ((files[0], result.rows, COLUMNS),
                                 (files[1], result.means, MEAN_COLUMNS)):
         with atomic_file(path) as f:
             f.write(_csv(rows, columns))
     algorithms = algorithms_of(result.rows)
-    write_json_atomic(files[2], {"target": result.target, "target_metric": result.target_metric,
-                                 "target_note": result.target_note, "algorithms": algorithms,
-                                 "rows": result.rows, "means": result.means})
     d = cfg.data
     nodes = ("" if any(r.get("vary") == "num_nodes" for r in result.rows)
              else f", {d.num_nodes} nodes")
     who = f"{algorithms[0]} on " if len(algorithms) == 1 else ""
     title = f"{who}{d.name}{nodes}, {cfg.rounds} rounds"  # the figures add the seeds
-    return files + plot_study(result, out, title)
+    figures = plot_study(result, out, title)
+    done = time.perf_counter()
+    result.time = study_time(done - began, bar.rounds_s(), bar.evaluation_s, done - writing)
+    write_json_atomic(files[2], {"target": result.target, "target_metric": result.target_metric,
+                                 "target_note": result.target_note, "algorithms": algorithms,
+                                 "rows": result.rows, "means": result.means,
+                                 "time": result.time})
+    return files + figures
 
 
 def algorithms_of(rows: list[dict[str, Any]]) -> list[str]:
@@ -147,4 +176,6 @@ def format_table(result: Any) -> str:
               for r in result.rows if r["status"] != "ok"]
     note = getattr(result, "target_note", "")
     lines.append(f"target: {note or target_text(result)}")
+    if getattr(result, "time", None):
+        lines.append(time_text(result.time))
     return "\n".join(lines)

@@ -80,3 +80,47 @@ def matmul_gflops(device: torch.device, size: int | None = None, repeats: int = 
         synchronize(device)
         times.append(time.perf_counter() - start)
     return 2 * size**3 / statistics.median(times) / 1e9
+
+
+def products_gflops(model: nn.Module, input_shape: tuple[int, ...], num_nodes: int,
+                    chunk: int, steps: int, batch: int, device: torch.device,
+                    repeats: int = 3) -> float | None:
+    """The rate (GFLOP/s) of a round's batched products alone, for a model of Linear layers only
+    (None otherwise): for each chunk of `chunk` of the `num_nodes` nodes and each of `steps`
+    steps, every layer's forward product, weight-gradient product (accumulated into a
+    momentum-like buffer, as the round does) and input-gradient product (not for the first
+    layer), with every node's own weights, batch `batch`; median of `repeats` such rounds.
+    This is the ceiling of the round at the bench's sizes: its products with nothing else."""
+    layers = [m for m in model.modules() if isinstance(m, nn.Linear | nn.Conv2d)]
+    if not layers or any(isinstance(m, nn.Conv2d) for m in layers):
+        return None
+    new = {"device": device, "dtype": torch.float32}
+    weights = [torch.randn(num_nodes, m.out_features, m.in_features, **new) * 0.01
+               for m in layers]
+    buffers = [torch.zeros_like(w) for w in weights]
+    x = torch.randn(num_nodes, steps, batch, layers[0].in_features, **new)
+
+    def step(rows: slice, k: int) -> None:
+        hs = [x[rows, k]]
+        for w in weights:
+            hs.append(torch.bmm(hs[-1], w[rows].transpose(1, 2)))
+        grad = hs.pop()
+        for i in reversed(range(len(weights))):
+            torch.baddbmm(buffers[i][rows], grad.transpose(1, 2), hs[i], beta=0.9,
+                          out=buffers[i][rows])
+            if i > 0:
+                grad = torch.bmm(grad, weights[i][rows])
+
+    def one_round() -> float:
+        synchronize(device)
+        start = time.perf_counter()
+        for first in range(0, num_nodes, chunk):
+            for k in range(steps):
+                step(slice(first, min(first + chunk, num_nodes)), k)
+        synchronize(device)
+        return time.perf_counter() - start
+
+    one_round()
+    seconds = statistics.median(one_round() for _ in range(repeats))
+    flops = num_nodes * steps * batch * gradient_flops_per_sample(model, input_shape)
+    return flops / seconds / 1e9

@@ -17,7 +17,12 @@ precision; the loop is always float32) a row holds (units in the names):
 - loop_s_per_round: the loop executor's s/round, timed on `loop_nodes` nodes and multiplied by
   N / loop_nodes when fewer (loop_scaled); speedup = loop_s_per_round / s_per_round;
 - s_range and loop_s_range: the fastest and slowest timed round of each side (the loop's
-  scaled like its median), which show a machine whose speed moved during the run.
+  scaled like its median), which show a machine whose speed moved during the run;
+- products_gflops and pct_of_products: the rate of the round's batched products alone
+  (bench.flops.products_gflops: the ceiling at the bench's sizes; None for convolutions);
+- mem_per_node_mb: peak_mem_mb / N;
+- bf16_off (on the fp32 row, with `bf16="auto"`): why no bf16 row was timed: the device has no
+  fast bf16 products, or a probe round in bf16 was slower than in float32.
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ from typing import Any
 import torch
 
 from algorithms import Algorithm
-from bench.flops import gradient_flops_per_sample, synchronize
+from bench.flops import gradient_flops_per_sample, products_gflops, synchronize
 from bench.memory import PeakMemory, release_memory
 from bench.workloads import SOLVERS, Workload, workload_config
 from p2pfl.context import RunContext
@@ -57,6 +62,37 @@ def time_rounds(ctx: RunContext, algorithm: Algorithm, rounds: int) -> list[floa
 
 
 PRECISIONS = {"fp32": torch.float32, "bf16": torch.bfloat16}  # engine.precision -> matmul dtype
+PROBE_ROUNDS = 2
+
+
+def bf16_support(device: torch.device) -> tuple[bool, str]:
+    """Whether the device multiplies bf16 natively, and what it has for it."""
+    if device.type == "cuda":
+        native = torch.cuda.is_bf16_supported(including_emulation=False)
+        return native, "bf16 tensor cores" if native else "no native bf16 on this GPU"
+    if torch.cpu._is_amx_tile_supported():
+        return True, "AMX"
+    if torch.cpu._is_avx512_bf16_supported():
+        return True, "AVX512-BF16 without AMX"
+    return False, "neither AMX nor AVX512-BF16 on this CPU (bf16 products are emulated)"
+
+
+def probe_bf16(fp32: tuple[RunContext, Algorithm, int], bf16: tuple[RunContext, Algorithm, int],
+               device: torch.device) -> str | None:
+    """Why bf16 should not be timed (None: it pays): the device's support, then PROBE_ROUNDS
+    rounds of each precision, alternating; bf16 is off when its median round is slower."""
+    native, what = bf16_support(device)
+    if not native:
+        return what
+    times: dict[str, list[float]] = {"fp32": [], "bf16": []}
+    for t in range(1, PROBE_ROUNDS + 1):
+        for name, (ctx, algorithm, _) in (("fp32", fp32), ("bf16", bf16)):
+            times[name].append(timed_round(ctx, algorithm, t))
+    slow, fast = statistics.median(times["bf16"]), statistics.median(times["fp32"])
+    if slow <= fast:
+        return None
+    return (f"a probe round took {slow:.3f} s in bf16 against {fast:.3f} s in fp32 "
+            f"({what})")
 
 
 def _built(workload: Workload, solver: str, executor: str, num_nodes: int, dataset: Dataset,
@@ -75,9 +111,13 @@ def _built(workload: Workload, solver: str, executor: str, num_nodes: int, datas
 
 def run_solver(workload: Workload, solver: str, dataset: Dataset, device: str, rounds: int,
                matmul_gflops: dict[str, float], compile: bool = False,
-               precisions: tuple[str, ...] = ("fp32",)) -> list[dict[str, Any]]:
+               precisions: tuple[str, ...] = ("fp32",), bf16: str = "given"
+               ) -> list[dict[str, Any]]:
     """Time `solver` ("sgd" or "sam") on `workload`, vectorized in each of `precisions`
     (compiled when `compile`) and with the float32 loop executor; one row per precision.
+    `bf16` = "auto": bf16 is timed beside fp32 only where `probe_bf16` finds that it pays.
+    The round's products alone are timed at the vectorized population's chunk size
+    (bench.flops.products_gflops) just before its rounds.
 
     The timed rounds alternate between the populations (vectorized fp32 round t, vectorized
     bf16 round t, loop round t, ...), so that a slow spell of a shared machine weighs on all
@@ -87,7 +127,16 @@ def run_solver(workload: Workload, solver: str, dataset: Dataset, device: str, r
     loop_nodes = min(max(workload.loop_nodes, 2), n)  # a Push-Sum graph needs 2 nodes
     vectorized = {p: _built(workload, solver, "vectorized", n, dataset, device, compile, p)
                   for p in precisions}
+    bf16_off = None
+    if bf16 == "auto" and {"fp32", "bf16"} <= set(vectorized):
+        bf16_off = probe_bf16(vectorized["fp32"], vectorized["bf16"], torch.device(device))
+        if bf16_off is not None:
+            del vectorized["bf16"]
     loop_ctx, loop_alg, _ = _built(workload, solver, "loop", loop_nodes, dataset, device, False)
+    model = build_model(workload.model, dataset.input_shape, dataset.num_classes)
+    first = next(iter(vectorized.values()))[0]
+    products = products_gflops(model, dataset.input_shape, n, first.trainer.chunk_size, k, b,
+                               first.device)
     times: dict[str, list[float]] = {p: [] for p in precisions}
     loop_times = []
     for t in range(1, rounds + 1):
@@ -96,7 +145,6 @@ def run_solver(workload: Workload, solver: str, dataset: Dataset, device: str, r
         loop_times.append(timed_round(loop_ctx, loop_alg, t))
     scale = n / loop_nodes
     loop_seconds = statistics.median(loop_times) * scale
-    model = build_model(workload.model, dataset.input_shape, dataset.num_classes)
     gradients = 2 if "rho" in SOLVERS[solver][1] else 1
     flops = n * k * b * gradients * gradient_flops_per_sample(model, dataset.input_shape)
     rows = []
@@ -115,7 +163,10 @@ def run_solver(workload: Workload, solver: str, dataset: Dataset, device: str, r
             "gflops": gflops,
             "matmul_gflops": matmul,
             "pct_of_matmul": 100 * gflops / matmul if matmul > 0 else math.nan,
+            "products_gflops": products if p == "fp32" else None,
+            "pct_of_products": 100 * gflops / products if products and p == "fp32" else None,
             "peak_mem_mb": peak_bytes / MIB,
+            "mem_per_node_mb": peak_bytes / MIB / n,
             "num_params": ctx.population.num_params,
             "chunk_size": ctx.trainer.chunk_size,
             "s_range": [min(times[p]), max(times[p])],
@@ -124,14 +175,15 @@ def run_solver(workload: Workload, solver: str, dataset: Dataset, device: str, r
             "loop_nodes": loop_nodes,
             "loop_scaled": loop_nodes < n,
             "speedup": loop_seconds / seconds,
-        })
+        } | ({"bf16_off": bf16_off} if bf16_off is not None and p == "fp32" else {}))
     return rows
 
 
 def run_workload(workload: Workload, dataset: Dataset, data_label: str, device: str,
                  rounds: int, matmul_gflops: dict[str, float],
                  solvers: tuple[str, ...] = tuple(SOLVERS), compile: bool = False,
-                 precisions: tuple[str, ...] = ("fp32",)) -> dict[str, Any]:
+                 precisions: tuple[str, ...] = ("fp32",), bf16: str = "given"
+                 ) -> dict[str, Any]:
     """Every solver and precision of one workload: {"workload", "model", "data", "num_nodes",
     ..., "rows": [run_solver(...) rows of every solver]}."""
     per_node = len(dataset.y_train) // workload.num_nodes
@@ -151,5 +203,5 @@ def run_workload(workload: Workload, dataset: Dataset, data_label: str, device: 
         "rounds": rounds,
         "compile": compile,
         "rows": [row for s in solvers for row in run_solver(
-            workload, s, dataset, device, rounds, matmul_gflops, compile, precisions)],
+            workload, s, dataset, device, rounds, matmul_gflops, compile, precisions, bf16)],
     }

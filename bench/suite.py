@@ -1,5 +1,6 @@
 """Benchmark suite: `p2pfl bench [--quick] [--device cpu|cuda|auto] [--only W,..] [--rounds R]
-[--precision fp32,bf16] [--compile] [--json-out FILE]` (also `python -m bench.suite`);
+[--precision auto|fp32|bf16|fp32,bf16] [--compile] [--json-out FILE]` (also
+`python -m bench.suite`);
 `p2pfl bench --nproc 1,2` times a workload on local processes instead (bench.scaleout).
 
 Workloads (`bench.workloads`): mlp on Fashion-MNIST with N = 10, 100, 1000; cnn with N = 100
@@ -23,6 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 
 from bench.flops import matmul_gflops
@@ -58,7 +60,8 @@ COLUMNS = (("workload", 12, "s"), ("data", 18, "s"), ("N", 5, "d"), ("solver", 6
            ("precision", 9, "s"), ("s/round", 9, ".3f"), ("node-steps/s", 12, ".0f"),
            ("samples/s", 10, ".0f"),
            ("GFLOP/s", 8, ".1f"), ("matmul", 7, ".0f"), ("% matmul", 8, ".0f"),
-           ("peak MiB", 9, ".0f"), ("loop s/round", 12, ".3f"), ("vs loop", 8, ".2f"))
+           ("% products", 10, ".0f"), ("peak MiB", 9, ".0f"), ("MiB/node", 8, ".2f"),
+           ("loop s/round", 12, ".3f"), ("vs loop", 8, ".2f"))
 
 
 def _cpu_name() -> str:
@@ -76,9 +79,12 @@ def _cpu_name() -> str:
 def environment(device: torch.device) -> dict[str, Any]:
     """What the numbers were measured on."""
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else _cpu_name()
+    cuda = {"cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version(),
+            "nccl": ".".join(map(str, torch.cuda.nccl.version()))} if device.type == "cuda" else {}
     return {"device": str(device), "device_name": name, "threads": torch.get_num_threads(),
             "torch": torch.__version__, "python": platform.python_version(),
-            "date": time.strftime("%Y-%m-%d %H:%M:%S %Z")}
+            "numpy": np.__version__, "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+            **cuda, "date": time.strftime("%Y-%m-%d %H:%M:%S %Z")}
 
 
 def mixing_rate(workload: Workload, num_params: int, device: torch.device) -> dict[str, Any] | str:
@@ -102,7 +108,7 @@ def mixing_rate(workload: Workload, num_params: int, device: torch.device) -> di
 def _row(values: tuple[Any, ...]) -> str:
     cells = []
     for (_, width, spec), value in zip(COLUMNS, values):
-        if isinstance(value, float) and not math.isfinite(value):
+        if value is None or isinstance(value, float) and not math.isfinite(value):
             text = "n/a"
         else:
             text = format(value, spec)
@@ -123,8 +129,9 @@ def table_rows(result: dict[str, Any]) -> list[str]:
     for r in result["rows"]:
         row = _row((result["workload"], result["data"], result["num_nodes"], r["solver"],
                     r["precision"], r["s_per_round"], r["node_steps_per_s"], r["samples_per_s"],
-                    r["gflops"], r["matmul_gflops"], r["pct_of_matmul"], r["peak_mem_mb"],
-                    r["loop_s_per_round"], r["speedup"]))
+                    r["gflops"], r["matmul_gflops"], r["pct_of_matmul"], r["pct_of_products"],
+                    r["peak_mem_mb"], r["mem_per_node_mb"], r["loop_s_per_round"],
+                    r["speedup"]))
         if r["loop_scaled"]:
             row += f"  * loop on {r['loop_nodes']} nodes, scaled"
         (low, high), (loop_low, loop_high) = r["s_range"], r["loop_s_range"]
@@ -132,6 +139,8 @@ def table_rows(result: dict[str, Any]) -> list[str]:
             row += (f"  ! rounds ranged {low:.3g}-{high:.3g} s, loop {loop_low:.3g}-"
                     f"{loop_high:.3g} s")
         rows.append(row)
+        if "bf16_off" in r:
+            rows.append(f"  bf16 off for {result['workload']} {r['solver']}: {r['bf16_off']}")
     return rows
 
 
@@ -165,9 +174,11 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--json-out", metavar="FILE", help="also write all results as JSON")
     b.add_argument("--compile", action="store_true",
                    help="torch.compile the vectorized population (engine.compile)")
-    b.add_argument("--precision", default="fp32,bf16", metavar="P[,..]",
-                   help="engine.precision of the vectorized rows: fp32, bf16 or both "
-                   "(default fp32,bf16; the loop is float32)")
+    b.add_argument("--precision", default="auto", metavar="P[,..]",
+                   help="engine.precision of the vectorized rows: fp32, bf16, both, or auto "
+                   "(default: fp32, and bf16 where the device has native bf16 products and a "
+                   "probe round is faster; the reason is printed where it is off; the loop is "
+                   "float32)")
     b.add_argument("--nproc", metavar="R[,..]",
                    help="instead of the suite: the workload (default mlp-100) as R local "
                    "processes (gloo) against one, e.g. 1,2: s/round and bytes across processes")
@@ -210,12 +221,15 @@ def run_scaleout(args: argparse.Namespace) -> int:
 
 
 def _precisions(text: str) -> tuple[str, ...]:
-    """'fp32,bf16' -> ("fp32", "bf16"); an unknown name is a ConfigError."""
+    """'fp32,bf16' -> ("fp32", "bf16"), 'auto' -> the same (bf16 then probed); an unknown name
+    is a ConfigError."""
+    if text.strip() == "auto":
+        return tuple(PRECISIONS)
     chosen = tuple(dict.fromkeys(p.strip() for p in text.split(",") if p.strip()))
     unknown = [p for p in chosen if p not in PRECISIONS]
     if unknown or not chosen:
         raise ConfigError("--precision", f"unknown precision {', '.join(unknown) or repr(text)}"
-                          f" (allowed: {', '.join(PRECISIONS)})")
+                          f" (allowed: auto, {', '.join(PRECISIONS)})")
     return chosen
 
 
@@ -247,7 +261,9 @@ def run_suite(args: argparse.Namespace) -> int:
           f"SAM rho {SAM_RHO}) + Push-Sum mixing{'; vectorized compiled' if args.compile else ''}"
           f"; median of {rounds} timed round(s) after 1 "
           "warm-up; matmul = matmul GFLOP/s in the row's precision, measured just before the "
-          "workload; the loop runs float32; meaningful only on an otherwise idle machine; "
+          "workload; % products = of the round's batched products alone (its ceiling at these "
+          "sizes; n/a for convolutions); MiB/node = peak MiB / N; the loop runs float32; "
+          "meaningful only on an otherwise idle machine; "
           f"! = a side's rounds ranged over more than {SPREAD_FLAG}x: the machine's speed moved, "
           "read that row's ratio with care")
     if chosen:
@@ -261,7 +277,8 @@ def run_suite(args: argparse.Namespace) -> int:
         matmul = {p: matmul_gflops(device, dtype=PRECISIONS[p])  # the machine as it is now
                   for p in precisions}
         result = run_workload(workload, dataset, label, str(device), rounds, matmul,
-                              compile=args.compile, precisions=precisions)
+                              compile=args.compile, precisions=precisions,
+                              bf16="auto" if args.precision.strip() == "auto" else "given")
         result["mixing"] = mixing_rate(workload, result["num_params"], device)
         result.update(env)
         results.append(result)

@@ -13,7 +13,8 @@ import pytest
 import analysis as A
 import topologies as T
 from analysis import plots
-from analysis.study_results import format_table, means
+from analysis.study_cells import Progress
+from analysis.study_results import format_table, means, study_time
 from analysis.study_spec import parse_topology
 from p2pfl.cli import main
 from p2pfl.config import ConfigError
@@ -100,6 +101,16 @@ def test_study_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
                  "sweep_ring"):
         for suffix in (".png", ".pdf"):
             assert (out / name).with_suffix(suffix).stat().st_size > 1000
+    # the time split: the runs' own round and evaluation seconds, the parts adding up to the wall
+    spent, histories = data["time"], [
+        json.loads(line) for row in ok.values()
+        for line in (Path(row["run_dir"]) / "metrics.jsonl").read_text().splitlines()]
+    assert spent["rounds_s"] == pytest.approx(sum(r["wall_s"] for r in histories), rel=1e-6)
+    assert spent["evaluation_s"] == pytest.approx(sum(r["eval_s"] for r in histories), rel=1e-6)
+    parts = spent["rounds_s"] + spent["evaluation_s"] + spent["startup_s"] + spent["writing_s"]
+    assert parts == pytest.approx(spent["wall_s"]) and spent["writing_s"] > 0
+    assert spent["outside_pct"] == pytest.approx(100 * (1 - spent["rounds_s"] / spent["wall_s"]))
+    assert f"({spent['outside_pct']:.1f} %): evaluation" in printed
 
 
 def test_study_reuses_finished_runs_and_refuses_another_config(
@@ -215,6 +226,14 @@ def test_study_from_python_with_objects_and_a_callable_sweep(tmp_path: Path) -> 
     assert [r["final_acc"] for r in again.rows] == [r["final_acc"] for r in result.rows]
     with pytest.raises(ConfigError, match="the topology object differs"):
         run_study(cfg, {"hub": nx.cycle_graph(4)}, tmp_path / "py")  # folder 'hub' is taken
+
+
+def test_round_time_is_the_union_of_the_rounds_spans() -> None:
+    bar = Progress([], show=False)
+    bar.round_spans = [(0.0, 2.0), (1.0, 3.0), (5.0, 6.0), (5.5, 5.7)]  # stacked rounds overlap
+    assert bar.rounds_s() == pytest.approx(4.0)
+    spent = study_time(10.0, 4.0, 1.5, 0.5)
+    assert spent["startup_s"] == pytest.approx(4.0) and spent["outside_pct"] == pytest.approx(60)
 
 
 def test_means_by_hand() -> None:

@@ -10,7 +10,12 @@ import pytest
 import torch
 from torch import nn
 
-from bench.flops import forward_flops_per_sample, gradient_flops_per_sample, layer_flops
+from bench.flops import (
+    forward_flops_per_sample,
+    gradient_flops_per_sample,
+    layer_flops,
+    products_gflops,
+)
 from bench.memory import PeakMemory
 from bench.runner import run_workload, time_rounds
 from bench.suite import main as suite_main
@@ -85,8 +90,15 @@ def test_tiny_workload_runs(one_thread):
     with pytest.raises(ValueError, match="tiny: 32 samples per node, fewer than the batch size 40"):
         run_workload(Workload("tiny", "mlp", "synthetic", 2, 2, 1, 40), dataset, "", "cpu", 1,
                      {"fp32": 1.0})
+    for r in rows:
         assert r["s_range"][0] <= r["s_per_round"] <= r["s_range"][1]
         assert r["loop_s_range"][0] <= r["loop_s_per_round"] <= r["loop_s_range"][1]
+        assert r["mem_per_node_mb"] == pytest.approx(r["peak_mem_mb"] / 2)
+        if r["precision"] == "fp32":  # the products' ceiling, measured beside the round
+            assert r["products_gflops"] > 0
+            assert r["pct_of_products"] == pytest.approx(100 * r["gflops"] / r["products_gflops"])
+        else:
+            assert r["products_gflops"] is None is r["pct_of_products"]
     result["mixing"] = "bench.mixing not present"
     for r in rows:  # steady rounds: no mark
         r["s_range"], r["loop_s_range"] = [1.0, 1.2], [2.0, 2.5]
@@ -96,6 +108,37 @@ def test_tiny_workload_runs(one_thread):
     rows[2]["loop_s_range"] = [0.46, 1.06]  # the loop switched speed during the run
     assert table_rows(result)[2].endswith("! rounds ranged 1-1.2 s, loop 0.46-1.06 s")
     assert "n/a" in mixing_line(result)
+
+
+def test_bf16_is_probed_and_left_out_with_its_reason(one_thread, monkeypatch):
+    import bench.runner as R
+
+    dataset = make_synthetic(64, 16, seed=0)
+    tiny = Workload("tiny", "mlp", "synthetic", num_nodes=2, loop_nodes=2, local_steps=1,
+                    batch_size=8)
+    monkeypatch.setattr(R, "bf16_support", lambda device: (False, "no bf16 products here"))
+    result = run_workload(tiny, dataset, "", "cpu", 1, {"fp32": 1.0, "bf16": 1.0},
+                          solvers=("sgd",), precisions=("fp32", "bf16"), bf16="auto")
+    assert [(r["precision"], r["bf16_off"]) for r in result["rows"]] == [
+        ("fp32", "no bf16 products here")]
+    result["mixing"] = "n/a"
+    assert table_rows(result)[1] == "  bf16 off for tiny sgd: no bf16 products here"
+    # a device with bf16: the probe rounds decide (here bf16's rounds take twice as long)
+    monkeypatch.setattr(R, "bf16_support", lambda device: (True, "AMX"))
+    fp32, bf16 = (object(), object(), 0), (object(), object(), 0)
+    monkeypatch.setattr(R, "timed_round", lambda ctx, a, t: 2.0 if ctx is bf16[0] else 1.0)
+    assert R.probe_bf16(fp32, bf16, torch.device("cpu")) == (
+        "a probe round took 2.000 s in bf16 against 1.000 s in fp32 (AMX)")
+    monkeypatch.setattr(R, "timed_round", lambda ctx, a, t: 0.5 if ctx is bf16[0] else 1.0)
+    assert R.probe_bf16(fp32, bf16, torch.device("cpu")) is None
+
+
+def test_products_ceiling_counts_the_rounds_flops():
+    model = build_model("mlp", (1, 28, 28), 10)
+    rate = products_gflops(model, (1, 28, 28), 3, 2, 2, 4, torch.device("cpu"), repeats=1)
+    assert rate is not None and rate > 0
+    assert products_gflops(build_model("cnn", (3, 32, 32), 10), (3, 32, 32), 2, 2, 1, 2,
+                           torch.device("cpu")) is None
 
 
 def test_workload_selection():
@@ -110,7 +153,7 @@ def test_bad_options_exit_2(capsys):
     assert "--only: unknown workload vgg" in capsys.readouterr().err  # one line, exit 2
     assert suite_main(["--rounds", "0", "--device", "cpu"]) == 2
     assert suite_main(["--precision", "fp16", "--device", "cpu"]) == 2
-    assert "--precision: unknown precision fp16 (allowed: fp32, bf16)" in capsys.readouterr().err
+    assert "--precision: unknown precision fp16 (allowed: auto, fp32, bf16)" in capsys.readouterr().err
 
 
 def test_cli_bench_options():

@@ -76,3 +76,27 @@ def test_memory_chunked_equals_unchunked(monkeypatch, tmp_path):
     assert torch.allclose(flat, small_flat, rtol=0, atol=1e-12)
     assert [r["test_acc"] for r in whole] == [r["test_acc"] for r in small]
     assert all(abs(a["train_loss"] - b["train_loss"]) < 1e-12 for a, b in zip(whole, small))
+
+
+def test_the_population_check_counts_the_mix_tile_not_a_second_population(monkeypatch):
+    """On CPU the in-place mix holds one tile (TILE_BYTES), not a copy of the largest block: a
+    population that fits beside its tile is built, one byte less free is refused."""
+    from p2pfl.config import ConfigError
+    from p2pfl.core.mixing import tile_width
+
+    cfg = small_config(data__num_nodes=40)
+    ctx, _ = build(cfg)
+    rows, itemsize = 40, ctx.population.flat.element_size()
+    largest = max(v[0].numel() for v in ctx.population.params.values())
+    needed = (rows * ctx.population.num_params
+              + rows * tile_width(rows, largest, torch.device("cpu"), itemsize)) * itemsize
+    assert needed < 1.1 * rows * ctx.population.num_params * itemsize  # not two populations
+    monkeypatch.setattr(M, "free_bytes", lambda device: needed)
+    build(cfg)
+    monkeypatch.setattr(M, "free_bytes", lambda device: needed - 1)
+    try:
+        build(cfg)
+    except ConfigError as err:
+        assert err.field == "data.num_nodes" and "mixing buffer" in err.message
+    else:
+        raise AssertionError("a population without room for its mix tile was built")

@@ -31,6 +31,15 @@ TILE_BYTES = 2 << 20  # CPU: bytes of one output tile (columns of a block per pr
 Operand = np.ndarray | sp.sparray | sp.spmatrix | torch.Tensor
 
 
+def tile_width(n: int, largest: int, device: torch.device, itemsize: int) -> int:
+    """Columns of one tile of the in-place mix of n rows whose largest block has `largest`
+    values a row: the whole block, on CPU at most TILE_BYTES a tile (at least 64 columns). The
+    mix's scratch holds n x tile_width values."""
+    if device.type != "cpu":
+        return largest
+    return min(largest, max(64, TILE_BYTES // (n * itemsize)))
+
+
 def _nnz(W: np.ndarray | sp.sparray | sp.spmatrix) -> int:
     """Stored nonzeros of a dense or scipy.sparse [N, N] matrix."""
     return int(W.nnz) if sp.issparse(W) else int(np.count_nonzero(W))
@@ -176,9 +185,8 @@ class LocalComm(Comm):
         X is read and written once per product and no buffer larger than a tile is allocated.
         """
         n = W.shape[0]
-        width = max(block[0].numel() for block in params.values())
-        if self.device.type == "cpu":
-            width = min(width, max(64, TILE_BYTES // (n * self._scratch.element_size())))
+        width = tile_width(n, max(block[0].numel() for block in params.values()), self.device,
+                           self._scratch.element_size())
         if self._scratch.numel() < n * width:  # reused: fresh large buffers page-fault
             self._scratch = torch.empty(n * width, device=self.device, dtype=self.dtype)
         sparse = W.layout == torch.sparse_csr

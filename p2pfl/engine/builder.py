@@ -20,7 +20,7 @@ from p2pfl.core.federated import FederatedData, check_steps, steps_per_node
 from p2pfl.core.gradients import local_gradients
 from p2pfl.core.guard import Guard
 from p2pfl.core.memory import check_fits, plan_chunks
-from p2pfl.core.mixing import Comm, LocalComm
+from p2pfl.core.mixing import Comm, LocalComm, tile_width
 from p2pfl.core.models import build_model, mixed_precision, stacked_forward
 from p2pfl.core.population import Population
 from p2pfl.core.reference import LoopTrainer
@@ -228,9 +228,11 @@ def build(cfg: Config, dataset: Dataset | None = None, parts: Parts | None = Non
     first, rows = (comm.shard.lo, comm.shard.rows) if isinstance(comm, DistComm) else (
         0, cfg.data.num_nodes)
     num_params = sum(p.numel() for p in model.parameters())
+    scratch = rows * tile_width(rows, max(p.numel() for p in model.parameters()), device,
+                                dtype.itemsize)
     check_fits("data.num_nodes", f"a population of {rows} models of {num_params} "
-               "parameters (and its mixing buffer)", 2 * rows * num_params * dtype.itemsize,
-               device)
+               "parameters (and its mixing buffer)", (rows * num_params + scratch)
+               * dtype.itemsize, device)
     population = Population(model, rows, device, dtype, first, cfg.data.num_nodes)
     try:
         forward = stacked_forward(model)
