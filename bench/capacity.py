@@ -55,14 +55,16 @@ def measure(name: str, num_nodes: int, device: str) -> int:
 
 def measure_apart(name: str, num_nodes: int, device: str) -> int | None:
     """`measure` in a fresh Python process (so that no earlier allocation is reused); None when
-    it ran out of memory (killed, or a MemoryError / out-of-memory error); any other failure is
-    raised with its last line."""
+    it ran out of memory (killed by the kernel, or a MemoryError / out-of-memory error); any
+    other failure (a crash included) is raised with its last line."""
     done = subprocess.run([sys.executable, "-m", "bench.capacity", "--measure", name,
                            str(num_nodes), "--device", device], capture_output=True, text=True)
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
-        if done.returncode < 0 or "MemoryError" in last or "out of memory" in last.lower():
+        if done.returncode == -9 or "MemoryError" in last or "out of memory" in last.lower():
             return None
+        if done.returncode < 0:
+            last = f"crashed (signal {-done.returncode})"
         raise RuntimeError(f"{name} at N = {num_nodes}: {last}")
     return int(json.loads(done.stdout.strip().splitlines()[-1])["peak_bytes"])
 

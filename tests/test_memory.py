@@ -100,3 +100,34 @@ def test_the_population_check_counts_the_mix_tile_not_a_second_population(monkey
         assert err.field == "data.num_nodes" and "mixing buffer" in err.message
     else:
         raise AssertionError("a population without room for its mix tile was built")
+
+
+def test_a_mix_too_large_for_32_bit_offsets_goes_by_contiguous_tiles(monkeypatch):
+    """Blocks of 2**31 values or more crash CPU CSR x dense products (32-bit offsets); they
+    are mixed by contiguous copies of their tiles. Forced here on a small population, the
+    results equal the plain path's."""
+    import scipy.sparse as sp
+
+    import p2pfl.core.mixing as X
+
+    rng = torch.Generator().manual_seed(0)
+    params = {"w": torch.randn(30, 7, 50, generator=rng, dtype=torch.float64),
+              "b": torch.randn(30, 3, generator=rng, dtype=torch.float64)}
+    W_np = sp.random(30, 30, density=0.2, random_state=1, format="csr") + sp.eye(30)
+    comm = X.LocalComm(torch.device("cpu"), torch.float64, mixing="sparse")
+    W = comm.matrix(W_np)
+    assert W.layout == torch.sparse_csr
+    expected = {k: torch.as_tensor(W_np.toarray()) @ v.reshape(30, -1) for k, v in params.items()}
+    plain = {k: v.clone() for k, v in params.items()}
+    comm.mix(W, plain)
+    into = comm.product(W, params, {k: torch.zeros_like(v) for k, v in params.items()})
+    monkeypatch.setattr(X, "INT32_ELEMENTS", 1)
+    monkeypatch.setattr(X, "TILE_BYTES", 64 * 30 * 8 // 4)  # several tiles of 64 columns
+    large = {k: v.clone() for k, v in params.items()}
+    comm.mix(W, large)
+    tiled = comm.product(W, params, {k: torch.ones_like(v) for k, v in params.items()},
+                         add=True)
+    for k, v in params.items():
+        assert torch.allclose(plain[k].reshape(30, -1), expected[k], atol=1e-12)
+        assert torch.equal(large[k], plain[k]) and torch.equal(into[k], plain[k])
+        assert torch.allclose(tiled[k], plain[k] + 1, atol=1e-12)

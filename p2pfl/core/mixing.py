@@ -26,6 +26,7 @@ from p2pfl.core.population import Params
 LAYOUTS = ("auto", "dense", "sparse")
 SPARSE_MIN_NODES = 32  # "auto": dense below this many nodes (any graph; the product is cheap)
 SPARSE_MAX_DENSITY = 0.2  # "auto": dense when more than this fraction of W's entries are nonzero
+INT32_ELEMENTS = 2**31  # operands this large overflow the 32-bit offsets of CPU sparse kernels
 TILE_BYTES = 2 << 20  # CPU: bytes of one output tile (columns of a block per product), cache-sized
 
 Operand = np.ndarray | sp.sparray | sp.spmatrix | torch.Tensor
@@ -193,11 +194,13 @@ class LocalComm(Comm):
         for _ in range(steps):
             for block in params.values():
                 flat = block.view(n, -1)
+                large = flat.numel() >= INT32_ELEMENTS  # a view of it crashes CSR x dense
                 for start in range(0, flat.shape[1], width):
                     cols = flat[:, start:start + width]
                     out = self._scratch[:cols.numel()].view_as(cols)
                     if sparse:  # CSR x dense; beta=0 ignores the scratch's old contents
-                        torch.addmm(out, W, cols, beta=0, out=out)
+                        torch.addmm(out, W, cols.contiguous() if large else cols, beta=0,
+                                    out=out)
                     else:
                         torch.mm(W, cols, out=out)
                     cols.copy_(out)
@@ -205,8 +208,15 @@ class LocalComm(Comm):
     def product(self, W: torch.Tensor, params: Params, out: Params, add: bool = False) -> Params:
         n = W.shape[0]
         for k, v in params.items():
-            flat = out[k].view(n, -1)
-            torch.addmm(flat, W, v.reshape(n, -1), beta=1 if add else 0, out=flat)
+            flat, source = out[k].view(n, -1), v.reshape(n, -1)
+            if W.layout != torch.sparse_csr or source.numel() < INT32_ELEMENTS:
+                torch.addmm(flat, W, source, beta=1 if add else 0, out=flat)
+                continue
+            width = tile_width(n, source.shape[1], self.device, source.element_size())
+            for start in range(0, source.shape[1], width):
+                tile = flat[:, start:start + width]
+                tile.copy_(torch.addmm(tile.contiguous(), W, source[:, start:start + width]
+                                       .contiguous(), beta=1 if add else 0))
         return out
 
     def weighted_sum(self, params: Params, weights: torch.Tensor) -> Params:
