@@ -16,7 +16,6 @@ import sys
 import time
 from collections import defaultdict
 
-import torch
 from torch.profiler import ProfilerActivity, profile
 
 from bench.runner import timed_round
