@@ -8,9 +8,10 @@ and reports how far memory rose (bench.memory.PeakMemory: resident set on CPU, t
 peak on CUDA): parameters, Push-Sum weights, momentum and mixing buffers, one chunk's
 activations. The data (synthetic, of the workload's input shape, one batch a node) is made
 before and not counted. One local step a round: a round's peak is reached in its first chunk,
-whatever the number of steps. The search measures N and 2N, aims at the budget along the
-line through them, measures just under it, and then just over it when this machine has the
-memory for that; every N it reports was measured, none extrapolated.
+whatever the number of steps. The search measures N and 2N, aims just under the budget along the
+line through them, re-aims along the line through the largest N measured (at most 4 aims, until
+a peak lands within 3 % under the budget), then measures 2 % more nodes than the largest that fit
+when this machine has the memory for that; every N it reports was measured, none extrapolated.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ GIB = 2**30
 MIB = 2**20
 SHAPES = {"fashion_mnist": (1, 28, 28), "cifar": CIFAR_SHAPE, "synthetic": (1, 28, 28)}
 HEADROOM = 2 * GIB  # left to the rest of the machine when probing above the budget
+AIMS = 4  # probes aimed at the budget
 
 
 def measure(name: str, num_nodes: int, device: str) -> int:
@@ -91,17 +93,24 @@ def search(name: str, budget: int, device: str, echo=print) -> dict[str, object]
 
     low, high = probe(start), probe(2 * start)
     if low is None or high is None:
-        raise RuntimeError(f"{name}: a population of {start} nodes could not be measured")
+        raise RuntimeError(f"{name}: a population of {2 * start} nodes could not be measured")
     slope = max((high - low) / start, 1.0)
-    aim = max(int((budget - (low - slope * start)) / slope * 0.98), 1)
-    if probe(aim) is None or points[aim] > budget:
-        while aim > start and (points.get(aim) is None or points[aim] > budget):
-            aim = max(aim * 9 // 10, start)
-            probe(aim)
-    over = math.ceil(aim * 1.05)
+    aim = 2 * start + int((0.96 * budget - high) / slope)
+    for _ in range(AIMS):  # along the line through 2N and the largest N measured so far
+        peak = probe(aim)
+        if peak is not None and 0.97 * budget <= peak <= budget:
+            break
+        if peak is None:
+            aim = aim * 19 // 20
+            continue
+        slope = max((peak - high) / (aim - 2 * start), 1.0)
+        aim = 2 * start + int((0.985 * budget - high) / slope)
+    fitting = max(n for n, b in points.items() if b is not None and b <= budget)
+    over = math.ceil(fitting * 1.02)
     workload = next(w for w in WORKLOADS if w.name == name)
     data = over * workload.batch_size * math.prod(SHAPES[workload.data]) * 4
-    if low + slope * (over - start) + data < available_bytes(device) - HEADROOM:
+    if (over not in points and high + slope * (over - 2 * start) + data
+            < available_bytes(device) - HEADROOM):
         probe(over)
     fits = max(n for n, b in points.items() if b is not None and b <= budget)
     return {"workload": name, "budget_bytes": budget, "largest_fitting": fits,

@@ -153,7 +153,8 @@ def test_bad_options_exit_2(capsys):
     assert "--only: unknown workload vgg" in capsys.readouterr().err  # one line, exit 2
     assert suite_main(["--rounds", "0", "--device", "cpu"]) == 2
     assert suite_main(["--precision", "fp16", "--device", "cpu"]) == 2
-    assert "--precision: unknown precision fp16 (allowed: auto, fp32, bf16)" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "--precision: unknown precision fp16 (allowed: auto, fp32, bf16)" in err
 
 
 def test_cli_bench_options():
@@ -250,3 +251,26 @@ def test_overlap_mix_is_timed_against_the_synchronous_one(one_thread):
     result = overlap_cost(12, 50, 3, "cpu", repeats=1)
     assert result["sync_s"] > 0 and result["overlap_s"] > 0
     assert overlap_line(result).startswith("overlap Push-Sum mix, N = 12, P = 50, delays 0..3")
+
+
+def test_capacity_search_reports_only_measured_populations(monkeypatch):
+    import bench.capacity as C
+
+    measured, measure_apart = [], C.measure_apart
+
+    def fake(name, n, device):  # 3 MiB a node above 1 GiB of fixed cost; none past 9,000
+        measured.append(n)
+        return None if n > 9000 else 2**30 + 3 * 2**20 * n
+
+    monkeypatch.setattr(C, "measure_apart", fake)
+    monkeypatch.setattr(C, "available_bytes", lambda device: 2**40)
+    result = C.search("mlp-100", 16 * 2**30, "cpu", echo=lambda line: None)
+    fits = result["largest_fitting"]
+    assert fits in measured and fake("", fits, "") <= 16 * 2**30
+    assert fake("", fits, "") >= 0.97 * 16 * 2**30  # aimed within 3 % under the budget
+    assert measured[:2] == [100, 200] and max(measured) > fits  # and one above it was tried
+    assert result["bytes_per_node"] == pytest.approx(3 * 2**20)
+    with pytest.raises(RuntimeError, match="mlp-100 at N = 5: crashed \\(signal 11\\)"):
+        monkeypatch.setattr(C.subprocess, "run", lambda *a, **k: type(
+            "Done", (), {"returncode": -11, "stderr": "", "stdout": ""})())
+        measure_apart("mlp-100", 5, "cpu")

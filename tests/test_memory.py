@@ -127,7 +127,7 @@ def test_a_mix_too_large_for_32_bit_offsets_goes_by_contiguous_tiles(monkeypatch
     comm.mix(W, large)
     tiled = comm.product(W, params, {k: torch.ones_like(v) for k, v in params.items()},
                          add=True)
-    for k, v in params.items():
+    for k in params:
         assert torch.allclose(plain[k].reshape(30, -1), expected[k], atol=1e-12)
         assert torch.equal(large[k], plain[k]) and torch.equal(into[k], plain[k])
         assert torch.allclose(tiled[k], plain[k] + 1, atol=1e-12)
