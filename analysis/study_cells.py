@@ -111,7 +111,8 @@ def _start(run: Planned, bar: Progress) -> tuple[dict[str, Any], dict[str, Any] 
         return row, None
     bar.start(run, len(_history(run_dir, cfg.rounds)))
     return row, {"cfg": cfg, "out_dir": run_dir, "progress": bar.round, "label": cell_name(run),
-                 "resume": (run_dir / "config.json").exists(), "topology": entry.obj}
+                 "resume": (run_dir / "config.json").exists(), "topology": entry.obj,
+                 "figures": False}
 
 
 def _end(run: Planned, row: dict[str, Any], bar: Progress, echo: Callable[[str], None],

@@ -82,6 +82,7 @@ def test_study_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
         history = [json.loads(line) for line in
                    (Path(row["run_dir"]) / "metrics.jsonl").read_text().splitlines()]
         assert float(row["final_acc"]) == history[-1]["test_acc"]
+        assert not (Path(row["run_dir"]) / "curves.png").exists()  # the study draws its own
     # the aggregated rows are the mean and sample sd of the seeds' rows
     data = json.loads((out / "study.json").read_text())
     means = {m["label"]: m for m in _csv(out / "study_mean.csv")}

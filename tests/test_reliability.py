@@ -755,3 +755,26 @@ def test_ctrl_c_in_a_comparison_says_to_rerun_it(tmp_path, monkeypatch, capsys):
     assert capsys.readouterr().err == (
         "p2pfl: interrupted: stopped after round 1 with a checkpoint; continue the comparison "
         "by running the same command again (finished runs are kept)\n")
+
+
+def test_the_data_digest_is_taken_once_and_again_after_a_change():
+    from types import SimpleNamespace
+
+    import p2pfl.objects.inputs as I
+
+    x, y = torch.zeros(4, 3), torch.tensor([0, 1, 0, 1])
+    data = SimpleNamespace(x_train=x, y_train=y, x_test=x[:2].clone(), y_test=y[:2].clone())
+    first = I.data_sha256(data)
+    assert I.data_sha256(data) == first and I._DIGESTS[id(x)][3] == first  # cached
+    x[0, 0] = 1.0  # an in-place change bumps the version: hashed again
+    assert I.data_sha256(data) != first
+    data.y_test = torch.tensor([1, 1])  # another tensor: hashed again
+    changed = I.data_sha256(data)
+    x[0, 0] = 0.0
+    assert changed != first and I.data_sha256(data) != changed
+    key = id(x)
+    del data, x
+    import gc
+
+    gc.collect()
+    assert key not in I._DIGESTS  # the entry left with its tensor

@@ -47,7 +47,7 @@ def run(cfg: Config, out_dir: str | Path | None = None, progress: bool | Observe
         model: object | None = None, data: object | None = None,
         partition: object | None = None, algorithm: type | None = None,
         callbacks: list[Callback] | None = None, stack: Stack | None = None,
-        compressor: object | None = None) -> History:
+        compressor: object | None = None, figures: bool = True) -> History:
     """Run one experiment; per-round metrics are returned and written to `out_dir`.
 
     With `resume`, continue the run in `out_dir` from its last checkpoint (a directory without
@@ -65,6 +65,8 @@ def run(cfg: Config, out_dir: str | Path | None = None, progress: bool | Observe
     study's own bar), and is not part of the run (unlike a callback, it is not recorded).
     `stack`: run as one member of a p2pfl.engine.stacked.Stack, in its own thread (see
     `run_stacked`); the numbers are the run's alone, so it is not recorded either.
+    `figures`: False leaves out the run's curves.png / .pdf (a study draws its own; `p2pfl plot`
+    draws a run's later).
     """
     if cfg.compare:
         raise ConfigError("compare", "this config lists [[compare]] variants: use run_compare")
@@ -92,7 +94,7 @@ def run(cfg: Config, out_dir: str | Path | None = None, progress: bool | Observe
                 {INPUTS_RECORD: inputs} if inputs else {})
             runner = Runner(cfg, out, ctx, algo, checkpoint["metrics"] if checkpoint else [],
                             progress if ctx.comm.rank == 0 else False, label,
-                            list(parts.callbacks))
+                            list(parts.callbacks), figures)
             if checkpoint is not None:  # before the directory is touched: a state that does
                 restore(checkpoint, ctx.population, algo, runner.callbacks, out)  # not fit
         with agreed():  # then rank 0 alone writes

@@ -72,8 +72,10 @@ class Runner:
 
     def __init__(self, cfg: Config, out: Path, ctx: RunContext, algorithm: Algorithm,
                  history: History | None = None, progress: bool | Observer = False,
-                 label: str = "", callbacks: list[Callback] | None = None) -> None:
+                 label: str = "", callbacks: list[Callback] | None = None,
+                 figures: bool = True) -> None:
         self.cfg, self.out, self.ctx, self.algorithm = cfg, Path(out), ctx, algorithm
+        self.figures = figures
         self.history: History = list(history or [])
         self.progress, self.label = progress is True, label
         self.observe = progress if callable(progress) else None
@@ -129,7 +131,7 @@ class Runner:
                          "average_model": self.algorithm.average_model(self.ctx)}
                 if self.root:
                     finish(self.out, cfg, self.ctx, self.algorithm, self.history, final,
-                           self.stopped)
+                           self.stopped, self.figures)
         finally:
             bar.close()
         return self.history

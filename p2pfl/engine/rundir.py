@@ -122,9 +122,9 @@ def start(out: Path, cfg: Config, records: dict[str, dict[str, Any]],
 
 
 def finish(out: Path, cfg: Config, ctx: RunContext, algorithm: Any, history: History,
-           final: dict[str, Any], stopped: str | None = None) -> None:
+           final: dict[str, Any], stopped: str | None = None, figures: bool = True) -> None:
     """summary.json, final.pt (`final`: the "population" as the last checkpoint holds it, and
-    the "average_model"; the algorithm state) and the curves."""
+    the "average_model"; the algorithm state) and the curves (unless not `figures`)."""
     accs = [r["test_acc"] for r in history if "test_acc" in r]
     summary = {
         "algorithm": cfg.algorithm.name,
@@ -145,9 +145,10 @@ def finish(out: Path, cfg: Config, ctx: RunContext, algorithm: Any, history: His
              "algorithm": algorithm.state_dict(), "average_model": final["average_model"]}
     with atomic_file(out / "final.pt", "wb") as f:
         save_tensors(state, f, out / "final.pt")
-    plot_histories({cfg.algorithm.name: history}, out / "curves",
-                   title=f"{cfg.algorithm.name} on {topology_title(cfg)}, "
-                   f"{cfg.data.num_nodes} nodes, seed {cfg.seed}")
+    if figures:
+        plot_histories({cfg.algorithm.name: history}, out / "curves",
+                       title=f"{cfg.algorithm.name} on {topology_title(cfg)}, "
+                       f"{cfg.data.num_nodes} nodes, seed {cfg.seed}")
 
 
 def topology_title(cfg: Config) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,10 @@ from p2pfl.report.results import file_sha256
 
 INPUTS_RECORD = "inputs.json"
 FILE_TOPOLOGIES = ("from_edges", "from_adjacency")
+# digests of datasets already hashed in this process (the cells of a study share one), by the
+# id of the training inputs tensor: (a weak reference to it, the other three tensors, the four's
+# in-place versions, sha256); an entry leaves with its tensor
+_DIGESTS: dict[int, tuple] = {}
 
 
 def with_absolute_paths(cfg: Config) -> Config:
@@ -38,11 +43,26 @@ def describe_inputs(cfg: Config, data: FederatedData) -> dict[str, Any]:
         path = Path(cfg.topology.path)
         record["topology.path"] = {"path": str(path), "sha256": file_sha256(path)}
     if cfg.data.name not in ("synthetic", OBJECT):
-        digest = hashlib.sha256()
-        for value in (data.x_train, data.y_train, data.x_test, data.y_test):
-            tensor_digest(digest, value)
-        record["data"] = {"name": cfg.data.name, "sha256": digest.hexdigest()}
+        record["data"] = {"name": cfg.data.name, "sha256": data_sha256(data)}
     return record
+
+
+def data_sha256(data: FederatedData) -> str:
+    """SHA-256 of the training and test tensors, taken once per set of tensors and in-place
+    version in this process."""
+    tensors = (data.x_train, data.y_train, data.x_test, data.y_test)
+    versions = tuple(t._version for t in tensors)
+    key = id(data.x_train)
+    held = _DIGESTS.get(key)
+    if (held is not None and held[0]() is data.x_train and held[2] == versions
+            and all(a is b for a, b in zip(held[1], tensors[1:]))):
+        return held[3]
+    digest = hashlib.sha256()
+    for value in tensors:
+        tensor_digest(digest, value)
+    gone = weakref.ref(data.x_train, lambda _: _DIGESTS.pop(key, None))
+    _DIGESTS[key] = (gone, tensors[1:], versions, digest.hexdigest())
+    return digest.hexdigest()
 
 
 def check_inputs(out: Path, resume: bool, record: dict[str, Any]) -> None:
