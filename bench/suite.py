@@ -31,6 +31,7 @@ from bench.flops import matmul_gflops
 from bench.mixing import PARAMS_MLP
 from bench.overlap import overlap_cost, overlap_line
 from bench.ragged import RAGGED, ragged_lines, run_ragged
+from bench.repeats import repeat_lines
 from bench.runner import PRECISIONS, run_workload
 from bench.scaleout import scaleout
 from bench.scaleout import table as scaleout_table
@@ -171,6 +172,8 @@ def parser() -> argparse.ArgumentParser:
                    "after another), or a model name")
     b.add_argument("--rounds", type=int, help="timed rounds after one warm-up (default 3, "
                    "--quick 1)")
+    b.add_argument("--repeats", type=int, default=1, help="run each workload this many times "
+                   "and print each row's median and range over the repeats (default 1)")
     b.add_argument("--json-out", metavar="FILE", help="also write all results as JSON")
     b.add_argument("--compile", action="store_true",
                    help="torch.compile the vectorized population (engine.compile)")
@@ -251,6 +254,8 @@ def run_suite(args: argparse.Namespace) -> int:
         QUICK_ROUNDS if args.quick else DEFAULT_ROUNDS)
     if rounds < 1:
         raise ConfigError("--rounds", f"must be at least 1, got {rounds}")
+    if args.repeats < 1:
+        raise ConfigError("--repeats", f"must be at least 1, got {args.repeats}")
     precisions = _precisions(args.precision)
     env = environment(device)
     env["quick"] = bool(args.quick)
@@ -274,15 +279,20 @@ def run_suite(args: argparse.Namespace) -> int:
         if workload.data not in data:
             data[workload.data] = load_workload_data(workload.data, args.quick)
         dataset, label = data[workload.data]
-        matmul = {p: matmul_gflops(device, dtype=PRECISIONS[p])  # the machine as it is now
-                  for p in precisions}
-        result = run_workload(workload, dataset, label, str(device), rounds, matmul,
-                              compile=args.compile, precisions=precisions,
-                              bf16="auto" if args.precision.strip() == "auto" else "given")
-        result["mixing"] = mixing_rate(workload, result["num_params"], device)
-        result.update(env)
-        results.append(result)
-        print("\n".join(table_rows(result)), flush=True)
+        repeated = []
+        for repeat in range(args.repeats):
+            matmul = {p: matmul_gflops(device, dtype=PRECISIONS[p])  # the machine as it is now
+                      for p in precisions}
+            result = run_workload(workload, dataset, label, str(device), rounds, matmul,
+                                  compile=args.compile, precisions=precisions,
+                                  bf16="auto" if args.precision.strip() == "auto" else "given")
+            result["mixing"] = mixing_rate(workload, result["num_params"], device)
+            result.update(env, repeat=repeat)
+            repeated.append(result)
+            print("\n".join(table_rows(result)), flush=True)
+        results += repeated
+        if args.repeats > 1:
+            print("\n".join(repeat_lines(repeated)), flush=True)
     if ragged:
         if "fashion_mnist" not in data:
             data["fashion_mnist"] = load_workload_data("fashion_mnist", args.quick)

@@ -274,3 +274,19 @@ def test_capacity_search_reports_only_measured_populations(monkeypatch):
         monkeypatch.setattr(C.subprocess, "run", lambda *a, **k: type(
             "Done", (), {"returncode": -11, "stderr": "", "stdout": ""})())
         measure_apart("mlp-100", 5, "cpu")
+
+
+def test_repeats_give_each_rows_median_and_range():
+    from bench.repeats import repeat_lines
+
+    def result(seconds, speedup):
+        return {"workload": "mlp-100", "rows": [
+            {"solver": "sgd", "precision": "fp32", "s_per_round": seconds, "speedup": speedup,
+             "pct_of_matmul": 40.0, "pct_of_products": None, "matmul_gflops": 150.0,
+             "products_gflops": None}]}
+
+    lines = repeat_lines([result(0.2, 2.5), result(0.1, 3.0), result(0.3, 2.0)])
+    assert lines == ["  mlp-100 sgd fp32, 3 repeats, median (range): s/round 0.200 "
+                     "(0.100-0.300), vs loop 2.50 (2.00-3.00), % matmul 40 (40-40), % products "
+                     "n/a, matmul GFLOP/s 150 (150-150), products GFLOP/s n/a"]
+    assert suite_main(["--repeats", "0", "--device", "cpu"]) == 2
