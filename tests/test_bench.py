@@ -290,3 +290,16 @@ def test_repeats_give_each_rows_median_and_range():
                      "(0.100-0.300), vs loop 2.50 (2.00-3.00), % matmul 40 (40-40), % products "
                      "n/a, matmul GFLOP/s 150 (150-150), products GFLOP/s n/a"]
     assert suite_main(["--repeats", "0", "--device", "cpu"]) == 2
+
+
+def test_profile_sorts_a_rounds_operators_into_parts(one_thread):
+    from bench.profile import breakdown, part_of
+
+    assert part_of("aten::baddbmm") == "products (bmm, baddbmm)"
+    assert part_of("aten::addmm") == "mixing (addmm, mm)"
+    assert part_of("aten::index_select") == "minibatch gathering"
+    assert part_of("aten::frobnicate") == "other operators"
+    lines = breakdown("mlp-10", "sgd", 1, "cpu", 3)
+    parts = {line[:40].strip(): float(line[40:50]) for line in lines[2:10] if line.strip()}
+    assert parts["products (bmm, baddbmm)"] > 0 and parts["mixing (addmm, mm)"] > 0
+    assert "Python, dispatch and the rest" in parts and len(lines) == 2 + len(parts) + 2 + 3
