@@ -302,4 +302,4 @@ def test_profile_sorts_a_rounds_operators_into_parts(one_thread):
     lines = breakdown("mlp-10", "sgd", 1, "cpu", 3)
     parts = {line[:40].strip(): float(line[40:50]) for line in lines[2:10] if line.strip()}
     assert parts["products (bmm, baddbmm)"] > 0 and parts["mixing (addmm, mm)"] > 0
-    assert "Python, dispatch and the rest" in parts and len(lines) == 2 + len(parts) + 2 + 3
+    assert "Python, dispatch and the rest" in parts and len(lines) == 2 + len(parts) + 1 + 3
