@@ -164,7 +164,7 @@ def parser() -> argparse.ArgumentParser:
                                 "population against the per-node loop (docs/performance.md)")
     b.add_argument("--quick", action="store_true",
                    help="1 timed round, smaller N for cnn and resnet18_gn, loop timed on a few "
-                        "nodes (about a minute on a 2-core CPU)")
+                        "nodes (about 2.5 minutes on a 2-core CPU)")
     b.add_argument("--device", choices=("cpu", "cuda", "auto"), default="auto")
     b.add_argument("--only", metavar="WORKLOAD[,..]",
                    help="mlp-10, mlp-100, mlp-1000, cnn, resnet18_gn, ragged (unequal local "

@@ -52,7 +52,7 @@ WORKLOADS = (
     Workload("cnn", "cnn", "cifar", 100, 100),
     Workload("resnet18_gn", "resnet18_gn", "cifar", 10, 10),
 )
-# --quick: about a minute on a 2-core CPU; the loop is timed on few nodes and scaled.
+# --quick: about 2.5 minutes on a 2-core CPU; the loop is timed on few nodes and scaled.
 QUICK_WORKLOADS = (
     Workload("mlp-10", "mlp", "fashion_mnist", 10, 5),
     Workload("mlp-100", "mlp", "fashion_mnist", 100, 5),
