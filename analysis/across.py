@@ -6,7 +6,10 @@ each variant's final accuracy at every setting, a table and a figure with error 
         --figure docs/figures/heterogeneity.png
 
 Each SETTING=FOLDER is a `p2pfl compare` output folder; its variants (seeds pooled, as `p2pfl
-table` pools them) are the rows. The accuracy of a run is the mean test accuracy of its last
+table` pools them) are the rows. SETTING=FOLDER:VARIANT takes that one variant, in the row
+`--row` (default: its label), so that one row can gather variants of several folders (a sweep of
+one option: "0=runs/a:dfedavg" "0.05=runs/a:dfedsam" "0.1=runs/b:dfedsam_rho0.1" --row DFedSAM).
+The accuracy of a run is the mean test accuracy of its last
 `--last` evaluations; a cell is the mean +- sd over the finished seeds. Settings are drawn in
 the order given, evenly spaced, labelled as given.
 """
@@ -25,14 +28,20 @@ from p2pfl.report.table import find_runs, group_runs, summarize
 Cells = dict[str, dict[str, list[float]]]  # variant -> setting -> per-seed accuracies (%)
 
 
-def collect(settings: dict[str, Path], last: int) -> Cells:
+def collect(settings: dict[str, Path], last: int, chosen: dict[str, str] | None = None,
+            row: str | None = None) -> Cells:
     """variant -> setting -> the final accuracy (%) of each of its finished seeds there (a run
-    still going, without summary.json, does not count)."""
+    still going, without summary.json, does not count). `chosen`: setting -> the one variant
+    taken from its folder, put in the row `row` (default: the variant's label)."""
     cells: Cells = {}
+    chosen = chosen or {}
     for setting, folder in settings.items():
         for label, runs in group_runs(find_runs([folder])).items():
+            if setting in chosen and label != chosen[setting]:
+                continue
             finished = [s for s in (summarize(run, last) for run in runs) if s.finished]
-            cells.setdefault(label, {})[setting] = [100 * s.last_mean for s in finished]
+            name = (row or label) if setting in chosen else label
+            cells.setdefault(name, {})[setting] = [100 * s.last_mean for s in finished]
     return cells
 
 
@@ -77,7 +86,8 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(prog="python -m analysis.across",
                                      description=__doc__.splitlines()[0])
-    parser.add_argument("settings", nargs="+", metavar="SETTING=FOLDER")
+    parser.add_argument("settings", nargs="+", metavar="SETTING=FOLDER[:VARIANT]")
+    parser.add_argument("--row", default=None, help="the row of the settings that name a variant")
     parser.add_argument("--last", type=int, default=10, help="evaluations averaged per run")
     parser.add_argument("--xlabel", default="setting")
     parser.add_argument("--title", default="")
@@ -87,8 +97,9 @@ def main(argv: list[str] | None = None) -> int:
         pairs = [item.split("=", 1) for item in args.settings]
         if any(len(p) != 2 or not p[0] for p in pairs):
             raise ConfigError("settings", "each is SETTING=FOLDER, e.g. 0.1=runs/hetero/alpha0.1")
-        settings = {name: Path(folder) for name, folder in pairs}
-        cells = collect(settings, args.last)
+        settings = {name: Path(folder.split(":", 1)[0]) for name, folder in pairs}
+        chosen = {name: folder.split(":", 1)[1] for name, folder in pairs if ":" in folder}
+        cells = collect(settings, args.last, chosen, args.row)
         print(table(cells, list(settings)), end="")
         if args.figure:
             files = figure(cells, list(settings), Path(args.figure), args.xlabel, args.title)

@@ -36,3 +36,13 @@ def test_cells_are_the_finished_seeds_last_evaluations_by_setting(tmp_path, caps
     assert (tmp_path / "fig.png").is_file() and (tmp_path / "fig.pdf").is_file()
     assert main([str(tmp_path / "a")]) == 2
     assert "across: error: settings: each is SETTING=FOLDER" in capsys.readouterr().err
+
+
+def test_one_row_gathers_a_variant_from_each_folder(tmp_path, capsys):
+    _run(tmp_path / "a" / "dfedavg" / "seed0", [0.5, 0.6])
+    _run(tmp_path / "a" / "dfedsam" / "seed0", [0.5, 0.4])
+    _run(tmp_path / "b" / "dfedsam_rho0.1" / "seed0", [0.3, 0.2])
+    _run(tmp_path / "b" / "other" / "seed0", [0.9, 0.9])
+    assert main([f"0={tmp_path / 'a'}:dfedavg", f"0.05={tmp_path / 'a'}:dfedsam",
+                 f"0.1={tmp_path / 'b'}:dfedsam_rho0.1", "--row", "DFedSAM", "--last", "1"]) == 0
+    assert capsys.readouterr().out.splitlines()[2:] == ["| DFedSAM | 60.00 | 40.00 | 20.00 |"]
