@@ -21,6 +21,7 @@ import json
 import math
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import replace
 
 import torch
@@ -80,7 +81,8 @@ def available_bytes(device: str) -> int:
     return info["MemAvailable"]
 
 
-def search(name: str, budget: int, device: str, echo=print) -> dict[str, object]:
+def search(name: str, budget: int, device: str,
+           echo: Callable[[str], None] = print) -> dict[str, object]:
     """The measurements of one workload and the largest N measured to fit `budget` bytes."""
     start = next(w for w in WORKLOADS if w.name == name).num_nodes
     points: dict[int, int | None] = {}
@@ -91,11 +93,16 @@ def search(name: str, budget: int, device: str, echo=print) -> dict[str, object]
         echo(f"  {name}: N = {n:>7,}: {shown}")
         return points[n]
 
-    low, high = probe(start), probe(2 * start)
-    if low is None or high is None:
+    low = probe(start)
+    if low is None or low > budget:
+        raise RuntimeError(f"{name}: no population measured fits {budget / GIB:g} GiB; the "
+                           f"smallest, {start} nodes, took "
+                           f"{'too much' if low is None else f'{low / GIB:.2f} GiB'}")
+    high = probe(2 * start)
+    if high is None:
         raise RuntimeError(f"{name}: a population of {2 * start} nodes could not be measured")
     slope = max((high - low) / start, 1.0)
-    aim = 2 * start + int((0.96 * budget - high) / slope)
+    aim = max(start, 2 * start + int((0.96 * budget - high) / slope))
     for _ in range(AIMS):  # along the line through 2N and the largest N measured so far
         peak = probe(aim)
         if peak is not None and 0.97 * budget <= peak <= budget:
@@ -103,9 +110,11 @@ def search(name: str, budget: int, device: str, echo=print) -> dict[str, object]
         if peak is None:
             aim = aim * 19 // 20
             continue
+        if aim <= 2 * start:  # the budget is reached within the first two measurements
+            break
         slope = max((peak - high) / (aim - 2 * start), 1.0)
-        aim = 2 * start + int((0.985 * budget - high) / slope)
-    fitting = max(n for n, b in points.items() if b is not None and b <= budget)
+        aim = max(start, 2 * start + int((0.985 * budget - high) / slope))
+    fitting = max(n for n, b in points.items() if b is not None and b <= budget)  # start fits
     over = math.ceil(fitting * 1.02)
     workload = next(w for w in WORKLOADS if w.name == name)
     data = over * workload.batch_size * math.prod(SHAPES[workload.data]) * 4
@@ -129,9 +138,16 @@ def main(argv: list[str] | None = None) -> int:
                                                 args.device)}))
         return 0
     budget = int(args.budget_gb * GIB)
-    print(f"device {args.device}, budget {args.budget_gb:g} GiB, torch {torch.__version__}; "
-          "one round of SGD with momentum, data not counted")
-    results = [search(w.name, budget, args.device) for w in select(WORKLOADS, args.only)]
+    try:
+        if not budget > 0:
+            raise ValueError(f"--budget-gb must be positive, got {args.budget_gb:g}")
+        chosen = select(WORKLOADS, args.only)
+        print(f"device {args.device}, budget {args.budget_gb:g} GiB, torch {torch.__version__}; "
+              "one round of SGD with momentum, data not counted")
+        results = [search(w.name, budget, args.device) for w in chosen]
+    except (ValueError, RuntimeError) as err:
+        print(f"python -m bench.capacity: error: {err}", file=sys.stderr)
+        return 2
     print(f"\n{'workload':<10} {'MiB/node':>9} {'largest N that fits':>20} {'its peak GiB':>13}"
           f" {'next N measured':>16}")
     for r in results:

@@ -85,6 +85,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
     parser.add_argument("--top", type=int, default=12)
     args = parser.parse_args(argv)
+    if args.rounds < 1:
+        print(f"python -m bench.profile: error: --rounds must be at least 1, got {args.rounds}",
+              file=sys.stderr)
+        return 2
     if args.only not in {w.name for w in WORKLOADS}:
         print(f"python -m bench.profile: error: --only: unknown workload {args.only!r}; allowed: "
               f"{', '.join(w.name for w in WORKLOADS)}", file=sys.stderr)

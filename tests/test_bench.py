@@ -303,3 +303,26 @@ def test_profile_sorts_a_rounds_operators_into_parts(one_thread):
     parts = {line[:40].strip(): float(line[40:50]) for line in lines[2:10] if line.strip()}
     assert parts["products (bmm, baddbmm)"] > 0 and parts["mixing (addmm, mm)"] > 0
     assert "Python, dispatch and the rest" in parts and len(lines) == 2 + len(parts) + 1 + 3
+
+
+def test_capacity_and_profile_refuse_bad_input_in_one_line(monkeypatch, capsys):
+    import bench.capacity as C
+    from bench.profile import main as profile_main
+
+    assert C.main(["--only", "vgg"]) == 2 and C.main(["--budget-gb", "0"]) == 2
+    assert profile_main(["--rounds", "0"]) == 2 and profile_main(["--only", "vgg"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 4 and all(": error: " in line for line in err)
+    monkeypatch.setattr(C, "measure_apart", lambda name, n, device: 2**30 * n)  # 1 GiB a node
+    with pytest.raises(RuntimeError, match="no population measured fits 16 GiB"):
+        C.search("mlp-100", 16 * 2**30, "cpu", echo=lambda line: None)
+
+
+def test_capacity_search_when_the_budget_is_near_the_start(monkeypatch):
+    import bench.capacity as C
+
+    monkeypatch.setattr(C, "measure_apart", lambda name, n, device: 2**20 * n)  # 1 MiB a node
+    monkeypatch.setattr(C, "available_bytes", lambda device: 2**40)
+    result = C.search("mlp-100", 150 * 2**20, "cpu", echo=lambda line: None)  # 150 MiB
+    assert result["largest_fitting"] == 147  # aimed between the two first, then 2 % above
+    assert sorted(map(int, result["measured"])) == [100, 144, 147, 200]
