@@ -75,9 +75,10 @@ def figure(found: dict[str, Curve], path: Path, target: float | None = None,
     for ax, field, label in panels:
         for i, (name, curve) in enumerate(found.items()):
             x, style = getattr(curve, field), series_style(i)
+            every = max(1, len(x) // 6)  # markers staggered by series: coinciding curves show both
             ax.plot(x, curve.accuracy, color=style["color"], linestyle=DASHES[i % len(DASHES)],
-                    marker=marker(i), markevery=max(1, len(x) // 6), ms=5,
-                    fillstyle="none", label=name)  # markers tell overlapping curves apart
+                    marker=marker(i), markevery=(i * every // len(found), every), ms=5,
+                    fillstyle="none", label=name)
             ax.fill_between(x, curve.accuracy - curve.spread, curve.accuracy + curve.spread,
                             color=style["color"], alpha=0.15, lw=0)
         if target is not None:

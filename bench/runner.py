@@ -21,7 +21,7 @@ precision; the loop is always float32) a row holds (units in the names):
 - products_gflops and pct_of_products: the rate of the round's batched products alone
   (bench.flops.products_gflops: the ceiling at the bench's sizes; None for convolutions);
 - mem_per_node_mb: peak_mem_mb / N;
-- bf16_off (on the fp32 row, with `bf16="auto"`): why no bf16 row was timed: the device has no
+- bf16_off (on the fp32 row, with `bf16_auto`): why no bf16 row was timed: the device has no
   fast bf16 products, or a probe round in bf16 was slower than in float32.
 """
 
@@ -111,11 +111,11 @@ def _built(workload: Workload, solver: str, executor: str, num_nodes: int, datas
 
 def run_solver(workload: Workload, solver: str, dataset: Dataset, device: str, rounds: int,
                matmul_gflops: dict[str, float], compile: bool = False,
-               precisions: tuple[str, ...] = ("fp32",), bf16: str = "given"
+               precisions: tuple[str, ...] = ("fp32",), bf16_auto: bool = False
                ) -> list[dict[str, Any]]:
     """Time `solver` ("sgd" or "sam") on `workload`, vectorized in each of `precisions`
     (compiled when `compile`) and with the float32 loop executor; one row per precision.
-    `bf16` = "auto": bf16 is timed beside fp32 only where `probe_bf16` finds that it pays.
+    `bf16_auto`: bf16 is timed beside fp32 only where `probe_bf16` finds that it pays.
     The round's products alone are timed at the vectorized population's chunk size
     (bench.flops.products_gflops) just before its rounds.
 
@@ -128,7 +128,7 @@ def run_solver(workload: Workload, solver: str, dataset: Dataset, device: str, r
     vectorized = {p: _built(workload, solver, "vectorized", n, dataset, device, compile, p)
                   for p in precisions}
     bf16_off = None
-    if bf16 == "auto" and {"fp32", "bf16"} <= set(vectorized):
+    if bf16_auto and {"fp32", "bf16"} <= set(vectorized):
         bf16_off = probe_bf16(vectorized["fp32"], vectorized["bf16"], torch.device(device))
         if bf16_off is not None:
             del vectorized["bf16"]
@@ -182,7 +182,7 @@ def run_solver(workload: Workload, solver: str, dataset: Dataset, device: str, r
 def run_workload(workload: Workload, dataset: Dataset, data_label: str, device: str,
                  rounds: int, matmul_gflops: dict[str, float],
                  solvers: tuple[str, ...] = tuple(SOLVERS), compile: bool = False,
-                 precisions: tuple[str, ...] = ("fp32",), bf16: str = "given"
+                 precisions: tuple[str, ...] = ("fp32",), bf16_auto: bool = False
                  ) -> dict[str, Any]:
     """Every solver and precision of one workload: {"workload", "model", "data", "num_nodes",
     ..., "rows": [run_solver(...) rows of every solver]}."""
@@ -203,5 +203,5 @@ def run_workload(workload: Workload, dataset: Dataset, data_label: str, device: 
         "rounds": rounds,
         "compile": compile,
         "rows": [row for s in solvers for row in run_solver(
-            workload, s, dataset, device, rounds, matmul_gflops, compile, precisions, bf16)],
+            workload, s, dataset, device, rounds, matmul_gflops, compile, precisions, bf16_auto)],
     }

@@ -285,7 +285,7 @@ def run_suite(args: argparse.Namespace) -> int:
                       for p in precisions}
             result = run_workload(workload, dataset, label, str(device), rounds, matmul,
                                   compile=args.compile, precisions=precisions,
-                                  bf16="auto" if args.precision.strip() == "auto" else "given")
+                                  bf16_auto=args.precision.strip() == "auto")
             result["mixing"] = mixing_rate(workload, result["num_params"], device)
             result.update(env, repeat=repeat)
             repeated.append(result)

@@ -118,7 +118,7 @@ def test_bf16_is_probed_and_left_out_with_its_reason(one_thread, monkeypatch):
                     batch_size=8)
     monkeypatch.setattr(R, "bf16_support", lambda device: (False, "no bf16 products here"))
     result = run_workload(tiny, dataset, "", "cpu", 1, {"fp32": 1.0, "bf16": 1.0},
-                          solvers=("sgd",), precisions=("fp32", "bf16"), bf16="auto")
+                          solvers=("sgd",), precisions=("fp32", "bf16"), bf16_auto=True)
     assert [(r["precision"], r["bf16_off"]) for r in result["rows"]] == [
         ("fp32", "no bf16 products here")]
     result["mixing"] = "n/a"
