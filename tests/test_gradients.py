@@ -14,9 +14,10 @@ from torch.func import functional_call
 from p2pfl import engine
 from p2pfl.core.federated import Batch
 from p2pfl.core.gradients import AutogradGradients, HandWrittenGradients
-from p2pfl.core.models import MLP, linear_relu_chain, stacked_forward
+from p2pfl.core.models import MLP, stacked_forward
 from p2pfl.core.population import per_node_sq_norm
 from p2pfl.core.solver import LocalSolver, descent_direction
+from p2pfl.core.stacked_layers import linear_relu_chain
 from p2pfl.engine import build
 from p2pfl.report.results import METRICS, read_metrics
 from tests.conftest import skip_plots, small_config

@@ -8,7 +8,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.func import functional_call
 
-from p2pfl.core import models
+from p2pfl.core import models, stacked_layers
 from p2pfl.core.models import MODELS, build_model, stacked_forward
 
 TOL = 1e-10
@@ -86,6 +86,7 @@ CASES = [
     ("mlp", (1, 28, 28), 10, 3, 5),
     ("cnn", (3, 32, 32), 10, 3, 4),
     ("cnn", (1, 28, 28), 7, 2, 3),
+    ("fedfsa_cnn", (1, 28, 28), 10, 2, 3),
     ("resnet18_gn", (3, 32, 32), 10, 2, 2),
 ]
 
@@ -98,8 +99,8 @@ def test_stacked_forward_matches_loop(name, input_shape, num_classes, c, batch):
 
 
 def test_builtin_paths():
-    """mlp and cnn use their hand-written forward; resnet18_gn the generic torch.func path."""
-    for name in ("mlp", "cnn"):
+    """mlp and the CNNs use their hand-written forward; resnet18_gn the torch.func path."""
+    for name in ("mlp", "cnn", "fedfsa_cnn"):
         model = build_model(name, (3, 32, 32), 10)
         assert stacked_forward(model) == model.batched_forward
     assert not hasattr(build_model("resnet18_gn", (3, 32, 32), 10), "batched_forward")
@@ -117,7 +118,8 @@ def _conv_features_reference(params: Params, x: torch.Tensor) -> torch.Tensor:
     return torch.stack(out)
 
 
-@pytest.mark.parametrize("features", [models._conv_features_loop, models._conv_features_grouped])
+@pytest.mark.parametrize("features", [stacked_layers.conv_features_loop,
+                                      stacked_layers.conv_features_grouped])
 def test_cnn_conv_stages_match_reference(features):
     """Both conv stages (per-node loop on CPU, grouped conv elsewhere) equal the module's order."""
     model = build_model("cnn", (3, 20, 24), 10).double()
@@ -153,6 +155,13 @@ def test_parameter_counts():
     assert _num_params(build_model("cnn", (3, 32, 32), 10)) == cnn
     # 1x28x28: 28 -> 24 -> 12 -> 8 -> 4, F = 64*4*4 = 1024.
     assert build_model("cnn", (1, 28, 28), 10).fc1.in_features == 1024
+    # FedFSA's FMNIST CNN (its nets/CNNs.py): conv 1->4, 4->12 (5x5), FC 12*4*4 -> 1024 -> 1024.
+    fedfsa = (4 * 25 + 4) + (12 * 4 * 25 + 12) + (192 * 1024 + 1024) + (1024 * 1024 + 1024) + (
+        1024 * 10 + 10)
+    assert _num_params(build_model("fedfsa_cnn", (1, 28, 28), 10)) == fedfsa == 1_258_798
+    # Its CIFAR CNN: conv 3->64, 64->64, FC 64*5*5 -> 1024 -> 1024.
+    assert build_model("fedfsa_cnn", (3, 32, 32), 100).fc1.in_features == 1600
+    assert build_model("fedfsa_cnn", (3, 32, 32), 100).fc3.out_features == 100
     # GroupNorm has as many affine parameters as BatchNorm: torchvision's resnet18 count.
     assert _num_params(build_model("resnet18_gn", (3, 224, 224), 1000)) == 11_689_512
 
@@ -203,17 +212,19 @@ def test_batchnorm_rejected():
 
 
 def test_unknown_model_name():
-    with pytest.raises(ValueError, match="mlp, cnn, resnet18_gn"):
+    with pytest.raises(ValueError, match="mlp, cnn, fedfsa_cnn, resnet18_gn"):
         build_model("vgg16", (3, 32, 32), 10)
-    assert MODELS == ("mlp", "cnn", "resnet18_gn")
+    with pytest.raises(ValueError, match="fedfsa_cnn input .* too small"):
+        build_model("fedfsa_cnn", (1, 12, 12), 10)
+    assert MODELS == ("mlp", "cnn", "fedfsa_cnn", "resnet18_gn")
 
 
 def test_stacked_linear_backward_is_exact_twice_differentiable_and_contiguous():
     gen = torch.Generator().manual_seed(0)
     h, weight, bias = (torch.randn(*shape, generator=gen, dtype=torch.float64,
                                    requires_grad=True) for shape in ((2, 3, 4), (2, 5, 4), (2, 5)))
-    assert torch.autograd.gradcheck(models._stacked_linear, (h, weight, bias))
-    assert torch.autograd.gradgradcheck(models._stacked_linear, (h, weight, bias))
-    out = models._stacked_linear(h, weight, bias)
+    assert torch.autograd.gradcheck(stacked_layers.stacked_linear, (h, weight, bias))
+    assert torch.autograd.gradgradcheck(stacked_layers.stacked_linear, (h, weight, bias))
+    out = stacked_layers.stacked_linear(h, weight, bias)
     grads = torch.autograd.grad(out.square().sum(), (weight, bias))
     assert all(g.is_contiguous() for g in grads)

@@ -5,11 +5,11 @@ A population of `c` nodes shares one architecture; each parameter is stored stac
 per-node inputs `x: [c, B, *input_shape]`, so that one autograd pass over the sum of per-node
 losses yields every node's gradient at once.
 
-- `mlp` and `cnn` carry a hand-written `batched_forward` (baddbmm for linear layers; per-node
-  convolutions on CPU, one grouped convolution elsewhere). Forward+backward, c=10, B=32, 2-core
-  CPU: mlp ~1.25x, cnn ~2.7-3x faster than `torch.func.vmap`. `mlp` also carries a hand-written
-  backward, `batched_gradients` (`linear_relu_chain`), which the local phase uses in float32 and
-  float64 unless the forward is compiled (p2pfl.core.gradients).
+- `mlp`, `cnn` and `fedfsa_cnn` carry a hand-written `batched_forward` (baddbmm for linear
+  layers; per-node convolutions on CPU, one grouped convolution elsewhere). Forward+backward,
+  c=10, B=32, 2-core CPU: mlp ~1.25x, cnn ~2.7-3x faster than `torch.func.vmap`. `mlp` also
+  carries a hand-written backward, `batched_gradients` (`linear_relu_chain`), which the local
+  phase uses in float32 and float64 unless the forward is compiled (p2pfl.core.gradients).
 - Any other `nn.Module` (including `resnet18_gn`) goes through `torch.func`: `vmap` over
   `functional_call`, except convolutional models on CPU, which call the module node by node
   (grouped convolutions are slow on CPU). BatchNorm with running statistics is rejected: its
@@ -28,123 +28,17 @@ from torch.func import functional_call, vmap
 from torch.nn.modules.batchnorm import _NormBase
 from torch.nn.modules.conv import _ConvNd
 
-MODELS = ("mlp", "cnn", "resnet18_gn")
+from p2pfl.core.stacked_layers import (
+    Params,
+    conv_features_grouped,
+    conv_features_loop,
+    linear_relu_chain,
+    stacked_linear,
+)
 
-Params = dict[str, torch.Tensor]
+MODELS = ("mlp", "cnn", "fedfsa_cnn", "resnet18_gn")
+
 StackedForward = Callable[[Params, torch.Tensor], torch.Tensor]
-
-
-class _StackedLinear(torch.autograd.Function):
-    """Per-node affine map h @ weight^T + bias with a backward that writes contiguous gradients.
-
-    Autograd's own backward of baddbmm(bias, h, weight^T) returns the weight gradient as a
-    transposed view, and every later elementwise pass over it (momentum, step) is then strided:
-    measured 2-3x slower per local step on CPU. The backward is made of differentiable ops, so
-    double backward (Hessian-vector products) still works.
-    """
-
-    @staticmethod
-    def forward(ctx, h: torch.Tensor, weight: torch.Tensor,  # noqa: ANN001
-                bias: torch.Tensor) -> torch.Tensor:
-        # ctx in forward, not a separate setup_context: with setup_context, every apply binds
-        # its arguments through inspect.signature (~5% of an mlp round on CPU).
-        device = h.device.type
-        if torch.is_autocast_enabled(device):  # cast once, as autocast would, and keep the
-            dtype = torch.get_autocast_dtype(device)  # casts for the backward
-            h, weight, bias = h.to(dtype), weight.to(dtype), bias.to(dtype)
-        ctx.save_for_backward(h, weight)
-        return torch.baddbmm(bias.unsqueeze(1), h, weight.transpose(1, 2))
-
-    @staticmethod
-    def backward(ctx, grad: torch.Tensor) -> tuple:  # noqa: ANN001
-        # Under autocast all of it runs in bfloat16; autograd casts the gradients it returns
-        # back to the float32 of the inputs.
-        h, weight = ctx.saved_tensors
-        grad_h = torch.bmm(grad, weight) if ctx.needs_input_grad[0] else None
-        grad_weight = torch.bmm(grad.transpose(1, 2), h) if ctx.needs_input_grad[1] else None
-        grad_bias = grad.sum(1) if ctx.needs_input_grad[2] else None
-        return grad_h, grad_weight, grad_bias
-
-
-def _stacked_linear(h: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
-    """Per-node affine map: h [c, B, in], weight [c, out, in], bias [c, out] -> [c, B, out]."""
-    return _StackedLinear.apply(h, weight, bias)
-
-
-def linear_relu_chain(params: Params, x: torch.Tensor, y: torch.Tensor, layers: tuple[str, ...],
-                      out: Params | None = None, beta: float = 0.0,
-                      weight: torch.Tensor | None = None) -> tuple[Params, torch.Tensor]:
-    """Gradients and losses of h -> relu(h W1^T + b1) -> ... -> h Wn^T + bn, x flattened to
-    [c, B, in], with a hand-written backward (`{layer}.weight` [c, out, in], `{layer}.bias`
-    [c, out]). With `out` the gradients are accumulated into it by the products themselves:
-    out <- beta * out + gradient (beta = 0 overwrites, whatever out held).
-
-    Loss: per node, the batch mean of -log softmax(z)[y] (weighted by `weight` [c, B] when
-    given); its gradient in the logits z is (softmax(z) - onehot(y)) / B (times the weight).
-    Then, layer by layer from the last: dW = dz^T h, db = sum_B dz, dh = dz W masked where the
-    layer's input was cut by its ReLU.
-    """
-    c, batch = y.shape
-    inputs = [x.flatten(2)]  # each layer's input [c, B, in]
-    for i, layer in enumerate(layers):
-        w, bias = params[f"{layer}.weight"], params[f"{layer}.bias"]
-        z = torch.baddbmm(bias.unsqueeze(1), inputs[-1], w.transpose(1, 2))
-        inputs.append(z.relu_() if i + 1 < len(layers) else z)
-    log_p = torch.log_softmax(inputs.pop(), dim=-1)
-    target = y.unsqueeze(2)
-    picked = log_p.gather(2, target).squeeze(2)
-    losses = (picked.mean(dim=1) if weight is None else (picked * weight).sum(dim=1)).neg_()
-    dz = log_p.exp_()
-    dz.scatter_add_(2, target, dz.new_full(target.shape, -1.0))
-    dz = dz.div_(batch) if weight is None else dz.mul_(weight.unsqueeze(2))
-    grads: Params = {}
-    for i in reversed(range(len(layers))):
-        weight_name, bias_name = f"{layers[i]}.weight", f"{layers[i]}.bias"
-        h = inputs[i]
-        if out is None:
-            grads[weight_name] = torch.bmm(dz.transpose(1, 2), h)
-            grads[bias_name] = dz.sum(dim=1)
-        else:
-            w, b = out[weight_name], out[bias_name]
-            grads[weight_name] = torch.baddbmm(w, dz.transpose(1, 2), h, beta=beta, out=w)
-            grads[bias_name] = (torch.sum(dz, dim=1, out=b) if beta == 0
-                                else b.mul_(beta).add_(dz.sum(dim=1)))
-        if i > 0:
-            dh = torch.bmm(dz, params[weight_name])
-            dz = torch.ops.aten.threshold_backward.grad_input(dh, h, 0, grad_input=dh)
-    return {k: grads[k] for k in params}, losses
-
-
-def _conv_features_loop(params: Params, x: torch.Tensor) -> torch.Tensor:
-    """CNN conv stage, one F.conv2d per node in channels_last (fastest on CPU):
-    x [c, B, C, H, W] -> features [c, B, O*H'*W'] in nn.Flatten's (O, H', W') order."""
-    # unbind, not params[k][i]: its backward is one stack, not c zero-filled full-size tensors.
-    layers = [
-        (params[f"{layer}.weight"].unbind(0), params[f"{layer}.bias"].unbind(0))
-        for layer in ("conv1", "conv2")
-    ]
-    features = []
-    for i in range(x.shape[0]):
-        h = x[i].contiguous(memory_format=torch.channels_last)
-        for weights, biases in layers:
-            # Forced: with C=1 conv2d returns NCHW, where max_pool2d is ~7x slower on CPU.
-            h = F.conv2d(h, weights[i], biases[i]).contiguous(memory_format=torch.channels_last)
-            h = F.relu(F.max_pool2d(h, 2))
-        features.append(h.flatten(1))
-    return torch.stack(features)
-
-
-def _conv_features_grouped(params: Params, x: torch.Tensor) -> torch.Tensor:
-    """CNN conv stage as one grouped conv per layer on [B, c*C, H, W] (one kernel for all nodes):
-    x [c, B, C, H, W] -> features [c, B, O*H'*W'] in nn.Flatten's (O, H', W') order."""
-    c, batch = x.shape[:2]
-    h = x.transpose(0, 1).reshape(batch, -1, *x.shape[3:])
-    h = h.contiguous(memory_format=torch.channels_last)
-    for layer in ("conv1", "conv2"):
-        weight, bias = params[f"{layer}.weight"], params[f"{layer}.bias"]
-        h = F.conv2d(h, weight.flatten(0, 1), bias.flatten(), groups=c)
-        h = F.relu(F.max_pool2d(h, 2))
-    return h.reshape(batch, c, -1).transpose(0, 1)
 
 
 class MLP(nn.Module):
@@ -165,9 +59,9 @@ class MLP(nn.Module):
     def batched_forward(self, params: Params, x: torch.Tensor) -> torch.Tensor:
         """params {name: [c, *shape]}, x [c, B, *input_shape] -> logits [c, B, classes]."""
         h = x.flatten(2)
-        h = F.relu(_stacked_linear(h, params["fc1.weight"], params["fc1.bias"]))
-        h = F.relu(_stacked_linear(h, params["fc2.weight"], params["fc2.bias"]))
-        return _stacked_linear(h, params["fc3.weight"], params["fc3.bias"])
+        h = F.relu(stacked_linear(h, params["fc1.weight"], params["fc1.bias"]))
+        h = F.relu(stacked_linear(h, params["fc2.weight"], params["fc2.bias"]))
+        return stacked_linear(h, params["fc3.weight"], params["fc3.bias"])
 
     def batched_gradients(self, params: Params, x: torch.Tensor, y: torch.Tensor,
                           out: Params | None = None, beta: float = 0.0,
@@ -179,24 +73,29 @@ class MLP(nn.Module):
 
 
 class CNN(nn.Module):
-    """CIFAR CNN of DFedSGPSM / FedGloSS: two conv5x5(64)+ReLU+maxpool2, FC 384-192-classes."""
+    """Two conv5x5 (`channels`) + ReLU + maxpool2, then FC `hidden` -> classes, no padding.
 
-    def __init__(self, input_shape: tuple[int, ...], num_classes: int) -> None:
+    Defaults: the CIFAR CNN of DFedSGPSM and FedGloSS (64, 64; FC 384-192). FedFSA's CNNs are
+    the same shape with FC 1024-1024: conv 4, 12 on one-channel images, 64, 64 on colour ones."""
+
+    def __init__(self, input_shape: tuple[int, ...], num_classes: int,
+                 channels: tuple[int, int] = (64, 64), hidden: tuple[int, int] = (384, 192),
+                 name: str = "cnn") -> None:
         super().__init__()
         if len(input_shape) != 3:
-            raise ValueError(f"cnn needs input_shape (C, H, W), got {input_shape}")
-        channels, height, width = input_shape
+            raise ValueError(f"{name} needs input_shape (C, H, W), got {input_shape}")
+        in_channels, height, width = input_shape
 
         def side(s: int) -> int:
             return ((s - 4) // 2 - 4) // 2
 
         if side(height) < 1 or side(width) < 1:
-            raise ValueError(f"cnn input {input_shape} is too small (need H, W >= 16)")
-        self.conv1 = nn.Conv2d(channels, 64, 5)
-        self.conv2 = nn.Conv2d(64, 64, 5)
-        self.fc1 = nn.Linear(64 * side(height) * side(width), 384)
-        self.fc2 = nn.Linear(384, 192)
-        self.fc3 = nn.Linear(192, num_classes)
+            raise ValueError(f"{name} input {input_shape} is too small (need H, W >= 16)")
+        self.conv1 = nn.Conv2d(in_channels, channels[0], 5)
+        self.conv2 = nn.Conv2d(channels[0], channels[1], 5)
+        self.fc1 = nn.Linear(channels[1] * side(height) * side(width), hidden[0])
+        self.fc2 = nn.Linear(hidden[0], hidden[1])
+        self.fc3 = nn.Linear(hidden[1], num_classes)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """x [B, C, H, W] -> logits [B, classes]."""
@@ -213,12 +112,12 @@ class CNN(nn.Module):
         conv), one grouped conv elsewhere. ReLU is applied after max-pooling: same values and
         gradients (ReLU is monotone), 4x less work. FC layers: baddbmm."""
         if x.device.type == "cpu":
-            h = _conv_features_loop(params, x)
+            h = conv_features_loop(params, x)
         else:
-            h = _conv_features_grouped(params, x)
-        h = F.relu(_stacked_linear(h, params["fc1.weight"], params["fc1.bias"]))
-        h = F.relu(_stacked_linear(h, params["fc2.weight"], params["fc2.bias"]))
-        return _stacked_linear(h, params["fc3.weight"], params["fc3.bias"])
+            h = conv_features_grouped(params, x)
+        h = F.relu(stacked_linear(h, params["fc1.weight"], params["fc1.bias"]))
+        h = F.relu(stacked_linear(h, params["fc2.weight"], params["fc2.bias"]))
+        return stacked_linear(h, params["fc3.weight"], params["fc3.bias"])
 
 
 def _norm(channels: int) -> nn.GroupNorm:
@@ -275,13 +174,17 @@ class ResNet18GN(nn.Module):
 def build_model(name: str, input_shape: tuple[int, ...], num_classes: int) -> nn.Module:
     """Build one node's model (PyTorch default init) for inputs [B, *input_shape].
 
-    mlp: mnist_2NN; cnn: the CIFAR CNN (no padding); resnet18_gn: ResNet-18 with GroupNorm(2)
-    and the ImageNet stem. Unknown name -> ValueError."""
+    mlp: mnist_2NN; cnn: the CIFAR CNN (no padding); fedfsa_cnn: FedFSA's CNN for the input's
+    channel count; resnet18_gn: ResNet-18 with GroupNorm(2) and the ImageNet stem. Unknown
+    name -> ValueError."""
     input_shape = tuple(input_shape)
     if name == "mlp":
         return MLP(math.prod(input_shape), num_classes)
     if name == "cnn":
         return CNN(input_shape, num_classes)
+    if name == "fedfsa_cnn":
+        channels = (4, 12) if input_shape[:1] == (1,) else (64, 64)
+        return CNN(input_shape, num_classes, channels, (1024, 1024), name)
     if name == "resnet18_gn":
         if len(input_shape) != 3:
             raise ValueError(f"resnet18_gn needs input_shape (C, H, W), got {input_shape}")
