@@ -105,6 +105,9 @@ def study(args: argparse.Namespace) -> int:
     overrides = parse_overrides(args.overrides)
     if args.device:
         overrides["device"] = args.device
+    named = [a.strip() for a in (args.algorithms or "").split(",") if a.strip()]
+    if len(named) == 1:  # the --set algorithm options are then checked against that algorithm
+        overrides.setdefault("algorithm.name", named[0])
     cfg, spec = load_study(args.config, overrides)
     topologies = ([s for s in args.topologies.split(",") if s.strip()] if args.topologies
                   else list(spec.topologies))
@@ -118,8 +121,7 @@ def study(args: argparse.Namespace) -> int:
         seeds = check_seeds(seeds, "--seeds")
     target = parse_target(args.target) if args.target is not None else spec.target
     target_loss = None if args.target is not None else spec.target_loss
-    algorithms = ([a.strip() for a in args.algorithms.split(",") if a.strip()]
-                  if args.algorithms else list(spec.algorithms))
+    algorithms = named or list(spec.algorithms)
     try:
         result = run_study(cfg, topologies, args.out, seeds=seeds, sweeps=spec.sweeps,
                            algorithms=algorithms, target=target, target_loss=target_loss,
