@@ -86,6 +86,17 @@ def _dodged(means: list[dict[str, Any]], key: str, log: bool) -> dict[tuple[str,
     return shown
 
 
+def _label_place(x: float, xs: list[float], log: bool) -> tuple[tuple[int, int], str]:
+    """Offset (points) and alignment of a topology's label at `x` among the labelled `xs`
+    (sorted): above and below in turn from left to right, so that neighbours do not overlap,
+    and to the left of the point in the right quarter of the range, so that it stays inside."""
+    scale = (lambda v: math.log10(v) if v > 0 else 0.0) if log else (lambda v: v)
+    low, high = scale(xs[0]), scale(xs[-1])
+    right = high > low and (scale(x) - low) / (high - low) > 0.75
+    dy = 6 if xs.index(x) % 2 == 0 else -12
+    return ((-4, dy), "right") if right else ((4, dy), "left")
+
+
 def target_label(target: float | None, metric: str = "test_acc") -> str:
     """The y label of rounds to the study's target."""
     if target is None:
@@ -106,6 +117,8 @@ def plot_convergence_vs_topology(means: list[dict[str, Any]], path: Path, target
     fig, axes = plt.subplots(2, 2, figsize=(11, 7.5), layout="constrained")
     seeds = max((m["finished"] for m in means), default=1)
     where = {key: _dodged(means, key, key == "spectral_gap") for key in AXES}
+    first = {key: sorted(x for (algorithm, _), x in where[key].items()
+                         if algorithm == algorithms[0]) for key in AXES}
     handles = []
     for i, m in enumerate(means):
         series = algorithms.index(m.get("algorithm", "")) if several else i
@@ -120,8 +133,9 @@ def plot_convergence_vs_topology(means: list[dict[str, Any]], path: Path, target
                     continue
                 ax = axes[row][col]
                 if several and series == 0 and row == 0 and y is not None:
+                    offset, align = _label_place(x, first[x_key], x_key == "spectral_gap")
                     ax.annotate(m["label"], (x, 100 * y), textcoords="offset points",
-                                xytext=(4, 6 if i % 2 == 0 else -12), fontsize=7, color="0.35")
+                                xytext=offset, ha=align, fontsize=7, color="0.35")
                 if y is None and y_key == "rounds_to_target":  # no seed reached the target
                     ax.plot([x], [rounds], **{**look, "marker": "^", "markerfacecolor": "none"})
                     continue
