@@ -13,6 +13,7 @@ import torch.nn.functional as F
 
 Params = dict[str, torch.Tensor]
 
+
 class _StackedLinear(torch.autograd.Function):
     """Per-node affine map h @ weight^T + bias with a backward that writes contiguous gradients.
 
