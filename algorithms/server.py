@@ -14,6 +14,8 @@ import topologies as T
 from algorithms.base import Algorithm, RoundReport
 from algorithms.client_state import expand
 from algorithms.options import SAMPLINGS, Momentum, Sam
+from algorithms.personal import PersonalAccuracy, PersonalSplits
+from p2pfl.callbacks import Callback
 from p2pfl.context import RunContext
 from p2pfl.core.population import Params, broadcast
 from p2pfl.core.seeding import numpy_rng
@@ -80,6 +82,10 @@ class Server(Algorithm):
                               doc="aggregation weights of the clients' models: n_i / sum n_j "
                               "over those aggregated (samples), or 1 / m (uniform); '' = the "
                               "paper's")
+        personal_fraction: float = option(0.0, low=0, high=1, high_open=True,
+                                          doc="share of each client's data held out as its own "
+                                          "test split for test_acc_personal (the server "
+                                          "model's head fine-tuned per client); 0: none")
 
     down: ClassVar[int] = 1
     up: ClassVar[int] = 1
@@ -98,8 +104,18 @@ class Server(Algorithm):
                               "executor only")
         self.server = {k: v[0].clone() for k, v in ctx.population.params.items()}
         self.last_nodes = torch.arange(ctx.num_nodes, device=ctx.device)
-        self.data = ctx.data
-        self.trainer = ctx.comm.clients_trainer(ctx.trainer)
+        self.data, trainer = ctx.data, ctx.trainer
+        self.personal: PersonalSplits | None = None
+        if self.cfg.personal_fraction > 0:
+            a = self.cfg
+            self.personal = PersonalSplits(ctx, a.personal_fraction, a.batch_size,
+                                           a.local_epochs, a.local_steps, a.last_batch)
+            self.data, trainer = self.personal.data, self.personal.trainer(ctx)
+        self.trainer = ctx.comm.clients_trainer(trainer)
+
+    def callbacks(self, ctx: RunContext) -> list[Callback]:
+        """The personalised accuracy when clients hold out a split (`personal_fraction`)."""
+        return [] if self.personal is None else [PersonalAccuracy()]
 
     def sample(self, ctx: RunContext, t: int) -> torch.Tensor:
         """The clients of round t (int64 [m], sorted).

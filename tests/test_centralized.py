@@ -315,10 +315,10 @@ def test_sam_variant_with_a_vanishing_radius_is_its_base(name, base, overrides):
 
 
 def test_fedfsa_with_equal_radii_is_mofedsam_on_the_same_data():
-    kw = {"algorithm__rho": 0.2, "algorithm__rho_larger": 0.2}
-    ctx_a, fsa = build(_config("fedfsa", **kw))
-    ctx_b, mo = build(_config("mofedsam", algorithm__rho=0.2))
-    mo.data, mo.trainer = fsa.data, fsa.trainer  # FedFSA trains on the clients' 70 % shares
+    """Both hold out the same personal splits (the paper's protocol): the same training data."""
+    kw = {"algorithm__rho": 0.2, "algorithm__personal_fraction": 0.3}
+    ctx_a, fsa = build(_config("fedfsa", algorithm__rho_larger=0.2, **kw))
+    ctx_b, mo = build(_config("mofedsam", **kw))
     for t in range(3):
         play(fsa, ctx_a, t, ctx_a.schedule.at(t))
         play(mo, ctx_b, t, ctx_b.schedule.at(t))
@@ -398,8 +398,9 @@ def test_only_sampled_clients_change_their_state():
 
 
 def test_fedfsa_holds_out_a_personal_split_and_logs_personal_accuracy():
-    ctx, algorithm = build(_config("fedfsa", algorithm__rho=0.1, rounds=1))
-    train, test = algorithm.data, algorithm.personal_test
+    ctx, algorithm = build(_config("fedfsa", algorithm__rho=0.1, rounds=1,
+                                   algorithm__personal_fraction=0.3))
+    train, test = algorithm.data, algorithm.personal.tests
     for i in range(ctx.num_nodes):
         n = int(ctx.data.sizes[i])
         assert len(test[i]) == round(0.3 * n) and train.sizes[i] + len(test[i]) == n
@@ -465,3 +466,28 @@ def test_bernoulli_sampling_varies_the_number_of_clients_and_accounts_for_it():
     assert report.copies_sent == 4 * len(report.nodes)
     _, fixed = build(_config("scaffold", data__num_nodes=20, algorithm__participation=0.3))
     assert {len(fixed.sample(ctx, t)) for t in range(5)} == {6}
+
+
+def test_any_server_algorithm_takes_the_personalised_evaluation():
+    """FedAvg with personal_fraction is the FedFSA paper's FedAvg-FT: clients train on the rest
+    of their data only, and test_acc_personal_global is the server model on their splits."""
+    plain_ctx, plain = build(_config("fedavg", rounds=1))
+    assert plain.callbacks(plain_ctx) == [] and plain.data is plain_ctx.data
+    ctx, algorithm = build(_config("fedavg", rounds=1, algorithm__personal_fraction=0.3))
+    splits = algorithm.personal
+    assert list(algorithm.data.sizes + [len(t) for t in splits.tests]) == list(ctx.data.sizes)
+    play(algorithm, ctx, 0, ctx.schedule.at(0))
+    [personal] = algorithm.callbacks(ctx)
+    metrics = personal.after_round(RoundEnd(0, {}, [], ctx, algorithm))
+    model = Flat(ctx).model
+    by_hand = []
+    for rows in splits.tests:
+        logits = functional_call(model, algorithm.server, (ctx.data.x_train[rows],))
+        by_hand.append((logits.argmax(-1) == ctx.data.y_train[rows]).double().mean().item())
+    assert metrics["test_acc_personal_global"] == pytest.approx(sum(by_hand) / len(by_hand))
+    assert metrics["test_acc_personal"] > metrics["test_acc_personal_global"]
+
+
+def test_personalised_evaluation_needs_the_vectorized_executor():
+    with pytest.raises(ConfigError, match="personal_fraction"):
+        build(_config("fedavg", algorithm__personal_fraction=0.3, engine__executor="loop"))

@@ -446,11 +446,14 @@ def test_skip_node_server_freezes_the_client(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("name", ["fedfsa", "scaffold", "dfedsgpsm"])
 def test_skip_node_works_through_an_algorithms_own_trainer(tmp_path, monkeypatch, name):
-    """FedFSA trains through a trainer of its own (on each client's training share): the guard
-    watches it too, so a diverging client is frozen, not a reason to stop."""
+    """With a personal split a server algorithm trains through a trainer of its own (on each
+    client's training share): the guard watches it too, so a diverging client is frozen, not
+    a reason to stop."""
     centralized = name in ("fedfsa", "scaffold")
     extra = ({"topology__name": "star", "algorithm__participation": 1.0} if centralized else
              {"topology__name": "exponential"})
+    if name == "fedfsa":
+        extra["algorithm__personal_fraction"] = 0.3
     cfg = tiny(rounds=2, algorithm__name=name, engine__on_divergence="skip_node", **extra)
     poison(monkeypatch, [0])
     history = run(cfg, tmp_path / "run")

@@ -1,0 +1,88 @@
+"""Personalised evaluation of a server algorithm (the FedFSA paper's protocol, for any method).
+
+Each client holds out a share of its samples as its own test split and trains on the rest. On
+evaluation rounds every client fine-tunes the classifier head (the last layer) of the server
+model with plain SGD for the local epochs of the round and is tested on its split:
+`test_acc_personal` is the mean over clients, `test_acc_personal_global` the server model on
+the same splits. The fine-tuned copies are discarded: the run's state never sees them.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import torch
+
+from algorithms.client_state import expand
+from p2pfl.callbacks import Callback, RoundEnd
+from p2pfl.context import RunContext
+from p2pfl.core.federated import check_steps, steps_per_node
+from p2pfl.core.metrics import evaluate_own
+from p2pfl.core.population import broadcast
+from p2pfl.core.solver import LocalSolver
+from p2pfl.core.terms import LocalTerms
+from p2pfl.core.trainer import VectorizedTrainer
+from p2pfl.errors import ConfigError
+
+if TYPE_CHECKING:
+    from algorithms.server import Server
+
+SPLIT_KEY = 1  # the random stream of the held-out splits: (seed, "eval", 1)
+
+
+class PersonalSplits:
+    """The clients' held-out test splits and the trainer that fine-tunes the head on the rest.
+
+    `data` is what the clients train on (each node's samples minus its split), `tests[i]` the
+    dataset rows of client i's split (int64 [n_test_i])."""
+
+    def __init__(self, ctx: RunContext, fraction: float, batch_size: int, local_epochs: int,
+                 local_steps: int, last_batch: str) -> None:
+        if not isinstance(ctx.trainer, VectorizedTrainer):
+            raise ConfigError("algorithm.personal_fraction", "the personalised evaluation runs "
+                              "on the 'vectorized' executor only")
+        try:
+            self.data, self.tests = ctx.data.held_out(fraction, ctx.cfg.seed, SPLIT_KEY)
+        except ValueError as err:
+            raise ConfigError("algorithm.personal_fraction", str(err)) from None
+        try:  # the held-out split leaves smaller nodes: each must still take a step
+            check_steps(steps_per_node(self.data.sizes, batch_size, local_epochs, local_steps,
+                                       last_batch), self.data.sizes, batch_size)
+        except ValueError as err:
+            raise ConfigError("algorithm.last_batch", str(err)) from None
+        self.tuner = VectorizedTrainer(ctx.forward, self.data, ctx.trainer.chunk_size,
+                                       gradients=ctx.trainer.gradients)
+
+    def trainer(self, ctx: RunContext) -> VectorizedTrainer:
+        """A guarded trainer of the clients' local phases on `data`."""
+        return ctx.guard.install(VectorizedTrainer(ctx.forward, self.data,
+                                                   ctx.trainer.chunk_size,
+                                                   gradients=ctx.trainer.gradients))
+
+    def accuracy(self, server: Server, ctx: RunContext, t: int) -> tuple[float, float]:
+        """Mean over all clients of the accuracy of (fine-tuned head, server model) on their
+        own splits after round t. The fine-tuning runs outside the divergence guard: it changes
+        nothing the run keeps."""
+        a, nodes = server.cfg, torch.arange(ctx.num_nodes, device=ctx.device)
+        tuned = broadcast(server.server, ctx.num_nodes)
+        last = list(server.server)[-1].rsplit(".", 1)[0]
+        head = tuple(k for k in server.server if k.rsplit(".", 1)[0] == last)
+        lrs = torch.full((ctx.num_nodes,), server.lr(t), device=ctx.device, dtype=ctx.dtype)
+        solver = LocalSolver(weight_decay=a.weight_decay, clip_norm=a.clip_norm)
+        self.tuner.train(tuned, nodes, server.plan(ctx, t, self.data), solver, lrs,
+                         LocalTerms(trainable=head))
+        acc = [evaluate_own(ctx.forward, models, ctx.data.x_train, ctx.data.y_train,
+                            self.tests, ctx.cfg.eval.batch_size, self.tuner.chunk_size)
+               for models in (tuned, expand(server.server, ctx.num_nodes))]
+        return acc[0].mean().item(), acc[1].mean().item()
+
+
+class PersonalAccuracy(Callback):
+    """test_acc_personal and test_acc_personal_global of a server algorithm with
+    `personal_fraction` > 0, on evaluation rounds."""
+
+    def after_round(self, end: RoundEnd) -> dict[str, float] | None:
+        if not end.evaluating:
+            return None
+        personal, global_ = end.algorithm.personal.accuracy(end.algorithm, end.ctx, end.t)
+        return {"test_acc_personal": personal, "test_acc_personal_global": global_}
