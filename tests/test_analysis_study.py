@@ -464,21 +464,25 @@ def test_a_grid_of_algorithms_runs_each_cell_in_its_folder(
         assert (out / name).with_suffix(".png").stat().st_size > 1000
 
 
-def test_one_algorithm_on_the_command_line_takes_its_own_options(tmp_path: Path) -> None:
-    """--algorithms dfedavgm --set algorithm.momentum=...: the option is checked against
-    dfedavgm, not the config's dfedavg (which takes no momentum)."""
+def test_algorithms_on_the_command_line_take_their_own_options(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--algorithms dfedavgm,dfedsgpsm --set algorithm.momentum=...: the option is checked
+    against each named algorithm, not the config's dfedavg (which takes no momentum)."""
     config = tmp_path / "tiny.toml"
     config.write_text(TINY)
-    out = tmp_path / "one"
+    out = tmp_path / "two"
     assert main(["study", str(config), "--out", str(out), "--quiet", "--topologies", "ring",
-                 "--algorithms", "dfedavgm", "--set", "algorithm.momentum=0.7",
+                 "--algorithms", "dfedavgm,dfedsgpsm", "--set", "algorithm.momentum=0.7",
                  "--seeds", "0"]) == 0
-    run = out / "dfedavgm" / "ring" / "seed0"
-    assert json.loads((run / "config.json").read_text())["algorithm"]["momentum"] == 0.7
-    # With two algorithms the option must suit the config's own algorithm.
-    assert main(["study", str(config), "--out", str(tmp_path / "two"), "--quiet", "--topologies",
-                 "ring", "--algorithms", "dfedavgm,dfedavg", "--set",
+    for name in ("dfedavgm", "dfedsgpsm"):
+        run = out / name / "ring" / "seed0"
+        assert json.loads((run / "config.json").read_text())["algorithm"]["momentum"] == 0.7
+    # An algorithm that does not take the option is named, before any run.
+    assert main(["study", str(config), "--out", str(tmp_path / "refused"), "--quiet",
+                 "--topologies", "ring", "--algorithms", "dfedavgm,dfedavg", "--set",
                  "algorithm.momentum=0.7"]) == 2
+    assert "'dfedavg' on 'ring'" in capsys.readouterr().err
+    assert not (tmp_path / "refused" / "dfedavgm").exists()
 
 
 @pytest.mark.parametrize("stack", ["1", "3"])

@@ -105,9 +105,11 @@ def study(args: argparse.Namespace) -> int:
     overrides = parse_overrides(args.overrides)
     if args.device:
         overrides["device"] = args.device
-    named = [a.strip() for a in (args.algorithms or "").split(",") if a.strip()]
-    if len(named) == 1:  # the --set algorithm options are then checked against that algorithm
-        overrides.setdefault("algorithm.name", named[0])
+    named: list[Any] = [a.strip() for a in (args.algorithms or "").split(",") if a.strip()]
+    if named:  # the --set algorithm options go to each named algorithm, checked against it
+        options = {k.removeprefix("algorithm."): overrides.pop(k) for k in list(overrides)
+                   if k.startswith("algorithm.") and k != "algorithm.name"}
+        named = [{"name": name, "label": name, **options} for name in named]
     cfg, spec = load_study(args.config, overrides)
     topologies = ([s for s in args.topologies.split(",") if s.strip()] if args.topologies
                   else list(spec.topologies))
