@@ -781,3 +781,27 @@ def test_the_data_digest_is_taken_once_and_again_after_a_change():
 
     gc.collect()
     assert key not in I._DIGESTS  # the entry left with its tensor
+
+
+def test_a_finite_loss_above_max_loss_is_a_divergence(tmp_path, capsys, monkeypatch):
+    """engine.max_loss: node 2's inputs scaled by 1e4 give it a huge but finite loss; it is
+    named (stop) or frozen (skip_node) like a non-finite one, and the other nodes train on."""
+    real = engine.build
+
+    def build(cfg, *args, **kwargs):
+        ctx, algorithm = real(cfg, *args, **kwargs)
+        ctx.data.x_train[ctx.data.node_indices(2)] *= 1e4
+        return ctx, algorithm
+
+    monkeypatch.setattr("p2pfl.engine.experiment.build", build)
+    history = run(tiny(rounds=1), tmp_path / "unguarded")
+    assert np.isfinite(history[0]["train_loss"]) and history[0]["train_loss"] > 50
+    config = tmp_path / "x.toml"
+    config.write_text(tiny_toml("", rounds=1, extra="[engine]\nmax_loss = 50.0"))
+    assert main(["run", str(config), "--out", str(tmp_path / "stop"), "--quiet"]) == 3
+    err = capsys.readouterr().err
+    assert "round 1: training loss above engine.max_loss = 50 at nodes [2]" in err
+    skipped = run(tiny(rounds=2, engine__max_loss=50.0, engine__on_divergence="skip_node"),
+                  tmp_path / "skip")
+    assert [r["nodes_skipped"] for r in skipped] == [1, 1]
+    assert all(r["train_loss"] < 50 for r in skipped)

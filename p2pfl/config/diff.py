@@ -10,7 +10,8 @@ from typing import Any
 # engine.chunk_size is not among them: batched kernels round differently for other batch counts
 # (about 1e-8 in float32 parameters after one round), and the checkpoint keeps the chunk sizes
 # an automatic plan chose so that a resume batches as the run did.
-RESUMABLE = ("rounds", "device", "engine.checkpoint_every", "engine.on_divergence")
+RESUMABLE = ("rounds", "device", "engine.checkpoint_every", "engine.on_divergence",
+             "engine.max_loss")
 
 
 def config_diff(old: dict[str, Any], new: dict[str, Any], prefix: str = "") -> list[str]:

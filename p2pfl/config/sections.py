@@ -63,6 +63,8 @@ class EngineConfig:
     executor: str = "vectorized"
     checkpoint_every: int = 0  # rounds between checkpoints; 0 = auto (saving <= ~5% of run time)
     on_divergence: str = "stop"  # stop | skip_node (docs/reliability.md)
+    # a node's training loss above this is a divergence, like a non-finite one; 0 = no limit
+    max_loss: float = 0.0
     compile: bool = False  # torch.compile the stacked forward/backward (docs/performance.md)
     mixing: str = "auto"  # auto | dense | sparse: layout of mixing matrices (p2pfl/core/mixing.py)
     # fp32 | bf16: bf16 runs forward and backward (training and evaluation) in bfloat16 under
@@ -140,6 +142,7 @@ _RANGES: dict[tuple[str, str], tuple[float | None, float | None, bool, bool]] = 
     ("eval", "batch_size"): (1, None, True, True),
     ("engine", "chunk_size"): (0, None, True, True),
     ("engine", "checkpoint_every"): (0, None, True, True),
+    ("engine", "max_loss"): (0, None, True, True),
 }
 
 

@@ -1,11 +1,12 @@
-"""The divergence guard's pieces: which nodes went non-finite, and freezing nodes for a round.
+"""The divergence guard's pieces: which nodes diverged (went non-finite, or beyond a loss limit),
+and freezing nodes for a round.
 
 `Guard` hooks the run's local trainers (`ctx.trainer`, and any trainer an algorithm builds for
-itself, on which it calls `ctx.guard.install`). It
-records, per round, the nodes whose training loss or parameters became non-finite during their
-local phase, before any mixing can spread the NaN to their neighbours; and it undoes the local
-phase of frozen nodes, whose rows keep their values. `cut_links` removes a frozen node's links
-from a round's graph so that it neither sends nor receives.
+itself, on which it calls `ctx.guard.install`). It records, per round, the nodes whose training
+loss or parameters became non-finite (or whose loss passed `max_loss`) during their local phase,
+before any mixing can spread the NaN to their neighbours; and it undoes the local phase of frozen
+nodes, whose rows keep their values. `cut_links` removes a frozen node's links from a round's
+graph so that it neither sends nor receives.
 """
 
 from __future__ import annotations
@@ -40,11 +41,12 @@ class Guard:
     `install` replaces the trainer object's `train` method (on the instance, so algorithms that
     keep a reference to the trainer are covered too) by one that trains as before, then puts the
     rows of frozen nodes back to their values before training (their losses read 0) and records
-    which other nodes ended with a non-finite loss or parameters. `frozen` and the two records
-    are bool [N] over node ids.
+    which other nodes ended with a non-finite loss or parameters, or a loss above `max_loss`
+    (> 0; 0: no limit). `frozen` and the two records are bool [N] over node ids.
     """
 
-    def __init__(self, num_nodes: int, device: torch.device) -> None:
+    def __init__(self, num_nodes: int, device: torch.device, max_loss: float = 0.0) -> None:
+        self.max_loss = max_loss
         self.frozen = torch.zeros(num_nodes, dtype=torch.bool, device=device)
         self.bad_loss = torch.zeros_like(self.frozen)
         self.bad_params = torch.zeros_like(self.frozen)
@@ -59,6 +61,11 @@ class Guard:
 
         trainer.train = train
         return trainer
+
+    def diverged(self, losses: torch.Tensor) -> torch.Tensor:
+        """bool [m]: which of the losses [m] count as a divergence."""
+        bad = ~torch.isfinite(losses)
+        return bad | (losses > self.max_loss) if self.max_loss > 0 else bad
 
     def begin_round(self, frozen: list[int]) -> None:
         """Forget the previous records and freeze `frozen` (node ids) for the coming round."""
@@ -77,7 +84,7 @@ class Guard:
             for k, v in kept.items():
                 params[k].index_copy_(0, rows, v)
             losses = losses.masked_fill(frozen, 0.0)
-        self.bad_loss[nodes[~torch.isfinite(losses) & ~frozen]] = True
+        self.bad_loss[nodes[self.diverged(losses) & ~frozen]] = True
         self.bad_params[nodes[~finite_rows(params) & ~frozen]] = True
         return losses
 

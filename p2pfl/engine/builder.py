@@ -261,7 +261,7 @@ def build(cfg: Config, dataset: Dataset | None = None, parts: Parts | None = Non
     if stack is not None:
         stack.join(trainer, None if cfg.engine.compile or isinstance(trainer, LoopTrainer) else
                    (type(model), repr(model), dtype, device, bf16))
-    guard = Guard(cfg.data.num_nodes, device)
+    guard = Guard(cfg.data.num_nodes, device, cfg.engine.max_loss)
     ctx = RunContext(cfg, device, dtype, data, population, forward, guard.install(trainer),
                      comm, schedule, guard,
                      _clock(cfg, algorithm, schedule, data, population))

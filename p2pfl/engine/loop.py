@@ -210,16 +210,19 @@ class Runner:
             frozen = sorted(set(frozen) | new)
 
     def _diverged(self, report: RoundReport) -> tuple[list[int], str]:
-        """The nodes that went non-finite this round and in what; ([], "") if none did."""
+        """The nodes that diverged this round and how; ([], "") if none did."""
         guard, ctx = self.guard, self.ctx
         for record in (guard.bad_loss, guard.bad_params):  # each process saw its own nodes
             record.copy_(ctx.comm.all_max(record.to(torch.int32)).bool())
         bad_loss = guard.bad_loss.clone()
-        bad_loss[report.nodes[~torch.isfinite(report.losses) & ~guard.frozen[report.nodes]]] = True
+        bad_loss[report.nodes[guard.diverged(report.losses) & ~guard.frozen[report.nodes]]] = True
         if bad_loss.any():
-            return bad_loss.nonzero().squeeze(1).tolist(), "training loss"
+            finite = bool(torch.isfinite(report.losses).all()) and not guard.bad_params.any()
+            what = (f"training loss above engine.max_loss = {guard.max_loss:g}" if finite
+                    else "non-finite training loss")
+            return bad_loss.nonzero().squeeze(1).tolist(), what
         if guard.bad_params.any():  # caught before mixing: the culprits
-            return guard.bad_params.nonzero().squeeze(1).tolist(), "parameters"
+            return guard.bad_params.nonzero().squeeze(1).tolist(), "non-finite parameters"
         # Trained rows are checked above; anything else non-finite (mixing overflow, a server
         # update) reaches the average model. Only then scan every row, to name the ones it reached.
         if _all_finite(self.algorithm.average_model(ctx)):
@@ -228,8 +231,8 @@ class Runner:
         bad_params[ctx.all_nodes()] = (~finite_rows(ctx.population.params)).to(torch.int32)
         bad_params = ctx.comm.all_max(bad_params).bool()
         if bad_params.any():
-            return bad_params.nonzero().squeeze(1).tolist(), "parameters"
-        return [], "average model"
+            return bad_params.nonzero().squeeze(1).tolist(), "non-finite parameters"
+        return [], "non-finite average model"
 
     def _divergence_message(self, t: int, bad: list[int], what: str, frozen: list[int],
                             at: str = " at nodes") -> str:
@@ -241,7 +244,7 @@ class Runner:
         ckpt = (f"checkpoint at round {self.checkpoint_round}" if self.checkpoint_round >= 0
                 else "no checkpoint")
         hint = self.algorithm.divergence_hint(t, bad)
-        return (f"round {t + 1}: non-finite {what}{where} ({last}); {hint + '; ' if hint else ''}"
+        return (f"round {t + 1}: {what}{where} ({last}); {hint + '; ' if hint else ''}"
                 f"results so far are in {self.out} ({ckpt})")
 
     def _checkpoint_due(self) -> bool:
