@@ -125,12 +125,33 @@ def test_plot_draws_one_curve_per_run_labelled_by_its_distinct_path(tmp_path, mo
                                                                     capsys):
     drawn = {}
     monkeypatch.setattr("p2pfl.report.plots.plot_histories",
-                        lambda histories, path, x: drawn.update(histories) or [path])
+                        lambda histories, path, title, x: drawn.update(histories) or [path])
     runs = [_fake_run(tmp_path / "x" / name / "seed0", [0.5]) for name in ("ring", "exp")]
     assert main(["plot", *map(str, runs), str(runs[0]), "--out", str(tmp_path / "f")]) == 0
     assert list(drawn) == ["ring/seed0", "exp/seed0"]
     assert distinct_labels(unique_paths([tmp_path / "a" / "r", tmp_path / "b" / "r",
                                          tmp_path / "b" / "s"])) == ["a/r", "b/r", "b/s"]
+
+
+def test_plot_seeds_pools_the_seed_folders_of_each_variant(tmp_path, monkeypatch, capsys):
+    drawn = {}
+
+    def bands(groups, path, title, metric, ylabel):
+        drawn.update(groups, metric=metric)
+        return [path]
+
+    monkeypatch.setattr("analysis.plots.plot_seed_bands", bands)
+    runs = [_fake_run(tmp_path / name / f"seed{s}", [0.5, 0.1 * s], test_acc_personal=[0.2, s])
+            for name in ("fedavg", "fedfsa") for s in (0, 1)]
+    alone = _fake_run(tmp_path / "single", [0.4])
+    out = str(tmp_path / "f")
+    assert main(["plot", "--seeds", *map(str, runs), str(alone), "--out", out,
+                 "--metric", "test_acc_personal"]) == 0
+    assert drawn.pop("metric") == "test_acc_personal"
+    assert {k: [h[-1]["test_acc"] for h in v] for k, v in drawn.items()} == {
+        "fedavg": [0.0, 0.1], "fedfsa": [0.0, 0.1], "single": [0.4]}
+    assert main(["plot", "--seeds", str(alone), "--out", out, "--metric", "test_acc_x"]) == 2
+    assert "no run logged 'test_acc_x'" in capsys.readouterr().err
 
 
 def test_bad_inputs_give_one_line_errors(tmp_path, capsys):

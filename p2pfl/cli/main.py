@@ -9,6 +9,7 @@ import argparse
 import errno
 import importlib
 import json
+import re
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -60,6 +61,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="comparison", help="output file stem (.png and .pdf)")
     p.add_argument("--x", choices=("round", "time"), default="round",
                    help="x axis: the round, or the simulated time of runs with [network]")
+    p.add_argument("--seeds", action="store_true", help="one curve per folder of seed<k> runs: "
+                   "the mean over its seeds, a band from the lowest to the highest")
+    p.add_argument("--metric", default="test_acc", help="with --seeds: the accuracy key drawn "
+                   "(default test_acc; e.g. test_acc_personal)")
+    p.add_argument("--title", default="", help="the figure's title")
     analysis_cli.add_commands(sub)
     listing.add_commands(sub)
     _add_table_parsers(sub)
@@ -233,9 +239,34 @@ def _plot(args: argparse.Namespace) -> int:
     from p2pfl.report.plots import plot_histories
 
     run_dirs = unique_paths(args.runs)
+    if args.seeds:
+        return _plot_seeds(run_dirs, args)
     histories = {label: _plot_history(run_dir, args.x)
                  for label, run_dir in zip(distinct_labels(run_dirs), run_dirs)}
-    for path in plot_histories(histories, Path(args.out), x=args.x):
+    for path in plot_histories(histories, Path(args.out), args.title, x=args.x):
+        print(path)
+    return 0
+
+
+def _plot_seeds(run_dirs: list[Path], args: argparse.Namespace) -> int:
+    """`p2pfl plot --seeds`: the runs grouped by the folder above their seed<k> folder (a run
+    not in one is its own group), one mean curve of `--metric` per group."""
+    from analysis.plots import plot_seed_bands
+    from p2pfl.report.labels import distinct_labels
+
+    if args.x != "round":
+        raise ConfigError("--x", "--seeds draws against the round only")
+    groups: dict[Path, list[list[dict]]] = {}
+    for run_dir in run_dirs:
+        seeded = re.fullmatch(r"seed\d+", run_dir.name) is not None
+        groups.setdefault(run_dir.parent if seeded else run_dir, []).append(
+            _plot_history(run_dir, args.x))
+    if not any(args.metric in r for histories in groups.values() for h in histories for r in h):
+        raise ConfigError("--metric", f"no run logged {args.metric!r}")
+    labelled = dict(zip(distinct_labels(list(groups)), groups.values()))
+    ylabel = (f"{args.metric} (%)" if args.metric != "test_acc" else
+              "test accuracy of the average / server model (%)")
+    for path in plot_seed_bands(labelled, Path(args.out), args.title, args.metric, ylabel):
         print(path)
     return 0
 
