@@ -63,7 +63,8 @@ def table(cells: Cells, settings: list[str]) -> str:
 
 def figure(cells: Cells, settings: list[str], path: Path, xlabel: str, title: str = ""
            ) -> list[Path]:
-    """Accuracy (mean, error bar +- sd over seeds) against the settings, a line per variant."""
+    """Accuracy (mean, error bar +- sd over seeds) against the settings, a line per variant (a
+    legend only where there are several)."""
     fig, ax = plt.subplots(figsize=(7.5, 4.6))
     xs = np.arange(len(settings))
     for i, (label, row) in enumerate(cells.items()):
@@ -75,7 +76,8 @@ def figure(cells: Cells, settings: list[str], path: Path, xlabel: str, title: st
     ax.set_xticks(xs, settings)
     ax.set(xlabel=xlabel, ylabel="final test accuracy of the average model (%)")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8, frameon=False)
+    if len(cells) > 1:
+        ax.legend(fontsize=8, frameon=False)
     if title:
         ax.set_title(title)
     return save(fig, path)
