@@ -11,7 +11,8 @@ table` pools them) are the rows. SETTING=FOLDER:VARIANT takes that one variant, 
 one option: "0=runs/a:dfedavg" "0.05=runs/a:dfedsam" "0.1=runs/b:dfedsam_rho0.1" --row DFedSAM).
 The accuracy of a run is the mean test accuracy of its last
 `--last` evaluations; a cell is the mean +- sd over the finished seeds. Settings are drawn in
-the order given, evenly spaced, labelled as given.
+the order given, evenly spaced, labelled as given. `--names dfedavg=DFedAvg,osgp=OSGP` shows rows
+under other names (a paper's, say) in the table and the figure.
 """
 
 from __future__ import annotations
@@ -94,6 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--xlabel", default="setting")
     parser.add_argument("--title", default="")
     parser.add_argument("--figure", default=None, help="output file (PNG; a PDF beside it)")
+    parser.add_argument("--names", default="", help="rows shown under other names: a=A,b=B")
     args = parser.parse_args(argv)
     try:
         pairs = [item.split("=", 1) for item in args.settings]
@@ -101,7 +103,13 @@ def main(argv: list[str] | None = None) -> int:
             raise ConfigError("settings", "each is SETTING=FOLDER, e.g. 0.1=runs/hetero/alpha0.1")
         settings = {name: Path(folder.split(":", 1)[0]) for name, folder in pairs}
         chosen = {name: folder.split(":", 1)[1] for name, folder in pairs if ":" in folder}
-        cells = collect(settings, args.last, chosen, args.row)
+        renames = [item.split("=", 1) for item in args.names.split(",") if item.strip()]
+        if any(len(r) != 2 or not r[0].strip() or not r[1].strip() for r in renames):
+            raise ConfigError("--names", f"is a comma-separated list of row=name, got "
+                              f"{args.names!r}")
+        names = {old.strip(): new.strip() for old, new in renames}
+        cells = {names.get(row, row): accs
+                 for row, accs in collect(settings, args.last, chosen, args.row).items()}
         print(table(cells, list(settings)), end="")
         if args.figure:
             files = figure(cells, list(settings), Path(args.figure), args.xlabel, args.title)

@@ -36,6 +36,9 @@ def test_cells_are_the_finished_seeds_last_evaluations_by_setting(tmp_path, caps
     assert (tmp_path / "fig.png").is_file() and (tmp_path / "fig.pdf").is_file()
     assert main([str(tmp_path / "a")]) == 2
     assert "across: error: settings: each is SETTING=FOLDER" in capsys.readouterr().err
+    assert main([f"0.1={tmp_path / 'a'}", "--last", "2", "--names", "sgp=SGP,dfedavg=DFedAvg"]) == 0
+    assert capsys.readouterr().out.splitlines()[2].startswith("| SGP | 70.00 ± 10.00 |")
+    assert main([f"0.1={tmp_path / 'a'}", "--names", "sgp"]) == 2
 
 
 def test_one_row_gathers_a_variant_from_each_folder(tmp_path, capsys):
