@@ -171,7 +171,7 @@ class Runner:
         if unfit:  # finite parameters whose outputs overflow: diverged all the same
             top = report.losses.nan_to_num(nan=-math.inf).argsort(descending=True)[:5]
             raise DivergenceError(self._divergence_message(
-                t, report.nodes[top].tolist(), f"{unfit[0]} in evaluation", skipped,
+                t, report.nodes[top].tolist(), f"non-finite {unfit[0]} in evaluation", skipped,
                 "; the largest training losses were at nodes"))
         return record
 
