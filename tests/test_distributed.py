@@ -126,13 +126,14 @@ def nproc(*args: str, timeout: float = TIMEOUT) -> subprocess.CompletedProcess:
 
 def assert_same_run(ours: Path, reference: Path, exact: bool = False) -> None:
     """Same metrics (times and byte counts aside) and final parameters: within 1e-12, or
-    `exact`ly equal except the evaluation's float64 sums over ranks (1e-12)."""
+    `exact`ly equal except the evaluation's sums over ranks, whose terms a process of another
+    thread count may round differently in their last float32 bit (1e-6)."""
     a, b = read_metrics(ours / METRICS), read_metrics(reference / METRICS)
     assert len(a) == len(b)
     for x, y in zip(a, b):
         assert set(x) - set(RANK_KEYS) == set(y)
         for key in set(y) - set(TIME_KEYS):
-            rtol = 0 if exact and key not in RANK_SUMS else 1e-12
+            rtol = 1e-6 if exact and key in RANK_SUMS else 0 if exact else 1e-12
             assert x[key] == pytest.approx(y[key], rel=rtol, abs=0), key
     final = torch.load(ours / "final.pt", weights_only=True)
     widths = [v.numel() for v in final["average_model"].values()]

@@ -127,7 +127,7 @@ def test_bf16_is_bfloat16_and_equals_the_loop_executors_bf16(case: str) -> None:
     assert 1e-3 < error < 0.2
     assert _update_error(bf16, loop_bf16, start) < 0.1 * error
     if case != "cnn":  # the same products in the same order: equal to float32 rounding
-        assert _max_diff(bf16, loop_bf16) < 1e-5
+        assert _max_diff(bf16, loop_bf16) < 1e-4
 
 
 def test_bf16_needs_float32_master_parameters() -> None:
