@@ -126,7 +126,7 @@ def test_bf16_is_bfloat16_and_equals_the_loop_executors_bf16(case: str) -> None:
     error = _update_error(fp32, bf16, start)
     assert 1e-3 < error < 0.2
     assert _update_error(bf16, loop_bf16, start) < 0.1 * error
-    if case != "cnn":  # the same products in the same order: equal to float32 rounding
+    if case != "cnn":  # the same products: equal up to the CPU kernels' float32 rounding
         assert _max_diff(bf16, loop_bf16) < 1e-4
 
 
