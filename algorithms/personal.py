@@ -51,13 +51,15 @@ class PersonalSplits:
         except ValueError as err:
             raise ConfigError("algorithm.last_batch", str(err)) from None
         self.tuner = VectorizedTrainer(ctx.forward, self.data, ctx.trainer.chunk_size,
-                                       gradients=ctx.trainer.gradients)
+                                       gradients=ctx.trainer.gradients,
+                                       batch_statistics=ctx.batch_statistics)
 
     def trainer(self, ctx: RunContext) -> VectorizedTrainer:
         """A guarded trainer of the clients' local phases on `data`."""
         return ctx.guard.install(VectorizedTrainer(ctx.forward, self.data,
                                                    ctx.trainer.chunk_size,
-                                                   gradients=ctx.trainer.gradients))
+                                                   gradients=ctx.trainer.gradients,
+                                                   batch_statistics=ctx.batch_statistics))
 
     def accuracy(self, server: Server, ctx: RunContext, t: int) -> tuple[float, float]:
         """Mean over all clients of the accuracy of (fine-tuned head, server model) on their
@@ -72,7 +74,8 @@ class PersonalSplits:
         self.tuner.train(tuned, nodes, server.plan(ctx, t, self.data), solver, lrs,
                          LocalTerms(trainable=head))
         acc = [evaluate_own(ctx.forward, models, ctx.data.x_train, ctx.data.y_train,
-                            self.tests, ctx.cfg.eval.batch_size, self.tuner.chunk_size)
+                            self.tests, ctx.cfg.eval.batch_size, self.tuner.chunk_size,
+                            ctx.batch_statistics)
                for models in (tuned, expand(server.server, ctx.num_nodes))]
         return acc[0].mean().item(), acc[1].mean().item()
 

@@ -14,7 +14,8 @@ __version__ = "0.1.0"
 _moved.install()  # the flat layout's import paths, for one release (p2pfl/_moved.py)
 
 _HOMES = {"Callback": "p2pfl.callbacks", "RoundEnd": "p2pfl.callbacks",
-          "StopRun": "p2pfl.callbacks", "CallbackError": "p2pfl.errors", "Config": "p2pfl.config",
+          "StopRun": "p2pfl.callbacks", "CallbackError": "p2pfl.errors",
+          "UserCodeError": "p2pfl.errors", "Config": "p2pfl.config",
           "ConfigError": "p2pfl.config",
           "load_config": "p2pfl.config", "with_overrides": "p2pfl.config",
           "DivergenceError": "p2pfl.engine", "run": "p2pfl.engine",

@@ -27,7 +27,7 @@ import torch
 import topologies as T
 from p2pfl.context import RunContext
 from p2pfl.core.population import Params
-from p2pfl.errors import CallbackError
+from p2pfl.errors import CallbackError, UserCodeError
 
 
 class StopRun(Exception):  # noqa: N818 (a request, not an error)
@@ -88,6 +88,8 @@ def call_all(callbacks: list[Callback], end: RoundEnd, record: dict[str, Any]) -
         except StopRun as stop:
             reason = reason or str(stop) or name
             continue
+        except UserCodeError:  # the model's forward inside an evaluation: named as the model's
+            raise
         except Exception as err:
             first = " ".join(str(err).splitlines()[:1])
             raise CallbackError(f"callback {name} failed in round {end.t + 1}: "

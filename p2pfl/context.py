@@ -39,6 +39,7 @@ class RunContext:
     schedule: Schedule
     guard: Guard
     clock: Clock | None = None  # simulated network time, when [network] is enabled
+    batch_statistics: bool = False  # the model normalises over the batch (no padded batches)
 
     def faults(self, t: int, graph: nx.Graph) -> T.Faults:
         """The lost messages and offline nodes of round t on `graph` (its node ids), drawn from

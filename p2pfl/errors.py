@@ -18,6 +18,24 @@ class DivergenceError(RuntimeError):
     the nodes and the last finite loss."""
 
 
+class UserCodeError(RuntimeError):
+    """Code handed to the engine as an object (a schedule or schedule function, a partition
+    function, a model's forward) raised. The message (one line) names the object, the round
+    (1-based, as the metrics' "round"; none before round 1) and the original error, which is
+    chained as __cause__. The run stopped before writing that round: its metrics so far and
+    its last checkpoint are intact."""
+
+    def __init__(self, what: str, error: BaseException, round: int | None = None) -> None:
+        first = " ".join(str(error).splitlines()[:1])
+        where = f" in round {round}" if round is not None else ""
+        super().__init__(f"{what} failed{where}: {type(error).__name__}: {first}")
+        self.what, self.error, self.round = what, error, round
+
+    def in_round(self, round: int) -> UserCodeError:
+        """The same failure, named in `round` (1-based)."""
+        return UserCodeError(self.what, self.error, round)
+
+
 class CallbackError(RuntimeError):
     """A round callback raised; the message (one line) names the callback, the round and its
     error (chained as __cause__). The run stopped before writing that round."""

@@ -239,3 +239,99 @@ class Lying:
 def test_a_schedule_whose_graphs_disagree_with_its_n_is_refused_by_size(tmp_path):
     refused(tmp_path, r"^topology: dfedavg needs doubly-stochastic mixing: the graph has 7 nodes, "
             r"the schedule says n = 6$", topology=Lying())
+
+
+def _fails_in_round_3(t: int) -> nx.Graph:
+    if t == 22:
+        raise RuntimeError("trace file gone\nsecond line")
+    return nx.cycle_graph(6)
+
+
+class FlakySchedule:
+    """A schedule class of one's own whose `at` raises in round 23 (t = 22)."""
+
+    n, period, directed, needs_losses = 6, None, False, False
+
+    def at(self, t: int) -> nx.Graph:
+        return _fails_in_round_3(t)
+
+
+class ForwardFails(nn.Module):
+    """Fine on the probe and for 2 rounds of 3 local steps, then its forward raises."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(784, 10)
+        self.calls = 0
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.shape[0] > 2 and torch.is_grad_enabled():  # a local step, not the probe
+            self.calls += 1
+            if self.calls > 6:
+                raise RuntimeError("cuda kernel said no")
+        return self.fc(x.flatten(1))
+
+
+@pytest.mark.parametrize(("objects", "match", "written"), [
+    ({"topology": _fails_in_round_3}, "^schedule function _fails_in_round_3 failed in round 23: "
+     "RuntimeError: trace file gone$", 22),
+    ({"topology": FlakySchedule()}, "^schedule FlakySchedule.at failed in round 23: "
+     "RuntimeError: trace file gone$", 22),
+    ({"model": ForwardFails()}, "^model ForwardFails failed in round 3: RuntimeError: cuda "
+     "kernel said no$", 2),
+])
+def test_user_code_that_raises_mid_run_is_named_with_its_round_and_the_rounds_before_stay(
+        tmp_path, monkeypatch, objects, match, written):
+    """A schedule function, a schedule class and a model's forward, each raising in a later
+    round: one line naming the object, the round and the error; the rounds before and the last
+    checkpoint stay."""
+    skip_plots(monkeypatch)
+    out = tmp_path / "run"
+    cfg = small_config(rounds=25, engine__checkpoint_every=1, eval__every=5,
+                       engine__dtype="float32", engine__chunk_size=6)  # no memory probe
+    with pytest.raises(p2pfl.UserCodeError, match=match) as caught:
+        p2pfl.run(cfg, out, **objects)
+    assert isinstance(caught.value.__cause__, RuntimeError)
+    assert len(read_metrics(out / METRICS)) == written
+    assert (out / CHECKPOINT).exists()
+
+
+def test_a_partition_function_that_raises_is_named(tmp_path):
+    def split(labels, num_nodes, rng):
+        raise KeyError("node_map")
+
+    with pytest.raises(p2pfl.UserCodeError,
+                       match="^partition function .*split failed: KeyError: 'node_map'$"):
+        p2pfl.run(small_config(data__alpha=0.3), tmp_path / "run",
+                  partition=split, progress=False)
+    assert not (tmp_path / "run" / METRICS).exists()
+
+
+@pytest.mark.parametrize(("shift_train", "drop", "match"), [
+    (50, None, r"^data: test labels 0\.\.9 occur in no training sample \(the training labels "
+               r"are 50\.\.59\): map the labels"),
+    (0, 7, r"^data: test labels 7 occur in no training sample \(the training labels are 0\.\.6, "
+           r"8\.\.9\)"),
+    ("codes", None, r"^data: the labels make 91 classes \(0\.\.90\), 81 of which have no "
+                    r"training sample \(1\.\.9, 11\.\.19, 21\.\.29, 31\.\.39, \.\.\.\)"),
+])
+def test_labels_that_infer_misleading_classes_are_refused(tmp_path, shift_train, drop, match):
+    """Training labels 50..59 beside test labels 0..9 would run as 60 classes, every test label
+    unseen; a class missing from training is never learned; labels that are codes (0, 10, ...,
+    90) make classes of which most have no sample."""
+    x, y, x_test, y_test = _arrays()
+    y, y_test = y % 10, y_test % 10
+    y = np.where(y == 0, 1, y)
+    y[:10], y_test[:10] = np.arange(10), np.arange(10)
+    if shift_train == "codes":
+        y, y_test = 10 * y, 10 * y_test
+    else:
+        y = y + shift_train
+    if drop is not None:
+        y = np.where(y == drop, drop + 1, y)
+    refused(tmp_path, match, data=(x, y, x_test, y_test))
+    dataset = Dataset("codes", torch.as_tensor(x), torch.as_tensor(y), torch.as_tensor(x_test),
+                      torch.as_tensor(y_test), int(max(y.max(), y_test.max())) + 1, (20,))
+    cfg = small_config(rounds=1, data__alpha=0.3, data__synthetic_train=2000,
+                       data__synthetic_test=500)
+    p2pfl.run(cfg, tmp_path / "explicit", data=dataset, progress=False)  # num_classes stated

@@ -248,3 +248,56 @@ def test_segment_permutations_even_when_a_key_rounds_into_the_next_segment() -> 
     for start, length, perm in zip(starts, lengths.tolist(), perms):
         assert sorted(perm.tolist()) == list(range(length))
         assert torch.equal(perm, keys[start:start + length].argsort())
+
+
+def _batch_norm_model(seed: int = 0) -> torch.nn.Module:
+    """A model that normalises over the batch: a padded row would move every real row."""
+    torch.manual_seed(seed)
+    return torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(784, 12),
+                               torch.nn.BatchNorm1d(12, track_running_stats=False),
+                               torch.nn.ReLU(), torch.nn.Linear(12, 10))
+
+
+@pytest.mark.parametrize("solver", [{"algorithm__name": "dfedavgm", "algorithm__momentum": 0.9},
+                                    {"algorithm__name": "dfedsam", "algorithm__rho": 0.05}])
+def test_batch_statistics_never_see_the_padding_of_partial_batches(solver, one_thread) -> None:
+    """Unequal node sizes give steps whose batches differ in width (padding weighted 0); a
+    BatchNorm without running statistics still normalises over each node's real samples only,
+    so the batched population ends where the per-node loop does (it was 8.8e-3 away)."""
+    from p2pfl.objects import Parts
+
+    rows = {}
+    for executor in ("vectorized", "loop"):
+        cfg = ragged(engine__executor=executor, **solver)
+        ctx, algorithm = build(cfg, parts=Parts(model=_batch_norm_model()))
+        assert ctx.batch_statistics and not ctx.data.balanced
+        play(algorithm, ctx, 0, ctx.schedule.at(0))
+        rows[executor] = {k: v.clone() for k, v in ctx.population.params.items()}
+    assert max((rows["vectorized"][k] - rows["loop"][k]).abs().max().item()
+               for k in rows["loop"]) < 1e-12
+
+
+def test_own_accuracy_with_batch_statistics_is_each_model_alone() -> None:
+    """evaluate_own pads shorter sample lists; with batch statistics it must not: every model
+    is right on every sample whose label is its own prediction on the batch it is alone in."""
+    from p2pfl.core.metrics import evaluate_own
+    from p2pfl.core.models import stacked_forward
+
+    model = _batch_norm_model().double()
+    forward = stacked_forward(model)
+    gen = torch.Generator().manual_seed(1)
+    x = torch.randn(60, 784, dtype=torch.float64, generator=gen)
+    params = {k: torch.stack([v.detach() * (1 + 0.5 * i) for i in range(3)])
+              for k, v in model.named_parameters()}
+    rows = [np.arange(0, 5), np.arange(5, 25), np.arange(25, 37)]
+    y = torch.zeros(60, dtype=torch.int64)
+    with torch.no_grad():
+        for i, r in enumerate(rows):  # labels: model i's predictions, batches of 8 alone
+            own = {k: v[i:i + 1] for k, v in params.items()}
+            for s in range(0, len(r), 8):
+                y[r[s:s + 8]] = forward(own, x[r[s:s + 8]][None]).argmax(-1)[0]
+    together = evaluate_own(forward, params, x, y, rows, batch_size=8, chunk_size=3,
+                            batch_statistics=True)
+    assert together.tolist() == [1.0, 1.0, 1.0]
+    padded = evaluate_own(forward, params, x, y, rows, batch_size=8, chunk_size=3)
+    assert padded.min() < 1.0  # the padding moves the batch statistics

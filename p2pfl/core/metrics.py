@@ -49,30 +49,42 @@ def evaluate(forward: StackedForward, models: Params, x: torch.Tensor, y: torch.
 
 @torch.no_grad()
 def evaluate_own(forward: StackedForward, models: Params, x: torch.Tensor, y: torch.Tensor,
-                 rows: Sequence[np.ndarray], batch_size: int, chunk_size: int) -> torch.Tensor:
+                 rows: Sequence[np.ndarray], batch_size: int, chunk_size: int,
+                 batch_statistics: bool = False) -> torch.Tensor:
     """Accuracy of each of c stacked models on its own samples: model r on x[rows[r]].
 
     `models` name -> [c, *shape]; x [S, *input_shape]; y [S]; `rows` c index arrays into x (any
     lengths, none empty). Batches of `batch_size` samples per model, `chunk_size` models at a
-    time (shorter lists padded and masked). Returns acc [c] float32.
+    time (shorter lists padded and masked). With `batch_statistics` (a forward that normalises
+    over the batch) only models with as many samples share a chunk, so no batch holds padding.
+    Returns acc [c] float32.
     """
     c = len(rows)
     correct = torch.zeros(c, device=x.device)
     sizes = torch.as_tensor([len(r) for r in rows], device=x.device)
-    for start in range(0, c, chunk_size):
-        part = rows[start:start + chunk_size]
+    groups: list[slice | np.ndarray] = [slice(s, min(s + chunk_size, c))
+                                        for s in range(0, c, chunk_size)]
+    if batch_statistics:
+        lengths = np.array([len(r) for r in rows])
+        groups = [same[s:s + chunk_size] for size in np.unique(lengths)
+                  for same in [np.flatnonzero(lengths == size)]
+                  for s in range(0, len(same), chunk_size)]
+    for group in groups:
+        part = [rows[i] for i in range(c)[group]] if isinstance(group, slice) else [
+            rows[i] for i in group]
+        at = group if isinstance(group, slice) else torch.as_tensor(group, device=x.device)
         longest = max(len(r) for r in part)
         padded = np.zeros((len(part), longest), dtype=np.int64)
         for j, r in enumerate(part):
             padded[j, :len(r)] = r
         idx = torch.as_tensor(padded, device=x.device)
-        valid = torch.arange(longest, device=x.device) < sizes[start:start + len(part), None]
-        chunk = {k: v[start:start + len(part)] for k, v in models.items()}
+        valid = torch.arange(longest, device=x.device) < sizes[at][:, None]
+        chunk = {k: v[at] for k, v in models.items()}
         for s in range(0, longest, batch_size):
             ib = idx[:, s:s + batch_size]
             xb = x.index_select(0, ib.flatten()).view(*ib.shape, *x.shape[1:])
             hit = (forward(chunk, xb).argmax(-1) == y[ib]) & valid[:, s:s + batch_size]
-            correct[start:start + len(part)] += hit.sum(dim=1)
+            correct[at] += hit.sum(dim=1)
     return correct / sizes
 
 

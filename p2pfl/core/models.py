@@ -25,7 +25,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 from torch.func import functional_call, vmap
-from torch.nn.modules.batchnorm import _NormBase
+from torch.nn.modules.batchnorm import _BatchNorm, _NormBase
 from torch.nn.modules.conv import _ConvNd
 
 from p2pfl.core.stacked_layers import (
@@ -35,6 +35,7 @@ from p2pfl.core.stacked_layers import (
     linear_relu_chain,
     stacked_linear,
 )
+from p2pfl.errors import UserCodeError
 
 MODELS = ("mlp", "cnn", "fedfsa_cnn", "resnet18_gn")
 
@@ -224,6 +225,30 @@ def stacked_forward(model: nn.Module, conv_per_node_on_cpu: bool = True) -> Stac
         return batched(params, buffers, x)
 
     return forward
+
+
+def uses_batch_statistics(model: nn.Module) -> bool:
+    """Whether `model` normalises over the batch, so that a sample's output depends on the other
+    samples of its batch: a BatchNorm layer (one without running statistics; `stacked_forward`
+    refuses the others), or a model that declares `batch_statistics = True` (a normalisation
+    written by hand)."""
+    return bool(getattr(model, "batch_statistics", False)) or any(
+        isinstance(m, _BatchNorm) for m in model.modules())
+
+
+def named_failures(forward: StackedForward, what: str) -> StackedForward:
+    """`forward` whose exceptions are a UserCodeError naming `what` (a researcher's model: the
+    run loop adds the round)."""
+
+    def run(params: Params, x: torch.Tensor) -> torch.Tensor:
+        try:
+            return forward(params, x)
+        except UserCodeError:
+            raise
+        except Exception as err:
+            raise UserCodeError(what, err) from err
+
+    return run
 
 
 def mixed_precision(forward: StackedForward, device_type: str) -> StackedForward:

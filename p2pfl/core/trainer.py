@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from p2pfl.core.federated import BatchPlan, FederatedData
+from p2pfl.core.federated import Batch, BatchPlan, FederatedData
 from p2pfl.core.gradients import AutogradGradients, Gradients
 from p2pfl.core.models import StackedForward
 from p2pfl.core.population import Params
@@ -26,14 +26,21 @@ class VectorizedTrainer:
     parameters (`LocalTerms`), or a weighted step that `gradients` cannot weight, takes autograd
     through `forward`. Evaluation of the nodes' models goes `eval_chunk_size` nodes at a time
     (p2pfl.core.memory).
+
+    `batch_statistics`: the forward normalises over the batch (BatchNorm without running
+    statistics), so a padded row would change the real rows' outputs. A step whose batches
+    differ in width across nodes (ragged node sizes, merged stacked plans) then runs once per
+    distinct width, each group on its real samples only, as every node would alone.
     """
 
     def __init__(self, forward: StackedForward, data: FederatedData, chunk_size: int,
-                 eval_chunk_size: int | None = None, gradients: Gradients | None = None) -> None:
+                 eval_chunk_size: int | None = None, gradients: Gradients | None = None,
+                 batch_statistics: bool = False) -> None:
         self.forward = forward
         self.data = data
         self.chunk_size = chunk_size
         self.eval_chunk_size = eval_chunk_size or chunk_size
+        self.batch_statistics = batch_statistics
         self.gradients = gradients or AutogradGradients(forward)
         self.weighted_gradients = (self.gradients if self.gradients.weighted
                                    else AutogradGradients(forward))
@@ -102,17 +109,49 @@ class VectorizedTrainer:
                 x = None if buffers is None else {k: v[part] for k, v in buffers.items()}
                 t = None if terms is None else terms.rows(part)
             batch = self.data.batch(plan, step, r)
-            gradients = self.gradients if batch.weight is None else self.weighted_gradients
-            if fused and gradients.accumulates:
-                losses = momentum_step(gradients, rows, batch, solver, self.scratch, x, b,
-                                       first=step == 0)
+            if self.batch_statistics and batch.weight is not None:
+                loss_sum[:active] += self._step_by_width(rows, batch, solver, x, b, t, step)
             else:
-                if t is None:
-                    direction, losses = descent_direction(gradients, rows, batch, solver,
-                                                          self.scratch)
-                else:
-                    direction, losses = corrected_direction(self.forward, gradients, rows,
-                                                            batch, solver, t, self.scratch)
-                apply_step(rows, direction, x, b, solver, first=step == 0)
-            loss_sum[:active] += losses
+                loss_sum[:active] += self._step(rows, batch, solver, x, b, t, step,
+                                                fused=fused)
         return loss_sum / torch.as_tensor(steps, device=lr.device, dtype=lr.dtype).clamp(min=1)
+
+    def _step(self, rows: Params, batch: Batch, solver: LocalSolver, buffers: Params | None,
+              lr: torch.Tensor, terms: LocalTerms | None, step: int,
+              fused: bool = False) -> torch.Tensor:
+        """One local step of `rows` [c, ...] on `batch`, in place; the losses at x [c]."""
+        gradients = self.gradients if batch.weight is None else self.weighted_gradients
+        if fused and gradients.accumulates:
+            return momentum_step(gradients, rows, batch, solver, self.scratch, buffers, lr,
+                                 first=step == 0)
+        if terms is None:
+            direction, losses = descent_direction(gradients, rows, batch, solver, self.scratch)
+        else:
+            direction, losses = corrected_direction(self.forward, gradients, rows, batch,
+                                                    solver, terms, self.scratch)
+        apply_step(rows, direction, buffers, lr, solver, first=step == 0)
+        return losses
+
+    def _step_by_width(self, rows: Params, batch: Batch, solver: LocalSolver,
+                       buffers: Params | None, lr: torch.Tensor, terms: LocalTerms | None,
+                       step: int) -> torch.Tensor:
+        """`_step` for a padded batch (weights [c, w]) of a forward with batch statistics: the
+        rows grouped by their real batch size, each group's step on its real samples only
+        (copies of its rows, written back). The losses at x [c]."""
+        sizes = (batch.weight > 0).sum(dim=1)
+        losses = torch.empty(len(sizes), device=lr.device, dtype=lr.dtype)
+        for size in sizes.unique().tolist():
+            group = torch.nonzero(sizes == size).flatten()
+            own = {k: v[group] for k, v in rows.items()}
+            own_buffers = None if buffers is None else {k: v[group] for k, v in buffers.items()}
+            own_terms = None if terms is None else terms.rows(group)
+            real = Batch(batch.x[group, :size], batch.y[group, :size], None)
+            losses[group] = self._step(own, real, solver, own_buffers, lr[group], own_terms,
+                                       step)
+            for held, updated in ((rows, own), (buffers, own_buffers)):
+                for k, v in (held or {}).items():
+                    v[group] = updated[k]
+            if own_terms is not None and own_terms.dual is not None:
+                for k, v in terms.dual.items():
+                    v[group] = own_terms.dual[k]
+        return losses

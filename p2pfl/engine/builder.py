@@ -21,7 +21,13 @@ from p2pfl.core.gradients import local_gradients
 from p2pfl.core.guard import Guard
 from p2pfl.core.memory import check_fits, plan_chunks
 from p2pfl.core.mixing import Comm, LocalComm, tile_width
-from p2pfl.core.models import build_model, mixed_precision, stacked_forward
+from p2pfl.core.models import (
+    build_model,
+    mixed_precision,
+    named_failures,
+    stacked_forward,
+    uses_batch_statistics,
+)
 from p2pfl.core.population import Population
 from p2pfl.core.reference import LoopTrainer
 from p2pfl.core.seeding import stream_seed
@@ -35,7 +41,9 @@ from p2pfl.data import (
 )
 from p2pfl.engine.datasets import named_dataset
 from p2pfl.engine.stacked import Stack
+from p2pfl.errors import UserCodeError
 from p2pfl.objects import Parts
+from p2pfl.objects.topology import schedule_name
 from p2pfl.scale.distributed import DistComm
 from p2pfl.scale.network import Clock
 
@@ -66,6 +74,11 @@ def _partition(cfg: Config, dataset: Dataset, given: object | None = None) -> li
                          seed=stream_seed(cfg.seed, "partition"), **params)
     except ValueError as err:
         raise ConfigError("partition" if given is not None else "data", str(err)) from None
+    except Exception as err:  # a partition function of one's own, failing in its own code
+        if not callable(given):
+            raise
+        name = getattr(given, "__qualname__", type(given).__name__)
+        raise UserCodeError(f"partition function {name}", err) from err
 
 
 def _check_partition_params(d: DataConfig) -> None:
@@ -163,6 +176,8 @@ def check_mixing(algorithm: Algorithm, schedule: T.Schedule, t: int,
         where = f" (the graph of round {t})" if t else ""
         raise ConfigError("topology", f"{algorithm.name} needs "
                           f"{algorithm.mixing.replace('_', '-')} mixing{where}: {err}") from None
+    except Exception as err:  # a schedule of one's own, failing in its own code
+        raise UserCodeError(schedule_name(schedule), err, t + 1) from err
 
 
 def unchecked_graphs(schedule: T.Schedule) -> bool:
@@ -256,15 +271,19 @@ def build(cfg: Config, dataset: Dataset | None = None, parts: Parts | None = Non
             chunks = (plan.train, plan.eval)
         if cfg.engine.compile:
             forward = torch.compile(forward)
+        if parts.model is not None:
+            forward = named_failures(forward, f"model {type(model).__name__}")
         gradients = local_gradients(model, forward, hand_written=not (bf16 or cfg.engine.compile))
-        trainer = VectorizedTrainer(forward, data, *chunks, gradients=gradients)
+        trainer = VectorizedTrainer(forward, data, *chunks, gradients=gradients,
+                                    batch_statistics=uses_batch_statistics(model))
     if stack is not None:
         stack.join(trainer, None if cfg.engine.compile or isinstance(trainer, LoopTrainer) else
                    (type(model), repr(model), dtype, device, bf16))
     guard = Guard(cfg.data.num_nodes, device, cfg.engine.max_loss)
     ctx = RunContext(cfg, device, dtype, data, population, forward, guard.install(trainer),
                      comm, schedule, guard,
-                     _clock(cfg, algorithm, schedule, data, population))
+                     _clock(cfg, algorithm, schedule, data, population),
+                     uses_batch_statistics(model))
     algorithm.setup(ctx)
     return ctx, algorithm
 

@@ -85,7 +85,8 @@ class Evaluation(Callback):
         held = ctx.all_nodes()
         tests = [ctx.data.local_test[i] for i in held.tolist()]
         acc = evaluate_own(ctx.forward, end.algorithm.node_models(ctx), ctx.data.x_train,
-                           ctx.data.y_train, tests, ctx.cfg.eval.batch_size, chunk)
+                           ctx.data.y_train, tests, ctx.cfg.eval.batch_size, chunk,
+                           ctx.batch_statistics)
         every = torch.zeros(ctx.num_nodes, device=ctx.device, dtype=torch.float64)
         every[held] = acc.double()
         return ctx.comm.all_sum(every)

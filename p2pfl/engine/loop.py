@@ -35,7 +35,8 @@ from p2pfl.engine.checkpoint import save_checkpoint, save_shard
 from p2pfl.engine.evaluation import Evaluation
 from p2pfl.engine.network_time import NetworkTime
 from p2pfl.engine.rundir import History, finish
-from p2pfl.errors import ConfigError, DivergenceError, PeerLost, RunInterrupted
+from p2pfl.errors import ConfigError, DivergenceError, PeerLost, RunInterrupted, UserCodeError
+from p2pfl.objects.topology import schedule_name
 from p2pfl.report.results import METRICS, append_jsonl
 
 Observer = Callable[[dict[str, Any]], None]  # sees each round's record; changes nothing
@@ -138,8 +139,16 @@ class Runner:
 
     def round(self, t: int) -> dict[str, Any]:
         """Run round t (0-based) and return its metrics record."""
-        ctx, algorithm = self.ctx, self.algorithm
         start = time.perf_counter()
+        try:
+            return self._round(t, start)
+        except UserCodeError as err:  # the model's forward knows no round: name it here
+            if err.round is not None:
+                raise
+            raise err.in_round(t + 1) from err.error
+
+    def _round(self, t: int, start: float) -> dict[str, Any]:
+        ctx, algorithm = self.ctx, self.algorithm
         report, skipped, graph, faults = self._guarded_round(t)
         if ctx.device.type == "cuda":
             torch.cuda.synchronize()
@@ -186,6 +195,8 @@ class Runner:
         except ValueError as err:  # a ParameterError's message names the round already
             raise ConfigError("topology", getattr(err, "message", None)
                               or f"the graph of round {t}: {err}") from None
+        except Exception as err:  # a schedule of one's own, failing in its own code
+            raise UserCodeError(schedule_name(ctx.schedule), err, t + 1) from err
         if unchecked_graphs(ctx.schedule) and t >= CONNECTIVITY_WINDOW:
             check_mixing(algorithm, ctx.schedule, t, graph)
         offset = 1 if algorithm.mixing == "server" else 0  # graph node 0 is the server
@@ -310,3 +321,4 @@ class Runner:
             yield
         finally:
             signal.signal(signal.SIGINT, previous)
+

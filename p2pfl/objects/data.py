@@ -43,7 +43,41 @@ def as_dataset(data: object) -> Dataset:
     dataset = Dataset("object", x_train.float(), y_train.long(), x_test.float(), y_test.long(),
                       int(max(y_train.max(), y_test.max())) + 1, tuple(x_train.shape[1:]))
     check_dataset(dataset)
+    _check_inferred_classes(dataset)
     return dataset
+
+
+def _check_inferred_classes(data: Dataset) -> None:
+    """Refuse labels whose inferred classes (0..largest label) would mislead: a test label that
+    no training sample has (never trained, always wrong), or classes of which most have no
+    training sample (labels that do not start at 0, or codes rather than classes)."""
+    trained = torch.bincount(data.y_train, minlength=data.num_classes) > 0
+    tested = torch.bincount(data.y_test, minlength=data.num_classes) > 0
+    advice = ("map the labels to 0..K-1, or pass p2pfl.data.Dataset(..., num_classes=K) to "
+              "train on them as they are")
+    unseen = (tested & ~trained).nonzero().flatten().tolist()
+    if unseen:
+        raise ConfigError("data", f"test labels {_labels(unseen)} occur in no training sample "
+                          f"(the training labels are {_labels(trained.nonzero().flatten())}): "
+                          f"{advice}")
+    empty = (~trained).nonzero().flatten().tolist()
+    if 2 * len(empty) > data.num_classes:
+        raise ConfigError("data", f"the labels make {data.num_classes} classes (0.."
+                          f"{data.num_classes - 1}), {len(empty)} of which have no training "
+                          f"sample ({_labels(empty)}): {advice}")
+
+
+def _labels(labels: Any) -> str:
+    """A short list of labels: runs of consecutive ones as a..b, at most 4 runs."""
+    values = sorted(int(v) for v in labels)
+    runs: list[list[int]] = []
+    for v in values:
+        if runs and v == runs[-1][1] + 1:
+            runs[-1][1] = v
+        else:
+            runs.append([v, v])
+    shown = [f"{a}..{b}" if b > a else f"{a}" for a, b in runs[:4]]
+    return ", ".join(shown) + (", ..." if len(runs) > 4 else "")
 
 
 def _check_split(x_train: torch.Tensor, y_train: torch.Tensor, x_test: torch.Tensor,

@@ -12,6 +12,7 @@ import networkx as nx
 
 import topologies as T
 from p2pfl.config import OBJECT, Config, ConfigError, TopologyConfig
+from p2pfl.errors import UserCodeError
 from p2pfl.objects.records import read_record
 
 RECORD = "topology.json"
@@ -103,6 +104,9 @@ def resolve_topology(cfg: Config, out: Path, resume: bool,
         schedule = T.as_schedule(topology)
     except (TypeError, ValueError) as err:  # ParameterError is a ValueError
         raise ConfigError("topology", str(err)) from None
+    except Exception as err:  # a function of one's own, failing in round 0
+        name = getattr(topology, "__qualname__", type(topology).__name__)
+        raise UserCodeError(f"schedule function {name}", err, 1) from err
     if schedule.n != cfg.data.num_nodes:
         raise ConfigError("topology", f"the topology has {schedule.n} nodes, data.num_nodes is "
                           f"{cfg.data.num_nodes}")
@@ -113,8 +117,18 @@ def resolve_topology(cfg: Config, out: Path, resume: bool,
         if isinstance(err, ConfigError):
             raise
         raise ConfigError("topology", str(err)) from None
+    except Exception as err:  # the object's own code, asked for the graphs it records
+        raise UserCodeError(schedule_name(schedule), err) from err
     if recorded is not None and recorded["fingerprint"] != record["fingerprint"]:
         raise ConfigError("topology", f"the topology object differs from the one {out} ran on "
                           f"({recorded['class']}, graphs of rounds 0-"
                           f"{recorded['rounds_fingerprinted'] - 1} differ): pass the same one")
     return cfg, schedule, record
+
+
+def schedule_name(schedule: T.Schedule) -> str:
+    """How an error names a schedule: its function for a schedule made of one, else its
+    class's `at`."""
+    if isinstance(schedule, T.FunctionSchedule):
+        return f"schedule function {getattr(schedule.fn, '__qualname__', repr(schedule.fn))}"
+    return f"schedule {type(schedule).__name__}.at"
