@@ -36,7 +36,7 @@ class DFedSGPSMS(DFedSGPSM):
         topo = ctx.cfg.topology
         if topo.name != "random_out":
             raise ConfigError("topology.name", f"{self.name} selects its out-neighbours by loss "
-                              f"on 'random_out' (topology.out_degree of them), got {topo.name!r}")
+                              f"on 'random_out' (topology.k of them), got {topo.name!r}")
         if topo.selection == "random":
             raise ConfigError("topology.selection", f"{self.name} selects its out-neighbours by "
                               "loss: leave topology.selection unset (loss_softmax) or use "

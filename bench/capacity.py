@@ -41,6 +41,7 @@ def measure(name: str, num_nodes: int, device: str) -> int:
     from bench.memory import PeakMemory, release_memory
     from bench.runner import timed_round
     from bench.workloads import workload_config
+    from p2pfl.config import with_overrides
     from p2pfl.data.loaders import make_synthetic
     from p2pfl.engine import build
 
@@ -48,7 +49,7 @@ def measure(name: str, num_nodes: int, device: str) -> int:
     dataset = make_synthetic(num_nodes * workload.batch_size, 10, seed=0,
                              shape=SHAPES[workload.data])
     cfg = workload_config(workload, "sgd", "vectorized", num_nodes, device, dataset.name)
-    cfg = replace(cfg, topology=replace(cfg.topology, name="exponential", out_degree=0))
+    cfg = with_overrides(cfg, {"topology.name": "exponential"})
     release_memory(torch.device(device))
     with PeakMemory(torch.device(device)) as memory:
         ctx, algorithm = build(cfg, dataset)

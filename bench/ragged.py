@@ -34,7 +34,7 @@ def _config(partition: dict[str, Any], algorithm: dict[str, Any], device: str):
         "seed": 0, "rounds": 1, "device": device,
         "data": {"name": "fashion_mnist", "num_nodes": NODES, **partition},
         "model": {"name": "mlp"},
-        "topology": {"name": "random_out", "out_degree": OUT_DEGREE},
+        "topology": {"name": "random_out", "k": OUT_DEGREE},
         "algorithm": {"name": "dfedsgpm", "lr": 0.05, "momentum": MOMENTUM,
                       "batch_size": BATCH_SIZE, **algorithm}})
 

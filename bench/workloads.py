@@ -106,7 +106,7 @@ def workload_config(workload: Workload, solver: str, executor: str, num_nodes: i
         "data": {"name": data_name, "num_nodes": num_nodes, "partition": "dirichlet",
                  "alpha": 0.3},
         "model": {"name": workload.model},
-        "topology": {"name": "random_out", "out_degree": min(OUT_DEGREE, num_nodes - 1)},
+        "topology": {"name": "random_out", "k": min(OUT_DEGREE, num_nodes - 1)},
         "algorithm": {"name": algorithm, "lr": 0.05, "local_steps": workload.local_steps,
                       "local_epochs": 0, "batch_size": workload.batch_size, **options},
         "engine": {"executor": executor, "compile": compile and executor == "vectorized",

@@ -9,22 +9,63 @@ The `[algorithm]` table of a config is read into the options class of the algori
 
 and its limits are checked when a config is loaded (`check_values`, which raises
 topologies.ParameterError naming the field), so a new hyperparameter is a change to the
-algorithm's own module only. `option` is `topologies.params.param`: topology parameters are
-declared the same way.
+algorithm's own module only. The config's own sections declare their bounded fields with
+`option` too.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
-from typing import get_type_hints
+import math
+from dataclasses import dataclass, field
+from typing import Any, get_type_hints
 
-from topologies.params import check_values
-from topologies.params import param as option
+from topologies import ParameterError
 
-__all__ = ["VARIANTS", "AlgorithmOptions", "check_values", "field_types", "option"]
+__all__ = ["VARIANTS", "AlgorithmOptions", "check_number", "check_values", "field_types",
+           "option"]
 
 VARIANTS = ("paper", "reference_code")
+
+
+def option(default: Any, *, low: float | None = None, high: float | None = None,
+          low_open: bool = False, high_open: bool = False, choices: tuple[str, ...] = (),
+          doc: str = "") -> Any:
+    """A dataclass field with its limits: [low, high] (an end is excluded when `*_open`; None is
+    unbounded) for numbers, `choices` for strings."""
+    return field(default=default, metadata={"low": low, "high": high, "low_open": low_open,
+                                            "high_open": high_open, "choices": choices,
+                                            "doc": doc})
+
+
+def check_number(value: float, low: float | None, high: float | None, low_open: bool = False,
+                 high_open: bool = False) -> str:
+    """Why `value` is outside [low, high] (ends excluded when open); "" when it is inside."""
+    if not math.isfinite(value):
+        return f"must be finite, got {value!r}"
+    too_low = low is not None and (value < low or (value == low and low_open))
+    too_high = high is not None and (value > high or (value == high and high_open))
+    if not (too_low or too_high):
+        return ""
+    lo = "-inf" if low is None else low
+    hi = "inf" if high is None else high
+    interval = f"{'(' if low_open else '['}{lo}, {hi}{')' if high_open else ']'}"
+    return f"{value!r} is out of range {interval}"
+
+
+def check_values(values: Any) -> None:
+    """Raise ParameterError (naming the field) for the first field of a dataclass outside the
+    limits `param` declared for it."""
+    for f in dataclasses.fields(values):
+        meta, value = f.metadata, getattr(values, f.name)
+        if meta.get("choices") and value not in meta["choices"]:
+            raise ParameterError(f.name, f"unknown value {value!r} (allowed: "
+                                 f"{', '.join(map(str, meta['choices']))})")
+        if isinstance(value, int | float) and not isinstance(value, bool) and "low" in meta:
+            why = check_number(value, meta["low"], meta["high"], meta["low_open"],
+                               meta["high_open"])
+            if why:
+                raise ParameterError(f.name, why)
 
 
 def field_types(cls: type) -> dict[str, type]:

@@ -172,8 +172,8 @@ def test_study_objects_are_checked_before_the_first_run(tmp_path: Path) -> None:
     cfg = load_config(tmp_path / "tiny.toml")
     with pytest.raises(ConfigError, match="study 'big': topology: the topology has 10 nodes"):
         run_study(cfg, {"ring": "ring", "big": nx.star_graph(9)}, tmp_path / "a")
-    shaped = load_config(tmp_path / "tiny.toml", {"topology.degree": 2})
-    with pytest.raises(ConfigError, match="study 'hub': topology.degree: is set"):
+    shaped = load_config(tmp_path / "tiny.toml", {"topology.k": 2})
+    with pytest.raises(ConfigError, match="study 'hub': topology.k: is set"):
         run_study(shaped, {"ring": "ring", "hub": nx.star_graph(3)}, tmp_path / "b")
     assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
 
@@ -346,7 +346,7 @@ def test_analyze_cli(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_analyze_cli_horizon_is_an_analysis_parameter(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["analyze", "random_out", "--n", "16", "--set", "out_degree=2",
+    assert main(["analyze", "random_out", "--n", "16", "--set", "k=2",
                  "--set", "horizon=40", "--json"]) == 0
     result = json.loads(capsys.readouterr().out)
     assert result["horizon"] == 40 and "topology" in result

@@ -158,7 +158,7 @@ SPECIAL_CASES = [
     ("topology.name", ["algorithm.name='fedavg'"]),  # centralized needs the star
     ("topology", ["topology.name='directed_ring'"]),  # gossip needs an undirected graph
     # SGP on one random 1-out digraph (rounds = 1) that is not strongly connected.
-    ("topology", ["algorithm.name='sgp'", "topology.name='random_out'", "topology.out_degree=1",
+    ("topology", ["algorithm.name='sgp'", "topology.name='random_out'", "topology.k=1",
                   "data.num_nodes=6"]),
     ("topology", ["topology.name='random_out'", "algorithm.name='sgp'"]),  # out_degree 10 > n - 1
     ("topology|data.num_nodes", ["data.num_nodes=1"]),  # a ring needs 3 nodes
@@ -247,8 +247,10 @@ def test_a_misspelt_field_or_name_gets_a_suggestion(tmp_path, capsys, base_file,
 def test_analyze_suggests_a_topology_and_a_parameter(capsys):
     err = _expect_clean_error(capsys, ["analyze", "rnig"], "topology")
     assert "'rnig' is not a topology; did you mean 'ring'? choose one of ring, " in err
-    err = _expect_clean_error(capsys, ["analyze", "ring", "--set", "directd=false"], "topology")
-    assert "directd is not a topology parameter (did you mean 'directed'? allowed: " in err
+    err = _expect_clean_error(capsys, ["analyze", "exponential", "--set", "directd=false"],
+                              "topology")
+    assert ("directd is not an option of topology 'exponential' (did you mean 'directed'? it "
+            "takes: base, directed)") in err
 
 
 @pytest.mark.parametrize(("field", "text"), [

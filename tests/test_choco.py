@@ -100,7 +100,7 @@ def test_error_feedback_reaches_the_fixed_point_of_exact_gossip(fraction):
 @pytest.mark.parametrize(("overrides", "match"), [
     ({"topology__link_drop": 0.1}, "^topology.link_drop: choco needs every neighbour"),
     ({"topology__node_drop": 0.1}, "^topology.node_drop: choco needs every neighbour"),
-    ({"topology__name": "random_regular_schedule", "topology__degree": 2},
+    ({"topology__name": "random_regular_schedule", "topology__d": 2},
      "^topology: choco runs on a static graph"),
     ({"algorithm__compressor": "object"}, "^algorithm.compressor: is 'object' but no compressor"),
     ({"engine__executor": "loop"}, "^engine.executor: choco runs on the 'vectorized'"),

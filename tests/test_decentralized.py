@@ -29,8 +29,8 @@ TOL = 1e-10
 
 def _config(name: str, **overrides):
     """4 nodes; a ring (MH weights 1/3, zeros off the ring) or random 1-out digraphs."""
-    topo = ({"topology__name": "ring"} if name in SYMMETRIC else
-            {"topology__name": "random_out", "topology__out_degree": 1})
+    topo = ({"topology__name": "ring"} if name in SYMMETRIC or "topology__name" in overrides
+            else {"topology__name": "random_out", "topology__k": 1})
     base = {"algorithm__name": name, "data__num_nodes": 4, "rounds": 20, **topo}
     return small_config(**{**base, **overrides})
 
@@ -304,16 +304,16 @@ def test_state_dict_round_trip_resumes_identically(name):
 def test_symmetric_algorithms_refuse_a_directed_topology(name):
     with pytest.raises(ConfigError, match=f"{name} needs doubly-stochastic mixing.*undirected"):
         build(small_config(algorithm__name=name, topology__name="random_out",
-                           topology__out_degree=2))
+                           topology__k=2))
 
 
 @pytest.mark.parametrize("name", PUSH_SUM)
 def test_push_sum_algorithms_accept_directed_and_refuse_disconnected_graphs(name):
     build(small_config(algorithm__name=name, topology__name="random_out",
-                       topology__out_degree=2, rounds=20))
+                       topology__k=2, rounds=20))
     with pytest.raises(ConfigError, match="not strongly connected"):
         build(small_config(algorithm__name=name, topology__name="random_out",
-                           topology__out_degree=1, data__num_nodes=40, rounds=1))
+                           topology__k=1, data__num_nodes=40, rounds=1))
 
 
 @pytest.mark.parametrize("name, key, value", [
@@ -329,7 +329,7 @@ def test_an_option_the_algorithm_does_not_use_is_refused(name, key, value):
 
 def _faulty(name: str, **overrides):
     return _config(name, topology__link_drop=0.3, topology__node_drop=0.25, data__num_nodes=6,
-                   **({"topology__out_degree": 2} if name in PUSH_SUM else {}), **overrides)
+                   **({"topology__k": 2} if name in PUSH_SUM else {}), **overrides)
 
 
 def _messages(graph: nx.Graph) -> tuple[np.ndarray, np.ndarray]:
@@ -341,7 +341,7 @@ def _messages(graph: nx.Graph) -> tuple[np.ndarray, np.ndarray]:
 
 def test_push_sum_matches_algorithm_1_under_link_drops_and_offline_nodes():
     """Reference: offline nodes skip the local phase; a lost share stays with its sender."""
-    overrides = {"algorithm__momentum": 0.9, "algorithm__rho": 0.05, "topology__out_degree": 2,
+    overrides = {"algorithm__momentum": 0.9, "algorithm__rho": 0.05, "topology__k": 2,
                  "topology__link_drop": 0.3, "topology__node_drop": 0.25}
     ref = Reference("dfedsgpsm", **overrides)
     ctx, algorithm = build(_config("dfedsgpsm", **overrides))
@@ -387,7 +387,7 @@ def test_offline_nodes_keep_their_model_and_push_sum_keeps_its_invariants(name):
 
 
 def test_push_sum_reaches_the_average_with_zero_gradients_despite_link_drops():
-    ctx, algorithm = build(_config("sgp", data__num_nodes=8, topology__out_degree=2,
+    ctx, algorithm = build(_config("sgp", data__num_nodes=8, topology__k=2,
                                    topology__link_drop=0.4))
     gen = torch.Generator().manual_seed(1)
     for v in ctx.population.params.values():
@@ -402,7 +402,7 @@ def test_push_sum_reaches_the_average_with_zero_gradients_despite_link_drops():
 
 
 def test_dfedsgpsm_s_picks_out_neighbours_by_loss():
-    cfg = _config("dfedsgpsm_s", data__num_nodes=8, topology__out_degree=1,
+    cfg = _config("dfedsgpsm_s", data__num_nodes=8, topology__k=1,
                   topology__selection="loss_based", algorithm__momentum=0.9)
     ctx, algorithm = build(cfg)
     assert algorithm.selection_losses() is None
@@ -444,7 +444,7 @@ def test_engine_passes_the_latest_losses_to_a_loss_based_schedule(tmp_path, monk
         return ctx, algorithm
 
     monkeypatch.setattr("p2pfl.engine.experiment.build", spying_build)
-    history = engine.run(_config("dfedsgpsm_s", data__num_nodes=6, topology__out_degree=2,
+    history = engine.run(_config("dfedsgpsm_s", data__num_nodes=6, topology__k=2,
                                  topology__selection="loss_based", rounds=3), tmp_path / "r")
     assert seen[0] is None and len(seen) == 3
     # the losses seen by round t are the nodes' training losses of round t - 1
@@ -453,7 +453,7 @@ def test_engine_passes_the_latest_losses_to_a_loss_based_schedule(tmp_path, monk
 
 
 def test_selection_losses_survive_a_state_round_trip():
-    cfg = _config("dfedsgpsm_s", data__num_nodes=6, topology__out_degree=2,
+    cfg = _config("dfedsgpsm_s", data__num_nodes=6, topology__k=2,
                   topology__selection="loss_based", topology__node_drop=0.3)
     ctx, algorithm = build(cfg)
     for t in range(2):

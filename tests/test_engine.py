@@ -48,7 +48,7 @@ rounds = 2
 name = "synthetic"
 num_nodes = 4
 [topology]
-out_degree = 2
+k = 2
 [algorithm]
 name = "sgp"
 """
@@ -132,7 +132,7 @@ def test_set_overrides_and_compare_variants_are_validated(tmp_path):
 
 def test_run_directory_contents_and_refusal_to_overwrite(tmp_path):
     cfg = small_config(rounds=3, algorithm__name="sgp", topology__name="random_out",
-                       topology__out_degree=2, eval__every=2)
+                       topology__k=2, eval__every=2)
     history = run(cfg, tmp_path / "run")
     records = read_metrics(tmp_path / "run" / "metrics.jsonl")
     assert records == history and [r["round"] for r in records] == [1, 2, 3]
@@ -161,7 +161,7 @@ def test_torn_last_metrics_line_is_dropped(tmp_path):
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_same_config_and_seed_give_identical_metrics(tmp_path, dtype):
     cfg = small_config(rounds=3, algorithm__name="sgp", topology__name="random_out",
-                       topology__out_degree=2, engine__dtype=dtype)
+                       topology__k=2, engine__dtype=dtype)
     a = strip_times(run(cfg, tmp_path / "a"))
     b = strip_times(run(cfg, tmp_path / "b"))
     assert a == b

@@ -168,7 +168,7 @@ def test_pushsum_runs_conserve_mass_and_learn_under_faults(name, topology):
           "rounds": 12, "algorithm__lr": 0.2, "algorithm__local_steps": 3,
           "topology__link_drop": 0.5, "topology__node_drop": 0.3, "eval__every": 4}
     if topology == "random_out":
-        kw["topology__out_degree"] = 2
+        kw["topology__k"] = 2
     cfg = small_config(**kw)
     history = run(cfg)
     sums = np.array([r["ps_weight_sum"] for r in history])

@@ -58,7 +58,7 @@ def _metrics_and_params(monkeypatch, out, budget: int | None) -> tuple[list, tor
         monkeypatch.setattr(M, "free_bytes", lambda device: budget)
     cfg = small_config(algorithm__name="dfedsgpsm", algorithm__momentum=0.9,
                        algorithm__rho=0.05, topology__name="random_out",
-                       topology__out_degree=2, data__num_nodes=7, rounds=2)
+                       topology__k=2, data__num_nodes=7, rounds=2)
     ctx, algorithm = build(cfg)
     out.mkdir()
     history = Runner(cfg, out, ctx, algorithm).run()

@@ -136,7 +136,7 @@ ROUNDS = [
 
 @pytest.mark.parametrize("name, overrides", ROUNDS)
 def test_whole_rounds_with_sparse_mixing_equal_dense(name, overrides, one_thread):
-    topology = ({"topology__name": "random_out", "topology__out_degree": 2}
+    topology = ({"topology__name": "random_out", "topology__k": 2}
                 if name in ("sgp", "dfedsgpsm") else {"topology__name": "ring"})
     runs = {}
     for mixing in ("dense", "sparse"):
@@ -159,7 +159,7 @@ def test_whole_rounds_with_sparse_mixing_equal_dense(name, overrides, one_thread
 def test_push_sum_conserves_mass_with_sparse_mixing(name, one_thread):
     extra = {"algorithm__momentum": 0.9, "algorithm__rho": 0.05} if name == "dfedsgpsm" else {}
     ctx, algorithm = build(small_config(algorithm__name=name, engine__mixing="sparse",
-                                        topology__name="random_out", topology__out_degree=1,
+                                        topology__name="random_out", topology__k=1,
                                         data__num_nodes=8, rounds=20, **extra))
     gen = torch.Generator().manual_seed(1)
     for v in ctx.population.params.values():

@@ -37,7 +37,7 @@ def test_vectorized_equals_loop_float32_sgd():
 def test_vectorized_equals_loop_float64(solver, algorithm):
     kwargs = {"algorithm__name": algorithm, "topology__name": "ring", **solver}
     if algorithm == "dfedsgpsm":
-        kwargs.update(topology__name="random_out", topology__out_degree=2)
+        kwargs.update(topology__name="random_out", topology__k=2)
     diff = _max_diff(_one_round("vectorized", 2, **kwargs), _one_round("loop", 2, **kwargs))
     assert diff < 1e-10
 
@@ -78,7 +78,7 @@ def test_sam_with_zero_radius_is_sgd():
 def test_compiled_equals_eager():
     kwargs = {"engine__dtype": "float32", "algorithm__name": "dfedsgpsm",
               "algorithm__momentum": 0.9, "algorithm__rho": 0.05, "topology__name": "random_out",
-              "topology__out_degree": 2}
+              "topology__k": 2}
     eager = _one_round("vectorized", 2, **kwargs)
     torch._dynamo.reset()
     compiled = _one_round("vectorized", 2, engine__compile=True, **kwargs)
@@ -97,7 +97,7 @@ BF16_CASES = {
     "sgd": {},
     "sam+momentum": {"algorithm__name": "dfedsgpsm", "algorithm__rho": 0.05,
                      "algorithm__momentum": 0.9, "topology__name": "random_out",
-                     "topology__out_degree": 2},
+                     "topology__k": 2},
     # one step: different convolution kernels round differently and ReLU flips grow from there
     "cnn": {"model__name": "cnn", "data__num_nodes": 3, "algorithm__batch_size": 32,
             "algorithm__local_steps": 1},

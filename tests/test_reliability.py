@@ -90,7 +90,7 @@ def test_every_algorithm_resumes_exactly(tmp_path, name):
     extra = {"algorithm__participation": 0.5} if mixing == "server" else {}  # sampling matters
     extra["topology__name"] = TOPOLOGY_FOR[mixing]
     if name == "dfedsgpsm_s":  # its neighbours depend on the losses kept in its state
-        extra.update(topology__name="random_out", topology__out_degree=2,
+        extra.update(topology__name="random_out", topology__k=2,
                      topology__selection="loss_based")
     cfg = tiny(rounds=3, algorithm__name=name, **extra)
     torch.manual_seed(1)
@@ -343,7 +343,7 @@ def test_push_sum_divergence_names_the_weight_and_step_of_each_diverged_node(tmp
     (the weights of the checkpoint after the previous round) and its step lr / w."""
     cfg = small_config(rounds=6, data__num_nodes=8, algorithm__name="sgp", algorithm__lr=5.0,
                        algorithm__local_steps=3, topology__name="random_out",
-                       topology__out_degree=1, engine__checkpoint_every=1)
+                       topology__k=1, engine__checkpoint_every=1)
     with pytest.raises(DivergenceError) as err:
         run(cfg, tmp_path / "run")
     message = str(err.value)

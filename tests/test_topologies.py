@@ -742,11 +742,11 @@ def _params(name: str) -> tuple[int, dict]:
         "hypercube": (8, {}),
         "torus": (9, {}),
         "erdos_renyi": (8, {"p": 0.9}),
-        "random_regular": (8, {"degree": 3}),
-        "random_regular_schedule": (8, {"degree": 3}),
-        "watts_strogatz": (8, {"ws_k": 4}),
-        "random_out_graph": (8, {"out_degree": 4}),
-        "random_out": (8, {"out_degree": 3}),
+        "random_regular": (8, {"d": 3}),
+        "random_regular_schedule": (8, {"d": 3}),
+        "watts_strogatz": (8, {"k": 4}),
+        "random_out_graph": (8, {"k": 4}),
+        "random_out": (8, {"k": 3}),
     }.get(name, (8, {}))
 
 
@@ -761,7 +761,8 @@ def test_registry_builds_every_topology(tmp_path) -> None:
     files = {"from_adjacency": str(tmp_path / "a.npy"), "from_edges": str(tmp_path / "e.txt")}
     for name in T.TOPOLOGIES:
         n, params = _params(name)
-        s = T.build_schedule(name, n, path=files.get(name, ""), **params)
+        params = params | ({"path": files[name]} if name in files else {})
+        s = T.build_schedule(name, n, **params)
         assert isinstance(s, T.Schedule)
         assert s.n == n and sorted(s.at(2).nodes) == list(range(n))
         assert T.is_column_stochastic(T.column_stochastic(s.at(2)))
@@ -773,27 +774,27 @@ def test_registry_options(tmp_path) -> None:
     undirected = T.build_schedule("exponential", 16, directed=False).at(0)
     assert not undirected.is_directed() and undirected.degree(0) == 7
     assert T.build_schedule("exponential", 27, base=3).at(0).out_degree(0) == 3
-    s = T.build_schedule("random_out", 30, out_degree=4, seed=5)
+    s = T.build_schedule("random_out", 30, k=4, seed=5)
     assert s.period is None and s.at(0).out_degree(7) == 4
     assert edge_set(s.at(2)) == edge_set(T.random_out(30, 4, seed=5).at(2))
-    assert edge_set(s.at(2)) != edge_set(T.build_schedule("random_out", 30, out_degree=4).at(2))
+    assert edge_set(s.at(2)) != edge_set(T.build_schedule("random_out", 30, k=4).at(2))
     assert T.build_schedule("one_peer_exponential", 16).period == 4
     # grid / torus shapes: chosen (largest divisor <= sqrt n), or given
     assert edge_set(T.build_schedule("grid", 12).at(0)) == edge_set(T.grid(3, 4))
     assert edge_set(T.build_schedule("grid", 12, cols=6).at(0)) == edge_set(T.grid(2, 6))
     assert edge_set(T.build_schedule("torus", 20, rows=5).at(0)) == edge_set(T.torus(5, 4))
     assert edge_set(T.build_schedule("hypercube", 16).at(0)) == edge_set(T.hypercube(4))
-    G = T.build_schedule("watts_strogatz", 20, ws_k=6, rewire=0.0).at(0)
+    G = T.build_schedule("watts_strogatz", 20, k=6, p=0.0).at(0)
     assert edge_set(G) == edge_set(T.watts_strogatz(20, 6, 0.0))
     assert edge_set(T.build_schedule("erdos_renyi", 20, p=0.3, seed=2, directed=False).at(0)) == \
         edge_set(T.erdos_renyi(20, 0.3, seed=2))
-    assert edge_set(T.build_schedule("barabasi_albert", 20, ba_m=3, seed=1).at(0)) == \
+    assert edge_set(T.build_schedule("barabasi_albert", 20, m=3, seed=1).at(0)) == \
         edge_set(T.barabasi_albert(20, 3, seed=1))
     # window wraps any schedule
     w = T.build_schedule("one_peer_exponential", 16, window=4)
     assert isinstance(w, T.UnionWindow) and edge_set(w.at(0)) == edge_set(T.exponential(16))
     # selection
-    loss = T.build_schedule("random_out", 10, out_degree=2, selection="loss_softmax",
+    loss = T.build_schedule("random_out", 10, k=2, selection="loss_softmax",
                             temperature=0.5)
     assert loss.needs_losses
     # weighted edge list file
@@ -823,22 +824,23 @@ def test_edge_file_must_name_every_node(tmp_path) -> None:
     ("name", "n", "params", "field"),
     [
         ("no_such_graph", 8, {}, "name"),
-        ("random_out", 8, {"out_degree": 8}, "out_degree"),
-        ("random_out", 8, {"out_degree": 0}, "out_degree"),
-        ("random_out_graph", 8, {"out_degree": 9}, "out_degree"),
-        ("random_regular", 5, {"degree": 3}, "degree"),
-        ("random_regular_schedule", 5, {"degree": 3}, "degree"),
-        ("watts_strogatz", 10, {"ws_k": 3}, "ws_k"),
-        ("watts_strogatz", 10, {"rewire": 2.0}, "rewire"),
-        ("barabasi_albert", 5, {"ba_m": 5}, "ba_m"),
+        ("random_out", 8, {"k": 8}, "k"),
+        ("random_out", 8, {"k": 0}, "k"),
+        ("random_out_graph", 8, {"k": 9}, "k"),
+        ("random_regular", 5, {"d": 3}, "d"),
+        ("random_regular_schedule", 5, {"d": 3}, "d"),
+        ("watts_strogatz", 10, {"k": 3}, "k"),
+        ("watts_strogatz", 10, {"p": 2.0}, "p"),
+        ("barabasi_albert", 5, {"m": 5}, "m"),
+        ("ring", 8, {"p": 0.5}, "p"),
         ("erdos_renyi", 5, {"p": 1.5}, "p"),
         ("grid", 12, {"rows": 5}, "rows"),
         ("grid", 12, {"rows": 3, "cols": 5}, "rows"),
         ("torus", 14, {}, "rows"),
         ("hypercube", 12, {}, "n"),
         ("ring", 8, {"selection": "loss_based"}, "selection"),
-        ("random_out", 8, {"out_degree": 3, "selection": "best"}, "selection"),
-        ("random_out", 8, {"out_degree": 3, "selection": "loss_softmax", "temperature": 0.0},
+        ("random_out", 8, {"k": 3, "selection": "best"}, "selection"),
+        ("random_out", 8, {"k": 3, "selection": "loss_softmax", "temperature": 0.0},
          "temperature"),
         ("ring", 8, {"window": 0}, "window"),
         ("from_adjacency", 8, {}, "path"),

@@ -128,8 +128,9 @@ def test_bad_topology_objects_are_one_line_errors(tmp_path, topology, match):
 
 
 def test_topology_settings_an_object_would_ignore_are_refused(tmp_path):
-    with pytest.raises(ConfigError, match="topology.out_degree: is set"):
-        engine.run(_sgp(topology__out_degree=3), tmp_path / "run", topology=_hand_built())
+    with pytest.raises(ConfigError, match="topology.k: is set"):
+        engine.run(_sgp(topology__name="random_out", topology__k=3), tmp_path / "run",
+                   topology=_hand_built())
 
 
 def test_a_config_naming_object_without_one_is_refused(tmp_path):
@@ -148,7 +149,7 @@ def test_compare_runs_every_variant_on_the_object(tmp_path):
             "name"] == "object"
         assert all(r["messages"] == 8 for r in read_metrics(tmp_path / "cmp" / label / METRICS))
     bad = config_from_dict({**_sgp().to_dict(), "compare": [
-        {"label": "ring", "topology.name": "ring", "topology.directed": False}]})
+        {"label": "exponential", "topology.name": "exponential", "topology.directed": False}]})
     with pytest.raises(ConfigError, match="topology.directed: is set"):
         engine.run_compare(bad, tmp_path / "bad", topology=_hand_built())
 

@@ -25,7 +25,10 @@ Faults: Faults(links, nodes), Faults.none(n), sample_faults(G, link_drop, node_d
 Connectivity: is_strongly_connected(G), union_graph(schedule, t0, t1)
 Neighbour selection ``(losses, candidates, k, rng) -> [n, k]``: select_random,
     select_loss_based, loss_softmax(temperature), get_selector(name_or_callable, temperature)
-By name (configs): TOPOLOGIES, build_schedule(name, n, **params); errors: ParameterError
+By name (configs): a named topology is its builder, registered with ``@register`` (its
+    signature is its options, its docstring its help): REGISTRY, TOPOLOGIES,
+    build_schedule(name, n, seed=0, window=1, selection="random", **options); errors:
+    ParameterError
 """
 
 from topologies._common import ParameterError, messages
@@ -40,6 +43,7 @@ from topologies.builders import (
     star,
     torus,
 )
+from topologies.by_name import build_schedule, named
 from topologies.connectivity import is_strongly_connected, union_graph
 from topologies.convert import from_adjacency, from_edges, from_networkx
 from topologies.faults import Faults, sample_faults
@@ -62,7 +66,7 @@ from topologies.random_graphs import (
     random_regular,
     watts_strogatz,
 )
-from topologies.registry import TOPOLOGIES, build_schedule
+from topologies.registry import REGISTRY, NamedTopology, register
 from topologies.schedules import (
     Cycle,
     OnePeerExponential,
@@ -106,5 +110,8 @@ __all__ = [
     "Faults", "sample_faults", "Selector", "SELECTIONS", "select_random", "select_loss_based",
     "loss_softmax", "get_selector",
     # by name, for configs
-    "TOPOLOGIES", "build_schedule", "ParameterError", "messages",
+    "TOPOLOGIES", "REGISTRY", "NamedTopology", "register", "named", "build_schedule",
+    "ParameterError", "messages",
 ]
+
+TOPOLOGIES: tuple[str, ...] = tuple(REGISTRY)  # the library's; REGISTRY also has one's own

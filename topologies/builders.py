@@ -10,6 +10,7 @@ from __future__ import annotations
 import networkx as nx
 
 from topologies._common import check_int
+from topologies.registry import register
 
 
 def _circulant(n: int, offsets: list[int], directed: bool) -> nx.Graph:
@@ -37,6 +38,7 @@ def _row_major(G: nx.Graph, cols: int) -> nx.Graph:
     return H
 
 
+@register
 def ring(n: int) -> nx.Graph:
     """Undirected ring (cycle) on n nodes: i is joined to i - 1 and i + 1 (mod n).
 
@@ -56,6 +58,7 @@ def ring(n: int) -> nx.Graph:
     return nx.cycle_graph(check_int(n, "n", 3))
 
 
+@register
 def directed_ring(n: int) -> nx.DiGraph:
     """Directed ring on n nodes: i sends to (i + 1) mod n.
 
@@ -75,6 +78,7 @@ def directed_ring(n: int) -> nx.DiGraph:
     return nx.cycle_graph(check_int(n, "n", 2), create_using=nx.DiGraph)
 
 
+@register
 def line(n: int) -> nx.Graph:
     """Path (line) on n nodes: i is joined to i + 1 for i < n - 1.
 
@@ -157,6 +161,7 @@ def hypercube(dim: int) -> nx.Graph:
     return nx.convert_node_labels_to_integers(nx.hypercube_graph(dim), ordering="sorted")
 
 
+@register
 def complete(n: int) -> nx.Graph:
     """Complete graph on n nodes: every pair of nodes is joined.
 
@@ -176,6 +181,7 @@ def complete(n: int) -> nx.Graph:
     return nx.complete_graph(check_int(n, "n", 1))
 
 
+@register
 def star(n: int) -> nx.Graph:
     """Star on n nodes: hub 0 joined to each of the n - 1 leaves 1..n-1.
 
@@ -195,6 +201,7 @@ def star(n: int) -> nx.Graph:
     return nx.star_graph(check_int(n, "n", 2) - 1)
 
 
+@register
 def exponential(n: int, base: int = 2, directed: bool = True) -> nx.Graph:
     """Exponential graph: i sends to (i + base**m) mod n for every power base**m < n.
 

@@ -10,6 +10,7 @@ import networkx as nx
 import numpy as np
 
 from topologies._common import ParameterError, check_int, check_out_degree, check_probability
+from topologies.registry import register
 
 Seed = int | np.random.Generator | None
 
@@ -47,7 +48,8 @@ def out_digraph(targets: np.ndarray) -> nx.DiGraph:
     return G
 
 
-def random_out_graph(n: int, k: int, seed: Seed = None) -> nx.DiGraph:
+@register(renamed={"out_degree": "k"})
+def random_out_graph(n: int, k: int = 10, seed: Seed = None) -> nx.DiGraph:
     """Random k-out digraph: every node sends to k distinct nodes drawn uniformly from the others.
 
     Parameters
@@ -73,7 +75,8 @@ def random_out_graph(n: int, k: int, seed: Seed = None) -> nx.DiGraph:
     return out_digraph(sample_out_neighbours(np.random.default_rng(seed), n, k))
 
 
-def erdos_renyi(n: int, p: float, seed: Seed = None, directed: bool = False) -> nx.Graph:
+@register
+def erdos_renyi(n: int, p: float = 0.1, seed: Seed = None, directed: bool = False) -> nx.Graph:
     """Erdos-Renyi G(n, p): every pair (every ordered pair if directed) is an edge with prob. p.
 
     Uses ``nx.fast_gnp_random_graph`` (O(n + m) work). Connected with high probability when
@@ -102,7 +105,8 @@ def erdos_renyi(n: int, p: float, seed: Seed = None, directed: bool = False) -> 
     return _simple(nx.fast_gnp_random_graph(n, p, seed=seed, directed=directed))
 
 
-def random_regular(n: int, d: int, seed: Seed = None) -> nx.Graph:
+@register(renamed={"degree": "d"})
+def random_regular(n: int, d: int = 4, seed: Seed = None) -> nx.Graph:
     """Uniformly random d-regular graph on n nodes (``nx.random_regular_graph``).
 
     Parameters
@@ -134,8 +138,10 @@ def check_regular(n: int, d: int) -> tuple[int, int]:
     return n, d
 
 
+@register(renamed={"ws_k": "k", "rewire": "p"})
 def watts_strogatz(
-    n: int, k: int, p: float, seed: Seed = None, connected: bool = True, tries: int = 100
+    n: int, k: int = 4, p: float = 0.1, seed: Seed = None, connected: bool = True,
+    tries: int = 100
 ) -> nx.Graph:
     """Watts-Strogatz small world: a ring joined to its k nearest nodes, edges rewired with prob. p.
 
@@ -173,7 +179,8 @@ def watts_strogatz(
                              ) from None
 
 
-def barabasi_albert(n: int, m: int, seed: Seed = None) -> nx.Graph:
+@register(renamed={"ba_m": "m"})
+def barabasi_albert(n: int, m: int = 2, seed: Seed = None) -> nx.Graph:
     """Barabasi-Albert preferential attachment: each new node joins m existing nodes.
 
     Parameters

@@ -1,210 +1,137 @@
-"""Topologies by name, for the config system: ``build_schedule("torus", 16)``.
+"""The named topologies: a named topology is its builder function, registered once.
 
-Every builder and schedule is reachable; keyword parameters are the fields of `TopologyParams`
-(topologies/params.py, also the ``[topology]`` config fields), and a parameter the chosen
-topology does not use is ignored (so a whole config table can be passed). Errors are
-``ParameterError`` naming the parameter.
+    @register
+    def exponential(n: int, base: int = 2, directed: bool = True) -> nx.Graph: ...
+
+The builder's signature is the topology's options and its docstring its help: every parameter
+but the run's facts (`RUN_FACTS`: the node count `n`, the run's `seed`, the partition's
+`class_counts`), with its annotated type and default, is an option; the first docstring line is
+the topology's summary and the Parameters section the options' help. Configs, the command
+line's listing and `build_schedule` (topologies/by_name.py) read only this table.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable
-from contextlib import contextmanager
-from dataclasses import fields
-from pathlib import Path
+import inspect
+import re
+import types
+import typing
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
-import networkx as nx
-import numpy as np
-import scipy.sparse as sp
+from topologies._common import ParameterError, did_you_mean
 
-from topologies import builders as b
-from topologies import random_graphs as rg
-from topologies._common import ParameterError, check_int, did_you_mean
-from topologies.convert import from_adjacency, from_edges
-from topologies.params import TopologyParams
-from topologies.schedules import (
-    Schedule,
-    one_peer_exponential,
-    random_out,
-    random_regular_schedule,
-    static,
-)
-from topologies.windows import union_window
+RUN_FACTS = ("n", "seed", "class_counts")  # what a run gives a builder, never options
+PLAIN = (bool, int, float, str)
 
 
-@contextmanager
-def _renamed(**names: str):
-    """Re-raise a builder's ParameterError under the config field's name (k -> out_degree)."""
-    try:
-        yield
-    except ParameterError as err:
-        raise ParameterError(names.get(err.name, err.name), err.message) from None
+@dataclass(frozen=True)
+class Option:
+    """One option of a named topology: a parameter of its builder."""
+
+    name: str
+    type: type  # bool, int, float or str
+    default: Any  # inspect.Parameter.empty: the option must be given
+    doc: str
 
 
-def _grid_shape(n: int, rows: int, cols: int, low: int) -> tuple[int, int]:
-    """(rows, cols) with rows * cols = n; 0 means "choose": the largest divisor <= sqrt(n)."""
-    rows, cols = check_int(rows, "rows", 0), check_int(cols, "cols", 0)
-    if rows == 0 and cols == 0:
-        divisors = [r for r in range(low, math.isqrt(n) + 1) if n % r == 0]
-        if not divisors:
-            raise ParameterError("rows", f"cannot split n = {n} nodes into rows x cols with "
-                                 f"both >= {low}; set rows and cols")
-        rows = divisors[-1]
-    if rows == 0 or cols == 0:
-        given, name = (rows, "rows") if rows else (cols, "cols")
-        if n % given:
-            raise ParameterError(name, f"= {given} does not divide the number of nodes {n}")
-        rows, cols = (given, n // given) if rows else (n // given, given)
-    if rows * cols != n:
-        raise ParameterError("rows", f"* cols = {rows} * {cols} must equal the number of nodes {n}")
-    return rows, cols
+@dataclass(frozen=True, eq=False)
+class NamedTopology:
+    """A registered builder: `name(n, ..., seed=...)` -> a graph or a schedule."""
+
+    name: str
+    builder: Callable[..., Any]
+    options: Mapping[str, Option]
+    facts: tuple[str, ...]  # the RUN_FACTS the builder takes
+    summary: str
+    renamed: Mapping[str, str] = field(default_factory=dict)  # old config key -> option
+
+    def call(self, facts: Mapping[str, Any], options: Mapping[str, Any]) -> Any:
+        """The builder called with the run facts it takes and `options` (checked by name)."""
+        unknown = sorted(set(options) - set(self.options))
+        if unknown:
+            hint = did_you_mean(unknown[0], self.options)
+            raise ParameterError(unknown[0], f"is not an option of topology {self.name!r} "
+                                 f"({hint}it takes: {', '.join(self.options) or 'none'})")
+        missing = [k for k, o in self.options.items()
+                   if o.default is inspect.Parameter.empty and k not in options]
+        if missing:
+            raise ParameterError(missing[0], f"must be given for topology {self.name!r}")
+        return self.builder(**{k: facts[k] for k in self.facts}, **options)
 
 
-def _hypercube(n: int) -> nx.Graph:
-    dim = n.bit_length() - 1
-    if n < 2 or 2**dim != n:
-        raise ParameterError("n", f"must be a power of two for a hypercube, got {n}")
-    return b.hypercube(dim)
+REGISTRY: dict[str, NamedTopology] = {}
 
 
-def _load_matrix(path: str) -> np.ndarray | sp.sparray:
-    if not path:
-        raise ParameterError("path", "must name the file of the topology")
-    file = Path(path)
-    try:
-        if not file.is_file():
-            raise ParameterError("path", f"file not found: {path}")
-        if file.suffix == ".npy":
-            return np.load(file)
-        if file.suffix == ".npz":
-            return sp.load_npz(file)
-        return np.loadtxt(file, delimiter="," if file.suffix == ".csv" else None, ndmin=2)
-    except OSError as err:
-        raise ParameterError("path", f"cannot read {file.name[:80]}: {err.strerror or err}"
-                             ) from None
+def register(builder: Callable[..., Any] | None = None, *, name: str | None = None,
+             renamed: Mapping[str, str] | None = None) -> Any:
+    """Register `builder` as the topology `name` (default: the function's name); usable as
+    `@register` or `@register(name=..., renamed={old_key: option})` (`renamed`: config keys of
+    an earlier release that still work, with a deprecation message). Returns the builder."""
+
+    def add(fn: Callable[..., Any]) -> Callable[..., Any]:
+        key = name or fn.__name__
+        if key in REGISTRY:
+            raise ValueError(f"topology {key!r} is registered already")
+        REGISTRY[key] = describe_builder(fn, key, renamed or {})
+        return fn
+
+    return add(builder) if builder is not None else add
 
 
-def _adjacency(n: int, o: TopologyParams) -> nx.Graph:
-    A = _load_matrix(o.path)
-    if A.shape != (n, n):
-        raise ParameterError("path", f"holds a {A.shape} matrix, expected [{n}, {n}]")
-    return from_adjacency(A, directed=None if o.directed else False)
+def describe_builder(fn: Callable[..., Any], name: str,
+                     renamed: Mapping[str, str] | None = None) -> NamedTopology:
+    """The NamedTopology of builder `fn`: its options from the signature (types from the
+    annotations), their help from the docstring's Parameters section."""
+    hints = typing.get_type_hints(fn)
+    docs = option_docs(fn.__doc__ or "")
+    options, facts = {}, []
+    for p in inspect.signature(fn).parameters.values():
+        if p.name in RUN_FACTS:
+            facts.append(p.name)
+            continue
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            raise ValueError(f"topology {name!r}: *args and **kwargs are not options")
+        options[p.name] = Option(p.name, plain_type(hints.get(p.name), p, name), p.default,
+                                 docs.get(p.name, ""))
+    for old, new in (renamed or {}).items():
+        if new not in options:
+            raise ValueError(f"topology {name!r}: renamed key {old!r} names no option {new!r}")
+    summary = next(iter((fn.__doc__ or name).strip().splitlines()), name)
+    return NamedTopology(name, fn, options, tuple(facts), summary, dict(renamed or {}))
 
 
-def _check_node_count(ends: np.ndarray, n: int, name: str) -> None:
-    """ParameterError unless the largest node id among the endpoints [m, 2] is n - 1: an edge
-    file naming fewer nodes than the run would leave the others isolated."""
-    top = int(ends.max()) + 1 if ends.size else 0
-    if top < n:
-        named = f"nodes 0..{top - 1} ({top} nodes)" if top else "no node"
-        raise ParameterError("path", f"{name}: the edge file names {named}, the run has {n} "
-                             "nodes")
+def plain_type(hint: Any, p: inspect.Parameter, name: str) -> type:
+    """The config type of an option: its annotation if plain (bool, int, float, str), the
+    first plain member of a union (``str | Selector`` -> str), else the default's type."""
+    members = typing.get_args(hint) if isinstance(hint, types.UnionType) or (
+        typing.get_origin(hint) is typing.Union) else (hint,)
+    for member in members:
+        if member in PLAIN:
+            return member
+    if p.default is not inspect.Parameter.empty and type(p.default) in PLAIN:
+        return type(p.default)
+    raise ValueError(f"topology {name!r}: option {p.name!r} needs a bool, int, float or str "
+                     "annotation")
 
 
-def _edge_list(n: int, o: TopologyParams) -> nx.Graph:
-    E = _load_matrix(o.path)
-    if sp.issparse(E):
-        E = E.toarray()
-    if E.ndim != 2 or E.shape[1] not in (2, 3):
-        raise ParameterError("path", "must hold one edge per row, 2 or 3 columns (i j [weight]);"
-                             f" got an array of shape {list(E.shape)}")
-    ends = np.asarray(E[:, :2], dtype=float)
-    whole = np.isfinite(ends) & (ends == np.round(ends))
-    if not whole.all():
-        row = int(np.argwhere(~whole)[0][0])
-        raise ParameterError("path", f"row {row + 1}: node ids must be whole numbers, got "
-                             f"{E[row, 0]:g} {E[row, 1]:g}")
-    edges = [(int(r[0]), int(r[1]), *r[2:]) for r in E.tolist()]
-    try:
-        G = from_edges(edges, n, directed=o.directed)
-    except ValueError as err:
-        raise ParameterError("path", f"{Path(o.path).name}: {err}") from None
-    _check_node_count(ends, n, Path(o.path).name)
-    return G
-
-
-_STATIC: dict[str, Callable[[int, TopologyParams, int], nx.Graph]] = {
-    "ring": lambda n, o, seed: b.ring(n),
-    "directed_ring": lambda n, o, seed: b.directed_ring(n),
-    "line": lambda n, o, seed: b.line(n),
-    "grid": lambda n, o, seed: b.grid(*_grid_shape(n, o.rows, o.cols, 1)),
-    "torus": lambda n, o, seed: b.torus(*_grid_shape(n, o.rows, o.cols, 3)),
-    "hypercube": lambda n, o, seed: _hypercube(n),
-    "complete": lambda n, o, seed: b.complete(n),
-    "star": lambda n, o, seed: b.star(n),
-    "exponential": lambda n, o, seed: b.exponential(n, base=o.base, directed=o.directed),
-    "erdos_renyi": lambda n, o, seed: rg.erdos_renyi(n, o.p, seed=seed, directed=o.directed),
-    "random_regular": lambda n, o, seed: rg.random_regular(n, o.degree, seed=seed),
-    "watts_strogatz": lambda n, o, seed: rg.watts_strogatz(n, o.ws_k, o.rewire, seed=seed),
-    "barabasi_albert": lambda n, o, seed: rg.barabasi_albert(n, o.ba_m, seed=seed),
-    "random_out_graph": lambda n, o, seed: rg.random_out_graph(n, o.out_degree, seed=seed),
-    "from_adjacency": lambda n, o, seed: _adjacency(n, o),
-    "from_edges": lambda n, o, seed: _edge_list(n, o),
-}
-_RENAMES = {"random_regular": {"d": "degree"}, "watts_strogatz": {"k": "ws_k", "p": "rewire"},
-            "barabasi_albert": {"m": "ba_m"}, "random_out_graph": {"k": "out_degree"}}
-_SCHEDULES = ("random_out", "one_peer_exponential", "random_regular_schedule")
-TOPOLOGIES: tuple[str, ...] = (*_STATIC, *_SCHEDULES)
-# the TopologyParams each topology reads (every one also reads `window`)
-READS: dict[str, tuple[str, ...]] = {
-    "grid": ("rows", "cols"), "torus": ("rows", "cols"), "exponential": ("base", "directed"),
-    "erdos_renyi": ("p", "directed"), "random_regular": ("degree",),
-    "watts_strogatz": ("ws_k", "rewire"), "barabasi_albert": ("ba_m",),
-    "random_out_graph": ("out_degree",), "from_adjacency": ("path", "directed"),
-    "from_edges": ("path", "directed"), "random_out": ("out_degree", "selection", "temperature"),
-    "random_regular_schedule": ("degree",),
-}
-_BUILDERS: dict[str, Callable[..., object]] = {
-    **{name: getattr(b, name) for name in ("ring", "directed_ring", "line", "grid", "torus",
-                                          "hypercube", "complete", "star", "exponential")},
-    **{name: getattr(rg, name) for name in ("erdos_renyi", "random_regular", "watts_strogatz",
-                                           "barabasi_albert", "random_out_graph")},
-    "from_adjacency": from_adjacency, "from_edges": from_edges, "random_out": random_out,
-    "one_peer_exponential": one_peer_exponential,
-    "random_regular_schedule": random_regular_schedule,
-}
-
-
-def describe(name: str) -> tuple[str, dict[str, object]]:
-    """(one line saying what topology `name` is, {parameter: default} of what it reads)."""
-    doc = (_BUILDERS[name].__doc__ or "").strip().splitlines()
-    defaults = {f.name: f.default for f in fields(TopologyParams)}
-    return (doc[0] if doc else name), {k: defaults[k] for k in READS.get(name, ())}
-
-
-def build_schedule(name: str, n: int, *, seed: int = 0, **params: object) -> Schedule:
-    """The schedule of topology `name` (one of TOPOLOGIES) on n nodes; a static graph becomes a
-    schedule of period 1.
-
-    `params` are `TopologyParams` fields (their docs say which topology reads which; the others
-    are ignored, so a whole config table can be passed); `seed` (int >= 0) seeds the random
-    topologies: round t of a schedule draws from (seed, t).
-    """
-    if name not in TOPOLOGIES:
-        raise ParameterError("name", f"{name!r} is not a topology; "
-                             f"{did_you_mean(name, TOPOLOGIES)}choose one of "
-                             f"{', '.join(TOPOLOGIES)}")
-    known = [f.name for f in fields(TopologyParams)]
-    unknown = sorted(set(params) - set(known))
-    if unknown:
-        raise ParameterError(unknown[0], "is not a topology parameter "
-                             f"({did_you_mean(unknown[0], known)}allowed: {', '.join(known)})")
-    o = TopologyParams(**params)
-    n = check_int(n, "n", 1)
-    window = check_int(o.window, "window", 1)
-    if o.selection != "random" and name != "random_out":
-        raise ParameterError("selection", f"applies to topology 'random_out' only, not {name!r}")
-    seed = check_int(seed, "seed", 0)
-    if name == "random_out":
-        with _renamed(k="out_degree"):
-            schedule: Schedule = random_out(n, o.out_degree, seed, o.selection, o.temperature)
-    elif name == "one_peer_exponential":
-        schedule = one_peer_exponential(n)
-    elif name == "random_regular_schedule":
-        with _renamed(d="degree"):
-            schedule = random_regular_schedule(n, o.degree, seed)
-    else:
-        with _renamed(**_RENAMES.get(name, {})):
-            schedule = static(_STATIC[name](n, o, seed))
-    return union_window(schedule, window) if window > 1 else schedule
+def option_docs(doc: str) -> dict[str, str]:
+    """{parameter: its help} from a numpydoc Parameters section ("name : text" lines, a
+    continuation indented further; several names may share a line: "rows, cols : ...")."""
+    text = inspect.cleandoc(doc)
+    section = re.search(r"^Parameters\n-+\n(.*?)(?:\n\n[A-Z][a-z]+\n-+\n|\Z)", text, re.S | re.M)
+    if not section:
+        return {}
+    docs: dict[str, str] = {}
+    names: list[str] = []
+    for line in section.group(1).splitlines():
+        head = re.match(r"^([A-Za-z_][\w, ]*?)\s*:\s*(.*)$", line)
+        if head and not line.startswith(" "):
+            names = [n.strip() for n in head.group(1).split(",")]
+            for n in names:
+                docs[n] = head.group(2).strip()
+        elif names and line.strip():
+            for n in names:
+                docs[n] = f"{docs[n]} {line.strip()}".strip()
+    return docs

@@ -17,6 +17,7 @@ import numpy as np
 from topologies._common import ParameterError, check_int, check_nodes, check_out_degree
 from topologies.builders import _circulant
 from topologies.random_graphs import Seed, check_regular, out_digraph, random_regular
+from topologies.registry import register
 from topologies.selection import Selector, check_targets, get_selector
 
 
@@ -159,6 +160,7 @@ def cycle(graphs: Sequence[nx.Graph]) -> Cycle:
     return Cycle(graphs, sizes.pop(), any(G.is_directed() for G in graphs), len(graphs))
 
 
+@register
 def one_peer_exponential(n: int) -> OnePeerExponential:
     """One-peer exponential graph (Ying et al. 2021): round t, i -> i + 2**(t mod tau).
 
@@ -180,7 +182,8 @@ def one_peer_exponential(n: int) -> OnePeerExponential:
     return OnePeerExponential(n, period=(n - 1).bit_length())
 
 
-def random_out(n: int, k: int, seed: Seed = None, selection: str | Selector = "random",
+@register(renamed={"out_degree": "k"})
+def random_out(n: int, k: int = 10, seed: Seed = None, selection: str | Selector = "random",
                temperature: float = 1.0) -> RandomOut:
     """Fresh k out-neighbours per node every round (DFedSGPSM's column-random topology, k = 10).
 
@@ -211,12 +214,14 @@ def random_out(n: int, k: int, seed: Seed = None, selection: str | Selector = "r
     return RandomOut(n, k, _schedule_seed(seed), select, needs_losses=selection != "random")
 
 
-def random_regular_schedule(n: int, d: int, seed: Seed = None) -> RandomRegularSchedule:
+@register(renamed={"degree": "d"})
+def random_regular_schedule(n: int, d: int = 4, seed: Seed = None) -> RandomRegularSchedule:
     """A fresh random d-regular undirected graph every round (decentralizepy-style resampling).
 
     Parameters
     ----------
-    n : number of nodes; d : degree, 0 <= d < n, n * d even.
+    n : number of nodes.
+    d : degree, 0 <= d < n, n * d even.
     seed : int >= 0, or a numpy Generator or None (fresh entropy) that draws an int seed once.
 
     Returns

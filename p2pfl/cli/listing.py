@@ -49,15 +49,16 @@ def algorithm_table() -> dict[str, dict[str, Any]]:
 
 
 def topology_table() -> dict[str, dict[str, Any]]:
-    """name -> {what, params: {parameter: default}} of every named topology."""
-    import topologies as T
-    from topologies.registry import describe
+    """name -> {what, params: {option: default}} of every registered topology (its builder's
+    docstring and parameters)."""
+    import inspect
 
-    table = {}
-    for name in T.TOPOLOGIES:
-        what, params = describe(name)
-        table[name] = {"what": what, "params": params}
-    return table
+    import topologies as T
+
+    return {name: {"what": entry.summary,
+                   "params": {k: None if o.default is inspect.Parameter.empty else o.default
+                              for k, o in entry.options.items()}}
+            for name, entry in T.REGISTRY.items()}
 
 
 def _print(table: dict[str, dict[str, Any]], describe: Any, as_json: bool) -> int:

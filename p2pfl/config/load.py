@@ -26,9 +26,10 @@ from p2pfl.config.sections import (
     _choices,
     coerce,
 )
+from p2pfl.config.topology import build_topology
+from p2pfl.options import check_number, check_values
 from topologies import ParameterError
 from topologies._common import did_you_mean
-from topologies.params import check_number, check_values
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -53,7 +54,6 @@ def _build_section(cls: type, values: Any, prefix: str) -> Any:
 _SECTIONS = {
     "data": DataConfig,
     "model": ModelConfig,
-    "topology": TopologyConfig,
     "eval": EvalConfig,
     "engine": EngineConfig,
     "network": NetworkConfig,
@@ -69,6 +69,8 @@ def config_from_dict(raw: dict[str, Any]) -> Config:
             kwargs[key] = _build_section(_SECTIONS[key], value, key)
         elif key == "algorithm":
             kwargs[key] = build_algorithm(value, key, compare_root=bool(raw.get("compare")))
+        elif key == "topology":
+            kwargs[key] = build_topology(value, key, compare_root=bool(raw.get("compare")))
         elif key == "compare":
             if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
                 raise ConfigError("compare", "must be an array of tables ([[compare]])")
@@ -224,6 +226,26 @@ def _set_path(raw: dict[str, Any], dotted: str, value: Any) -> None:
     node[leaf] = value
 
 
+KEPT_ACROSS_TOPOLOGIES = ("window", "link_drop", "node_drop")
+
+
+def _apply_overrides(raw: dict[str, Any], overrides: dict[str, Any]) -> None:
+    """Set every dotted override in `raw`. One that names another topology replaces the
+    [topology] table but for KEPT_ACROSS_TOPOLOGIES (the options of the topology before are not
+    the new one's), before the other overrides apply."""
+    def new_name(key: str, value: Any) -> Any:
+        if key == "topology.name":
+            return value
+        return value.get("name") if key == "topology" and isinstance(value, dict) else None
+
+    names = [n for k, v in overrides.items() if (n := new_name(k, v)) is not None]
+    table = raw.get("topology")
+    if names and isinstance(table, dict) and table.get("name", TopologyConfig.name) != names[-1]:
+        raw["topology"] = {k: v for k, v in table.items() if k in KEPT_ACROSS_TOPOLOGIES}
+    for key, value in overrides.items():
+        _set_path(raw, key, value)
+
+
 def variant_label(variant: dict[str, Any]) -> str:
     """A [[compare]] variant's label: its `label`, else its overrides as key=value."""
     overrides = variant_overrides(variant)
@@ -256,8 +278,7 @@ def with_overrides(cfg: Config, overrides: dict[str, Any]) -> Config:
     """A new validated config with dotted-key overrides applied."""
     raw = cfg.to_dict()
     raw.pop("compare")
-    for key, value in overrides.items():
-        _set_path(raw, key, value)
+    _apply_overrides(raw, overrides)
     return config_from_dict(raw)
 
 
@@ -265,8 +286,7 @@ def config_with_overrides(raw: dict[str, Any], overrides: dict[str, Any]) -> Con
     """A validated config from a plain nested dict (e.g. a run's config.json) with dotted-key
     overrides applied; unlike `with_overrides`, [[compare]] variants are kept."""
     raw = copy.deepcopy(raw)
-    for key, value in overrides.items():
-        _set_path(raw, key, value)
+    _apply_overrides(raw, overrides)
     return config_from_dict(raw)
 
 
@@ -288,6 +308,5 @@ def read_toml(path: str | Path) -> dict[str, Any]:
 def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> Config:
     """Read a TOML experiment file, apply dotted-key overrides, validate."""
     raw = read_toml(path)
-    for key, value in (overrides or {}).items():
-        _set_path(raw, key, value)
+    _apply_overrides(raw, overrides or {})
     return config_from_dict(raw)

@@ -4,12 +4,14 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
+import inspect
 from dataclasses import dataclass, field
 from typing import Any
 
 from p2pfl.errors import ConfigError
-from p2pfl.options import AlgorithmOptions
-from topologies.params import TopologyParams, param
+from p2pfl.options import AlgorithmOptions, option
+from topologies import REGISTRY, NamedTopology
 
 
 @dataclass
@@ -35,18 +37,45 @@ class ModelConfig:
 
 
 @dataclass
-class TopologyConfig(TopologyParams):
-    """[topology]: the topology's name and parameters (topologies.TopologyParams, declared
-    there once), and the per-round faults every topology can have."""
+class TopologyConfig:
+    """[topology]: what every topology has (its name, the union window, the neighbour
+    selection, per-round faults); the options of the topology it names are the fields of a
+    subclass made from its builder's signature (p2pfl/config/topology.py)."""
 
     name: str = "random_out"
+    window: int = option(1, low=1, high=1000, doc="B > 1: each round uses the union of B "
+                         "consecutive graphs (union_window; a round builds B graphs)")
     # random_out: random | loss_based | loss_softmax; "" = the algorithm's (loss_softmax for
     # dfedsgpsm_s, random otherwise), resolved when the config is loaded
     selection: str = ""
-    link_drop: float = param(0.0, low=0, high=1, high_open=True,
-                             doc="probability that a message is lost, per message and round")
-    node_drop: float = param(0.0, low=0, high=1, high_open=True,
-                             doc="probability that a node is offline, per node and round")
+    link_drop: float = option(0.0, low=0, high=1, high_open=True,
+                              doc="probability that a message is lost, per message and round")
+    node_drop: float = option(0.0, low=0, high=1, high_open=True,
+                              doc="probability that a node is offline, per node and round")
+
+
+COMMON = ("name", "window", "selection", "link_drop", "node_drop")  # TopologyConfig's fields
+
+
+@functools.cache
+def _options_class(entry: NamedTopology) -> type[TopologyConfig]:
+    extra = []
+    for o in entry.options.values():
+        if o.name in COMMON:
+            continue
+        default = None if o.default is inspect.Parameter.empty else o.default
+        extra.append((o.name, o.type, field(default=default, metadata={"doc": o.doc})))
+    return dataclasses.make_dataclass(f"{entry.name.title().replace('_', '')}Topology", extra,
+                                      bases=(TopologyConfig,))
+
+
+def topology_options(name: str) -> type[TopologyConfig]:
+    """The options class of topology `name`: TopologyConfig with a field per option of its
+    builder (TopologyConfig itself for a topology given as an object, or an unknown name, which
+    validation refuses)."""
+    if name not in REGISTRY:
+        return TopologyConfig
+    return _options_class(REGISTRY[name])
 
 
 @dataclass
@@ -78,24 +107,24 @@ class NetworkConfig:
     default."""
 
     enabled: bool = False
-    step_s: float = param(0.01, low=0, doc="compute seconds of one local step on a node")
-    latency_s: float = param(0.005, low=0, doc="seconds from sending a message to its first "
+    step_s: float = option(0.01, low=0, doc="compute seconds of one local step on a node")
+    latency_s: float = option(0.005, low=0, doc="seconds from sending a message to its first "
                              "byte arriving, per link")
-    bandwidth_gbps: float = param(1.0, low=0, low_open=True, doc="link bandwidth in gigabits "
+    bandwidth_gbps: float = option(1.0, low=0, low_open=True, doc="link bandwidth in gigabits "
                                   "per second")
-    slow_links: float = param(0.0, low=0, high=1, doc="fraction of links (ordered node pairs, "
+    slow_links: float = option(0.0, low=0, high=1, doc="fraction of links (ordered node pairs, "
                               "fixed for the run) that take slow_factor times longer")
-    stragglers: float = param(0.0, low=0, high=1, doc="fraction of nodes (fixed for the run) "
+    stragglers: float = option(0.0, low=0, high=1, doc="fraction of nodes (fixed for the run) "
                               "whose local steps take slow_factor times longer")
-    slow_factor: float = param(10.0, low=1, doc="how many times slower a slow link or a "
+    slow_factor: float = option(10.0, low=1, doc="how many times slower a slow link or a "
                                "straggler is")
-    jitter: float = param(0.0, low=0, high=3, doc="sigma of a lognormal factor on every compute "
+    jitter: float = option(0.0, low=0, high=3, doc="sigma of a lognormal factor on every compute "
                           "time (per node and round) and transfer (per message)")
     overlap: bool = False  # Push-Sum only: nodes never wait; messages arrive rounds late
-    delays: str = param("clock", choices=("clock", "random"), doc="overlap: rounds a message "
+    delays: str = option("clock", choices=("clock", "random"), doc="overlap: rounds a message "
                         "is late, from the simulated times (clock) or uniform in 0..max_delay "
                         "per message (random)")
-    max_delay: int = param(8, low=0, high=1000, doc="most rounds a message can be in flight "
+    max_delay: int = option(8, low=0, high=1000, doc="most rounds a message can be in flight "
                            "with overlap (a later one is added at max_delay)")
 
 
@@ -106,7 +135,7 @@ class Config:
     device: str = "auto"
     data: DataConfig = field(default_factory=DataConfig)
     model: ModelConfig = field(default_factory=ModelConfig)
-    topology: TopologyConfig = field(default_factory=TopologyConfig)
+    topology: TopologyConfig = field(default_factory=lambda: topology_options("random_out")())
     algorithm: AlgorithmOptions = field(default_factory=lambda: algorithm_options("sgp")())
     eval: EvalConfig = field(default_factory=EvalConfig)
     engine: EngineConfig = field(default_factory=EngineConfig)
@@ -152,14 +181,14 @@ def _choices() -> dict[tuple[str, str], tuple[str, ...]]:
     from p2pfl.core.mixing import LAYOUTS
     from p2pfl.core.models import MODELS
     from p2pfl.data import DATASETS, PARTITIONS
-    from topologies import SELECTIONS, TOPOLOGIES
+    from topologies import SELECTIONS
 
     return {
         ("", "device"): DEVICES,
         ("data", "name"): (*DATASETS, OBJECT),
         ("data", "partition"): (*PARTITIONS, OBJECT),
         ("model", "name"): (*MODELS, OBJECT),
-        ("topology", "name"): (*TOPOLOGIES, OBJECT),
+        ("topology", "name"): (*REGISTRY, OBJECT),
         ("topology", "selection"): ("", *SELECTIONS),
         ("algorithm", "name"): tuple(ALGORITHMS),
         ("engine", "executor"): EXECUTORS,

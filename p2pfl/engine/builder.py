@@ -32,13 +32,7 @@ from p2pfl.core.population import Population
 from p2pfl.core.reference import LoopTrainer
 from p2pfl.core.seeding import stream_seed
 from p2pfl.core.trainer import VectorizedTrainer
-from p2pfl.data import (
-    PARTITION_PARAMS,
-    PARTITIONS,
-    Dataset,
-    check_partition,
-    partition,
-)
+from p2pfl.data import PARTITION_PARAMS, PARTITIONS, Dataset, check_partition, partition
 from p2pfl.engine.datasets import named_dataset
 from p2pfl.engine.stacked import Stack
 from p2pfl.errors import UserCodeError
@@ -149,7 +143,8 @@ def schedule_for(cfg: Config, algorithm: Algorithm) -> T.Schedule:
             raise ConfigError("topology.name", f"{algorithm.name} is centralized and runs on "
                               f"'star' (hub = server), got {topo.name!r}")
         n += 1
-    params = {k: v for k, v in vars(topo).items() if k not in ("name", "link_drop", "node_drop")}
+    params = {k: v for k, v in vars(topo).items()
+              if k not in ("name", "link_drop", "node_drop") and v is not None}
     try:
         return T.build_schedule(topo.name, n, **params, seed=stream_seed(cfg.seed, "topology"))
     except T.ParameterError as err:

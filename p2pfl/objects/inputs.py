@@ -27,7 +27,7 @@ def with_absolute_paths(cfg: Config) -> Config:
     """`cfg` with a relative topology.path and data.root made absolute (against the working
     directory), so that the run's config.json names the same files from anywhere."""
     topology, data = cfg.topology, cfg.data
-    if topology.path and cfg.topology.name in FILE_TOPOLOGIES:
+    if cfg.topology.name in FILE_TOPOLOGIES and topology.path:
         topology = dataclasses.replace(topology, path=str(Path(topology.path).absolute()))
     if data.root:
         data = dataclasses.replace(data, root=str(Path(data.root).absolute()))

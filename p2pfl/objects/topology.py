@@ -70,11 +70,11 @@ def _as_object_config(cfg: Config) -> Config:
     """`cfg` with topology.name = "object"; refuses topology settings an object would ignore."""
     from algorithms import ALGORITHMS
 
-    default = TopologyConfig()
+    default = type(cfg.topology)()  # the named topology's defaults, its options included
     algorithm = ALGORITHMS.get(cfg.algorithm.name)
     implied = ("", "random", *([] if algorithm is None else
                                [algorithm.implied(cfg).get("topology.selection", "random")]))
-    for field in dataclasses.fields(TopologyConfig):
+    for field in dataclasses.fields(cfg.topology):
         value = getattr(cfg.topology, field.name)
         ignored = field.name not in ("name", *_PER_ROUND) and value != getattr(default, field.name)
         if ignored and not (field.name == "selection" and value in implied):

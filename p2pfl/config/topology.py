@@ -1,0 +1,90 @@
+"""The [topology] table: read into the options class of the topology it names.
+
+A topology's options are its builder's parameters (topologies.REGISTRY); the options class is
+`TopologyConfig` (what every topology has) with one field per option, made once per topology.
+Keys of an earlier release (the flat `out_degree`, `degree`, `ws_k`, `rewire`, `ba_m`) still
+work for one release, with a FutureWarning naming the new key.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+from typing import Any
+
+import topologies as T
+from p2pfl.config.sections import COMMON, ConfigError, TopologyConfig, coerce, topology_options
+from topologies._common import did_you_mean
+
+# Every key of the flat [topology] record of the release before, with its default there: a key
+# at that default changed nothing and is dropped without a word.
+LEGACY = {"out_degree": 10, "directed": True, "base": 2, "rows": 0, "cols": 0, "p": 0.1,
+          "degree": 4, "ws_k": 4, "rewire": 0.1, "ba_m": 2, "temperature": 1.0, "path": ""}
+
+
+def option_types(name: str) -> dict[str, type]:
+    """The topology's options (not the common fields): name -> type."""
+    entry = T.REGISTRY.get(name)
+    if entry is None:
+        return {}
+    return {k: o.type for k, o in entry.options.items() if k not in COMMON}
+
+
+def _others() -> set[str]:
+    """Every option some registered topology takes."""
+    return {k for entry in T.REGISTRY.values() for k in entry.options}
+
+
+def build_topology(values: Any, prefix: str, compare_root: bool) -> TopologyConfig:
+    """The [topology] table read into its topology's options class. A key that only other
+    topologies take is refused (a key of the flat record of the release before is dropped at
+    its default there: it changed nothing); in a [[compare]] root, whose variants may name
+    other topologies, it is kept for them."""
+    if not isinstance(values, dict):
+        raise ConfigError(prefix, f"must be a table, got {values!r}")
+    name = coerce(values.get("name", TopologyConfig.name), str, f"{prefix}.name")
+    own = {f.name: f.type for f in dataclasses.fields(TopologyConfig)} | option_types(name)
+    entry = T.REGISTRY.get(name)
+    renamed = dict(entry.renamed) if entry else {}
+    kwargs: dict[str, Any] = {}
+    extra: dict[str, Any] = {}
+    others = _others()
+    for key, value in values.items():
+        if key in renamed and renamed[key] not in values:
+            _deprecated(f"{prefix}.{key}", f"is now {prefix}.{renamed[key]}")
+            kwargs[renamed[key]] = coerce(value, own[renamed[key]], f"{prefix}.{key}")
+        elif key in own:
+            kwargs[key] = coerce(value, _hint(own[key]), f"{prefix}.{key}")
+        elif key in LEGACY and value == LEGACY[key]:
+            continue  # a flat key of the release before, at its default there: it meant nothing
+        elif compare_root and key in others:
+            extra[key] = value  # for the variants, each checked against its own topology
+        elif key in others:
+            takes = sorted(n for n, e in T.REGISTRY.items() if key in e.options)
+            raise ConfigError(f"{prefix}.{key}", f"topology {name!r} does not take {key} (got "
+                              f"{value!r}; {', '.join(takes)} do); its options: "
+                              f"{', '.join(option_types(name)) or 'none'}")
+        elif key in LEGACY:
+            _deprecated(f"{prefix}.{key}", f"is not read by topology {name!r}: ignored")
+        else:
+            hint = did_you_mean(key, own, f"{prefix}.") or did_you_mean(key, others, f"{prefix}.")
+            raise ConfigError(f"{prefix}.{key}", f"{hint}unknown field (allowed for {name!r}: "
+                              f"{', '.join(sorted(own))})")
+    cfg = topology_options(name)(**kwargs)
+    if extra:  # a [[compare]] root: kept for the variants, which are checked on their own
+        cls = dataclasses.make_dataclass("CompareRootTopology", [
+            (k, type(v), dataclasses.field(default=v)) for k, v in extra.items()],
+            bases=(type(cfg),))
+        cfg = cls(**dataclasses.asdict(cfg))
+    return cfg
+
+
+def _hint(tp: Any) -> type:
+    """A dataclass field's type as `coerce` takes it (fields made by make_dataclass hold the
+    type itself; the common fields' annotations are strings)."""
+    return {"int": int, "float": float, "str": str, "bool": bool}.get(tp, tp)
+
+
+def _deprecated(name: str, message: str) -> None:
+    warnings.warn(f"{name} {message} (the old key goes in the next release)", FutureWarning,
+                  stacklevel=4)
