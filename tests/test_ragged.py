@@ -181,7 +181,8 @@ def test_local_test_split_gives_per_node_metrics_and_records(tmp_path) -> None:
     assert 0 <= record["test_acc_node_worst10"] <= record["test_acc_node_mean"] <= 1
     assert record["test_acc_node_std"] >= 0
     data = json.loads((tmp_path / "r" / "data.json").read_text())
-    assert data["partition"] == {"name": "label_dirichlet", "alpha": 0.3, "min_size": 10}
+    assert data["partition"] == {"name": "label_dirichlet", "alpha": 0.3, "min_size": 10,
+                                 "cut_tolerance": 0.0}
     assert len(data["sizes"]) == 6 and len(set(data["sizes"])) > 1
     assert [sum(c) for c in data["label_counts"]] == data["sizes"]
     total = [s + t for s, t in zip(data["sizes"], data["local_test_sizes"])]
