@@ -116,6 +116,12 @@ class Algorithm(ABC):
         copy of `num_params` values of `dtype`."""
         return num_params * value_bytes(dtype)
 
+    @property
+    def exchanges(self) -> int:
+        """Message exchanges a round, one after the other: the simulated clock waits for each
+        (one by default)."""
+        return 1
+
     def setup(self, ctx: RunContext) -> None:
         """Allocate algorithm state (called once before round 0)."""
 

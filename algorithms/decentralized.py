@@ -157,6 +157,11 @@ class Gossip(Decentralized):
         """Gossip exchanges Q per round: the `gossip_steps` option where declared, else 1."""
         return getattr(self.cfg, "gossip_steps", 1)
 
+    @property
+    def exchanges(self) -> int:
+        """One exchange per gossip step."""
+        return self.gossip_steps
+
     def gossip_matrix(self, ctx: RunContext, graph: nx.Graph,
                       faults: T.Faults) -> tuple[torch.Tensor, int]:
         """The operator of x <- W^Q y over the round's surviving links (Q = gossip_steps) and how

@@ -44,6 +44,7 @@ class Dual:
 
 @dataclass
 class TrackingOrder:
-    tracking_order: str = option("atc", choices=("atc", "cta"),
-                                 doc="atc: x <- M (x - lr y) (DSGT, Push-Pull); cta: x <- M x - "
-                                 "lr y (GT-DSGD, AB)")
+    tracking_order: str = option("atc", choices=("atc", "cta", "atc_xy"),
+                                 doc="atc: x <- M (x - lr y), y <- M y + dg (DSGT, Push-Pull); "
+                                 "cta: x <- M x - lr y, y <- M y + dg (DIGing, AB); atc_xy: y <- "
+                                 "M (y + dg), then x <- M (x - lr y) (GT-DSGD; dsgt only)")

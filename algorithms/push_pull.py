@@ -29,6 +29,7 @@ from algorithms.decentralized import Decentralized
 from algorithms.options import TrackingOrder
 from algorithms.tracking import Tracking
 from p2pfl.context import RunContext
+from p2pfl.errors import ConfigError
 from p2pfl.options import AlgorithmOptions
 
 
@@ -41,6 +42,12 @@ class PushPull(Tracking, Decentralized):
     @dataclass
     class Options(TrackingOrder, AlgorithmOptions):
         pass
+
+    def check_options(self, cfg: AlgorithmOptions) -> None:
+        super().check_options(cfg)
+        if cfg.tracking_order == "atc_xy":
+            raise ConfigError("algorithm.tracking_order", "'atc_xy' is GT-DSGD's order (dsgt); "
+                              "push_pull takes 'atc' (Push-Pull) or 'cta' (AB)")
 
     def round(self, ctx: RunContext, t: int, graph: nx.Graph, faults: T.Faults) -> RoundReport:
         sparse = self.sparse_mixing(ctx, graph)

@@ -1,4 +1,4 @@
-"""Gradient tracking: what DSGT, Push-DIGing and Push-Pull share.
+"""Gradient tracking: what DSGT (and GT-DSGD, DIGing), Push-DIGing and Push-Pull share.
 
 Each node i keeps a tracker y_i of the network's average gradient and the gradient g_i of its
 latest local phase. In the papers' form (one local step a round) round k is
@@ -6,7 +6,8 @@ latest local phase. In the papers' form (one local step a round) round k is
     y_i^k = (M y^{k-1})_i + g_i(x_i^k) - g_i(x_i^{k-1})       (y^0 = g(x^0))
     x_i^{k+1/2} = x_i^k - lr * y_i^k
 
-followed by the algorithm's mixing of x and of y. The engine trains that step as an SGD step with
+followed by the algorithm's mixing of x and of y (GT-DSGD mixes y^k first and steps x along the
+mixed tracker: algorithms/dsgt.py). The engine trains that step as an SGD step with
 the per-node linear term c_i = (M y^{k-1})_i - g_i^{k-1} (`LocalTerms.linear`): the direction is
 g_i(x_i^k) + c_i = y_i^k. After the phase the step taken gives y_i^k = (x_i^k - x_i^{k+1/2}) /
 (K_i lr_i) and g_i^k = y_i^k - c_i, so sum_i y_i^k = sum_i g_i^k whenever the mixing keeps sums
@@ -35,11 +36,15 @@ from p2pfl.options import AlgorithmOptions
 
 class Trackers:
     """y (the trackers as the latest mixing left them) and g (each node's latest gradient), one
-    stacked tensor [N, *shape] per parameter, zeros before round 0."""
+    stacked tensor [N, *shape] per parameter, zeros before round 0; and `step` [N], the length
+    K_i lr_i of each node's latest local phase along y_i (read in the round that sets it, so not
+    part of the state)."""
 
     def __init__(self, like: Params) -> None:
         self.y: Params = {k: torch.zeros_like(v) for k, v in like.items()}
         self.g: Params = {k: torch.zeros_like(v) for k, v in like.items()}
+        first = next(iter(like.values()))
+        self.step = first.new_zeros(first.shape[0])
 
     def correction(self, nodes: torch.Tensor) -> Params:
         """c_i = y_i - g_i of `nodes` [m]: name -> [m, *shape]."""
@@ -50,6 +55,7 @@ class Trackers:
         """y_i = (before_i - after_i) / step_i and g_i = y_i - c_i for `nodes` [m], whose local
         phase moved `before` to `after` [m, *shape] by the direction y_i times step_i [m]
         (K_i lr_i)."""
+        self.step.index_copy_(0, nodes, step.to(self.step.dtype))
         for k, y in self.y.items():
             tracked = (before[k] - after[k]) / row_scale(step.to(y.dtype), y[nodes])
             y.index_copy_(0, nodes, tracked)

@@ -60,6 +60,17 @@ def test_an_epoch_visits_each_nodes_data_once(last_batch: str) -> None:
                 assert len(set(seen)) == len(seen) and set(seen) <= set(owned)
 
 
+def test_a_batch_larger_than_every_node_is_each_nodes_whole_data() -> None:
+    """batch_size 2**63 (beyond int64) plans as batch_size 10**6: one step of all n_i samples
+    ("keep"), none ("drop"), the same batches."""
+    data = three_nodes()
+    for last_batch, steps in (("keep", [1, 1, 1]), ("drop", [0, 0, 0])):
+        assert steps_per_node(data.sizes, 2**63, 1, 0, last_batch).tolist() == steps
+    huge, big = (data.plan(seed=2, t=0, batch_size=b, local_epochs=1) for b in (2**63, 10**6))
+    assert huge.lengths.tolist() == big.lengths.tolist() == [[n] for n in SIZES]
+    assert torch.equal(huge.ids, big.ids)
+
+
 def test_fixed_local_steps_take_full_batches_across_epochs() -> None:
     data = three_nodes()
     plan = data.plan(seed=0, t=3, batch_size=8, local_epochs=0, local_steps=5)
@@ -181,7 +192,8 @@ def test_local_test_split_gives_per_node_metrics_and_records(tmp_path) -> None:
     assert 0 <= record["test_acc_node_worst10"] <= record["test_acc_node_mean"] <= 1
     assert record["test_acc_node_std"] >= 0
     data = json.loads((tmp_path / "r" / "data.json").read_text())
-    assert data["partition"] == {"name": "label_dirichlet", "alpha": 0.3, "min_size": 10}
+    assert data["partition"] == {"name": "label_dirichlet", "alpha": 0.3, "min_size": 10,
+                                 "cut_tolerance": 0.0}
     assert len(data["sizes"]) == 6 and len(set(data["sizes"])) > 1
     assert [sum(c) for c in data["label_counts"]] == data["sizes"]
     total = [s + t for s, t in zip(data["sizes"], data["local_test_sizes"])]

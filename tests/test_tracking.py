@@ -1,4 +1,5 @@
-"""Gradient tracking (DSGT / GT-DSGD, Push-DIGing, Push-Pull / AB) against the papers' updates.
+"""Gradient tracking (DSGT / GT-DSGD / DIGing, Push-DIGing, Push-Pull / AB) against the papers'
+updates.
 
 The local phase is replaced by a quadratic one, f_i(x) = a_i / 2 ||x - b_i||^2 per node, whose
 gradient is known in closed form, so that every round can be recomputed by hand from the papers'
@@ -95,20 +96,23 @@ def reference(name: str, order: str, graph: nx.Graph, x0: np.ndarray, a: np.ndar
     for _ in range(rounds):
         g = grad(x)
         y = y + g - g_old  # y^k = M y^{k-1} + g(x^k) - g(x^{k-1}); y^0 = g(x^0)
+        if order == "atc_xy":  # GT-DSGD: v^k = M (v^{k-1} + g(x^k) - g(x^{k-1})), then the step
+            y = mix_y @ y
         seen.append((x.copy(), y.copy()))
         if name == "push_diging":
             u = P @ (u - lr * y)
             v = P @ v
             x = u / v[:, None]
-        elif order == "atc":
+        elif order in ("atc", "atc_xy"):
             x = mix_x @ (x - lr * y)
         else:
             x = mix_x @ x - lr * y
-        y, g_old = mix_y @ y, g
+        y, g_old = (y if order == "atc_xy" else mix_y @ y), g
     return seen
 
 
 CASES = [("dsgt", "atc", nx.path_graph(3)), ("dsgt", "cta", nx.path_graph(3)),
+         ("dsgt", "atc_xy", nx.path_graph(3)),
          ("push_diging", "atc", directed_triangle()),
          ("push_pull", "atc", directed_triangle()), ("push_pull", "cta", directed_triangle())]
 
@@ -132,6 +136,60 @@ def test_each_round_is_the_papers_and_the_trackers_average_the_current_gradients
         np.testing.assert_allclose(flatten(algorithm.trackers.g).numpy(), gradients, atol=1e-12)
         assert np.abs(y.mean(0) - gradients.mean(0)).max() < 1e-12
         assert algorithm.metrics(ctx)["tracking_error"] < 1e-12
+
+
+def test_gt_dsgd_is_algorithm_1_of_xin_khan_kar_and_neither_other_order():
+    """GT-DSGD (Xin, Khan, Kar 2021, Algorithm 1) in its own indexing, on the 3-node path with
+    Metropolis-Hastings W = [[2/3, 1/3, 0], [1/3, 1/3, 1/3], [0, 1/3, 2/3]]:
+    y_{k+1} = W (y_k + g_k - g_{k-1}), x_{k+1} = W (x_k - lr y_{k+1}), y_0 = 0, g_{-1} = 0,
+    g_k the gradient at x_k. tracking_order = "atc_xy" follows it for 4 rounds (1e-12); DSGT
+    ("atc") and DIGing ("cta"), which mix the gradient difference after the tracker and step
+    before mixing it, are off by more than 1e-3 from round 2 on."""
+    W = np.array([[2, 1, 0], [1, 1, 1], [0, 1, 2]]) / 3
+    lr, rounds = 0.1, 4
+    runs = {}
+    for order in ("atc_xy", "atc", "cta"):
+        ctx, algorithm, a, b = quadratic_run("dsgt", nx.path_graph(3),
+                                             algorithm__tracking_order=order)
+        models = []
+        for t in range(rounds):
+            play(algorithm, ctx, t, nx.path_graph(3))
+            models.append(flatten(ctx.population.params).numpy().copy())
+        runs[order] = models
+    x = flatten(quadratic_run("dsgt", nx.path_graph(3))[0].population.params).numpy().copy()
+    y, g_prev = np.zeros_like(x), np.zeros_like(x)
+    for k in range(rounds):
+        g = a[:, None] * (x - b)  # g_k at x_k
+        y = W @ (y + g - g_prev)  # y_{k+1}
+        x = W @ (x - lr * y)  # x_{k+1}
+        g_prev = g
+        np.testing.assert_allclose(runs["atc_xy"][k], x, rtol=0, atol=1e-12)
+        if k >= 1:
+            assert np.abs(runs["atc"][k] - x).max() > 1e-3
+            assert np.abs(runs["cta"][k] - x).max() > 1e-3
+
+
+def test_gt_dsgd_with_offline_nodes_keeps_the_invariant_and_reaches_the_minimum():
+    """20 % of the nodes offline a round (they keep x, v and g): mean v = mean g every round,
+    and the exact minimum sum a_i b_i / sum a_i at the end (a 5-cycle, 300 rounds)."""
+    graph = nx.cycle_graph(5)
+    ctx, algorithm, a, b = quadratic_run("dsgt", graph, algorithm__tracking_order="atc_xy",
+                                         topology__node_drop=0.2)
+    offline = 0
+    for t in range(300):
+        faults = ctx.faults(t, graph)
+        offline += int(faults.nodes.sum())
+        algorithm.round(ctx, t, graph, faults)
+        assert algorithm.metrics(ctx)["tracking_error"] < 1e-10
+    optimum = (a[:, None] * b).sum(0) / a.sum()
+    assert offline > 0
+    assert np.abs(flatten(ctx.population.params).numpy() - optimum).max() < 1e-8
+
+
+def test_push_pull_refuses_the_gt_dsgd_order():
+    with pytest.raises(ConfigError, match="^algorithm.tracking_order: 'atc_xy' is GT-DSGD's"):
+        build(small_config(algorithm__name="push_pull", algorithm__tracking_order="atc_xy",
+                           topology__name="exponential", topology__directed=True))
 
 
 @pytest.mark.parametrize("name", [*TRACKING, "dpsgd", "sgp"])
@@ -215,3 +273,20 @@ def test_tracking_sends_two_copies_a_message_and_push_diging_its_weight(tmp_path
     assert record["bytes_sent"] == messages * (2 * d * 8 + 8)
     assert ctx.clock.message_bytes == 2 * d * 8 + 8
     assert strip_times([record])[0]["tracking_error"] < 1e-12
+
+
+def test_gt_dsgd_sends_one_copy_in_each_of_two_exchanges(tmp_path, monkeypatch):
+    """GT-DSGD mixes the tracker before the model steps: two exchanges of one copy a round (the
+    clock waits for both), against DSGT's one exchange of two copies; the same bytes."""
+    skip_plots(monkeypatch)
+    sent = {}
+    for order in ("atc", "atc_xy"):
+        cfg = small_config(algorithm__name="dsgt", algorithm__tracking_order=order, rounds=1,
+                           network__enabled=True)
+        record = run(cfg, tmp_path / order)[0]
+        ctx, _ = build(cfg)
+        d = ctx.population.num_params
+        sent[order] = record["bytes_sent"]
+        copies, exchanges = (2, 1) if order == "atc" else (1, 2)
+        assert (ctx.clock.message_bytes, ctx.clock.exchanges) == (copies * d * 8, exchanges)
+    assert sent["atc"] == sent["atc_xy"]

@@ -25,6 +25,9 @@ class DataConfig:
     shards_per_node: int = 2  # shards
     min_size: int = 10  # label_dirichlet, quantity_*: the fewest samples a node may get
     sigma: float = 1.0  # quantity_lognormal
+    # label_dirichlet, quantity_dirichlet: cuts at floor(cumsum(p) n + cut_tolerance); 0 is
+    # NIID-Bench, 1e-9 gives no sample to a full node that float rounding would give one
+    cut_tolerance: float = 0.0
     local_test: float = 0.0  # share of each node's data held out as its own test split
     allow_overlap: bool = False  # a partition given as an object may give a sample to 2 nodes
     synthetic_train: int = 2000
@@ -163,6 +166,7 @@ _RANGES: dict[tuple[str, str], tuple[float | None, float | None, bool, bool]] = 
     ("data", "shards_per_node"): (1, None, True, True),
     ("data", "min_size"): (1, None, True, True),
     ("data", "sigma"): (0, 20, True, True),
+    ("data", "cut_tolerance"): (0, 1, True, False),
     ("data", "local_test"): (0, 1, True, False),
     ("data", "synthetic_train"): (1, None, True, True),
     ("data", "synthetic_test"): (1, None, True, True),

@@ -63,9 +63,16 @@ def steps_per_node(sizes: np.ndarray, batch_size: int, local_epochs: int, local_
     sizes = np.asarray(sizes, dtype=np.int64)
     if local_steps > 0:
         return np.full(len(sizes), local_steps, dtype=np.int64)
+    batch_size = bounded_batch(batch_size, sizes)
     if last_batch == "drop":
         return local_epochs * (sizes // batch_size)
     return local_epochs * -(-sizes // np.minimum(batch_size, sizes))
+
+
+def bounded_batch(batch_size: int, sizes: np.ndarray) -> int:
+    """`batch_size`, or the largest size + 1 when it is larger: the same steps and batches for
+    every node (a whole node's data; no full batch), within int64 for any configured value."""
+    return min(batch_size, int(np.max(sizes, initial=0)) + 1)
 
 
 class FederatedData:
@@ -147,6 +154,7 @@ class FederatedData:
         the remainder ("keep"), or floor(n_i / B) full steps ("drop").
         """
         n = self.sizes
+        batch_size = bounded_batch(batch_size, n)
         steps_of = steps_per_node(n, batch_size, local_epochs, local_steps, last_batch)
         full = last_batch == "drop" and local_steps == 0
         per_batch = np.full_like(n, batch_size) if full else np.minimum(batch_size, n)  # B_i

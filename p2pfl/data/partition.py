@@ -21,7 +21,9 @@ from p2pfl.data.priors import dirichlet_priors, pathological_priors, sample_by_p
 
 Partitioner = Callable[[np.ndarray, int, np.random.Generator], list[np.ndarray]]
 MAX_REDRAWS = 1000  # draws of a partition with a minimum size before it gives up
-PARTITION_PARAMS = ("alpha", "classes_per_node", "shards_per_node", "min_size", "sigma")
+PARTITION_PARAMS = ("alpha", "classes_per_node", "shards_per_node", "min_size", "sigma",
+                    "cut_tolerance")
+LOGNORMAL_CUT_TOLERANCE = 1e-9  # quantity_lognormal's cuts: sigma = 0 gives equal shares
 
 
 def iid(labels: np.ndarray, num_nodes: int, rng: np.random.Generator) -> list[np.ndarray]:
@@ -68,20 +70,49 @@ def shards(labels: np.ndarray, num_nodes: int, rng: np.random.Generator,
 
 
 def label_dirichlet(labels: np.ndarray, num_nodes: int, rng: np.random.Generator,
-                    alpha: float = 0.3, min_size: int = 10) -> list[np.ndarray]:
-    """NIID-Bench's label-Dirichlet (Li et al. 2022, "Federated Learning on Non-IID Data Silos";
-    the DisPFL / DFedSAM code bases): for each class c, proportions p_c ~ Dir_N(alpha) over the
-    nodes, a node already holding n / N samples or more getting none of the later classes (a
-    draw whose mass lies only on such nodes is replaced by equal shares of the others); the
-    class's samples are cut by those proportions. Redrawn until every node has at least
-    `min_size` samples. Sizes differ from node to node."""
+                    alpha: float = 0.3, min_size: int = 10,
+                    cut_tolerance: float = 0.0) -> list[np.ndarray]:
+    """NIID-Bench's label-Dirichlet split `noniid-labeldir`, draw for draw.
+
+    Li, Diao, Chen, He, "Federated Learning on Non-IID Data Silos: An Experimental Study", ICDE
+    2022 (code: NIID-Bench, `utils.partition_data`; also the DisPFL / DFedSAM code bases). An
+    attempt goes through the classes in sorted order; for class c it shuffles the class's
+    samples, draws proportions p ~ Dir_N(alpha), zeroes them on the nodes already holding
+    n / N samples or more, renormalises, and cuts the shuffled class at
+    floor(cumsum(p) * n_c + cut_tolerance) (the last cut dropped), piece j to node j. Attempts
+    repeat until every node holds `min_size` samples; then each node's samples (class by class)
+    are shuffled, node 0 first. The generator is called as NIID-Bench calls numpy's global one
+    (shuffle, dirichlet per class; a shuffle per node at the end), so the same generator gives
+    the same index lists. Sizes differ from node to node.
+
+    Parameters
+    ----------
+    labels : int array [n]
+    num_nodes : N
+    rng : the generator every draw comes from
+    alpha : Dirichlet concentration (> 0)
+    min_size : the fewest samples a node may hold (NIID-Bench's `min_require_size`, 10)
+    cut_tolerance : added before the floor of each cut point, in [0, 1). 0 is NIID-Bench. With
+        1e-9 a cut that float rounding puts just under an integer is taken at that integer: a
+        node whose share is 0 (already full) or below 1e-9 / n_c then gets no sample, where
+        NIID-Bench's float cumulative sum (1 - 1e-16 for a true 1) can hand it one.
+
+    Returns
+    -------
+    list of N int64 arrays, every sample dealt once
+
+    Where NIID-Bench divides 0 by 0 (a draw whose whole mass lies on full nodes, possible only
+    when Dirichlet components underflow), the class is split evenly among the nodes not yet
+    full instead of going wholly to the last node.
+    """
     _check_alpha(alpha, positive=True)
     _check_min_size(min_size, len(labels), num_nodes)
+    _check_cut_tolerance(cut_tolerance)
     classes, class_of = np.unique(labels, return_inverse=True)
-    members = [np.flatnonzero(class_of == c) for c in range(len(classes))]
+    members = [np.flatnonzero(class_of.reshape(-1) == c) for c in range(len(classes))]
     cap = len(labels) / num_nodes
     for _ in range(MAX_REDRAWS):
-        node_of = np.empty(len(labels), dtype=np.int64)
+        pieces: list[list[np.ndarray]] = [[] for _ in range(num_nodes)]
         sizes = np.zeros(num_nodes, dtype=np.int64)
         for samples in members:
             samples = rng.permutation(samples)
@@ -89,37 +120,64 @@ def label_dirichlet(labels: np.ndarray, num_nodes: int, rng: np.random.Generator
             open_ = sizes < cap
             p = p * open_
             if p.sum() <= 0:  # the draw's mass lies on full nodes (or underflowed)
-                p = open_ if open_.any() else np.ones(num_nodes)
+                p = open_ * 1.0 if open_.any() else np.ones(num_nodes)
             p = p / p.sum()
-            counts = np.diff(np.concatenate(([0], _cuts(p, len(samples)), [len(samples)])))
-            node_of[samples] = np.repeat(np.arange(num_nodes), counts)
-            sizes += counts
+            for node, piece in enumerate(np.split(samples, _cuts(p, len(samples),
+                                                                 cut_tolerance))):
+                pieces[node].append(piece)
+                sizes[node] += len(piece)
         if sizes.min() >= min_size:
-            return _group_by_node(node_of, num_nodes, rng)
+            rows = [np.concatenate(node_pieces) for node_pieces in pieces]
+            for row in rows:
+                rng.shuffle(row)
+            return rows
     raise ValueError(f"label_dirichlet: no draw in {MAX_REDRAWS} gave each of {num_nodes} nodes "
                      f"min_size = {min_size} of {len(labels)} samples at alpha {alpha}; lower "
                      "min_size or raise alpha")
 
 
 def quantity_dirichlet(labels: np.ndarray, num_nodes: int, rng: np.random.Generator,
-                       alpha: float = 0.3, min_size: int = 10) -> list[np.ndarray]:
-    """NIID-Bench's quantity skew: node shares q ~ Dir_N(alpha), redrawn until every node gets
-    at least `min_size` samples; a random permutation is cut by q (labels IID)."""
+                       alpha: float = 0.3, min_size: int = 10,
+                       cut_tolerance: float = 0.0) -> list[np.ndarray]:
+    """NIID-Bench's quantity skew `iid-diff-quantity`, draw for draw (Li et al. 2022, code
+    NIID-Bench `utils.partition_data`): a random permutation of the samples, then node shares
+    q ~ Dir_N(alpha), normalised, redrawn until min_i q_i n >= `min_size` (the real share, not
+    the rounded count); the permutation is cut at floor(cumsum(q) * n + cut_tolerance), the
+    last cut dropped. Labels IID. The same generator gives NIID-Bench's index lists
+    (`cut_tolerance` = 0, the default; see `label_dirichlet`). Every node gets at least
+    `min_size` samples, since floor(a) - floor(b) >= floor(a - b)."""
     _check_alpha(alpha, positive=True)
-    return _by_shares(len(labels), num_nodes, rng, min_size,
-                      lambda: np.nan_to_num(rng.dirichlet(np.full(num_nodes, float(alpha)))),
-                      f"alpha {alpha}")
+    _check_min_size(min_size, len(labels), num_nodes)
+    _check_cut_tolerance(cut_tolerance)
+    n = len(labels)
+    order = rng.permutation(n).astype(np.int64)
+    for _ in range(MAX_REDRAWS):
+        shares = rng.dirichlet(np.full(num_nodes, float(alpha)))
+        shares = shares / shares.sum()
+        if (shares * n).min() >= min_size:
+            return np.split(order, _cuts(shares, n, cut_tolerance))
+    raise ValueError(f"no draw in {MAX_REDRAWS} gave each of {num_nodes} nodes min_size = "
+                     f"{min_size} of {n} samples at alpha {alpha}; lower min_size")
 
 
 def quantity_lognormal(labels: np.ndarray, num_nodes: int, rng: np.random.Generator,
                        sigma: float = 1.0, min_size: int = 10) -> list[np.ndarray]:
     """Quantity skew with log-normal sizes (FedLab's unbalanced split): node shares proportional
-    to exp(N(0, sigma^2)), redrawn until every node gets `min_size`; labels IID. sigma = 0
-    gives equal shares."""
+    to exp(N(0, sigma^2)), redrawn until every node gets `min_size`; a random permutation is cut
+    at floor(cumsum(q) * n + 1e-9) (`label_dirichlet`'s `cut_tolerance`), so that sigma = 0
+    gives exactly equal shares; labels IID."""
     if not (np.isfinite(sigma) and sigma >= 0):
         raise ValueError(f"sigma must be a finite number >= 0, got {sigma}")
-    return _by_shares(len(labels), num_nodes, rng, min_size,
-                      lambda: rng.lognormal(0.0, sigma, size=num_nodes), f"sigma {sigma}")
+    n = len(labels)
+    _check_min_size(min_size, n, num_nodes)
+    order = rng.permutation(n).astype(np.int64)
+    for _ in range(MAX_REDRAWS):
+        shares = rng.lognormal(0.0, sigma, size=num_nodes)
+        cuts = _cuts(shares / shares.sum(), n, LOGNORMAL_CUT_TOLERANCE)
+        if np.diff(np.concatenate(([0], cuts, [n]))).min() >= min_size:
+            return np.split(order, cuts)
+    raise ValueError(f"no draw in {MAX_REDRAWS} gave each of {num_nodes} nodes min_size = "
+                     f"{min_size} of {n} samples at sigma {sigma}; lower min_size")
 
 
 def by_group(groups: Sequence[int] | np.ndarray) -> Partitioner:
@@ -160,10 +218,11 @@ PARTITIONS: dict[str, Method] = {
     "dirichlet": Method(dirichlet_prior, ("alpha",), "the older name of dirichlet_prior"),
     "pathological": Method(pathological, ("classes_per_node",), "FL-Simulator Pat(k)"),
     "shards": Method(shards, ("shards_per_node",), "McMahan et al. 2017"),
-    "label_dirichlet": Method(label_dirichlet, ("alpha", "min_size"), "NIID-Bench (Li et al. "
-                              "2022), DisPFL / DFedSAM code"),
-    "quantity_dirichlet": Method(quantity_dirichlet, ("alpha", "min_size"), "NIID-Bench "
-                                 "quantity skew"),
+    "label_dirichlet": Method(label_dirichlet, ("alpha", "min_size", "cut_tolerance"),
+                              "NIID-Bench noniid-labeldir (Li et al. 2022), DisPFL / DFedSAM "
+                              "code"),
+    "quantity_dirichlet": Method(quantity_dirichlet, ("alpha", "min_size", "cut_tolerance"),
+                                 "NIID-Bench iid-diff-quantity"),
     "quantity_lognormal": Method(quantity_lognormal, ("sigma", "min_size"), "FedLab unbalanced "
                                  "split"),
 }
@@ -234,26 +293,16 @@ def _check_min_size(min_size: int, n: int, num_nodes: int) -> None:
                          f"{num_nodes} nodes), got {min_size}")
 
 
-def _cuts(shares: np.ndarray, n: int) -> np.ndarray:
-    """The n - 1 inner cut points of n items split by `shares` (summing to 1), as NIID-Bench."""
-    return np.floor(np.cumsum(shares) * n + 1e-9).astype(np.int64)[:-1].clip(0, n)
+def _check_cut_tolerance(cut_tolerance: float) -> None:
+    if not 0 <= cut_tolerance < 1:
+        raise ValueError(f"cut_tolerance must be in [0, 1), got {cut_tolerance}")
 
 
-def _by_shares(n: int, num_nodes: int, rng: np.random.Generator, min_size: int,
-               draw: Callable[[], np.ndarray], what: str) -> list[np.ndarray]:
-    """A random permutation of n samples cut by shares from `draw`, redrawn until every node
-    gets `min_size`."""
-    _check_min_size(min_size, n, num_nodes)
-    order = rng.permutation(n).astype(np.int64)
-    for _ in range(MAX_REDRAWS):
-        shares = draw()
-        if shares.sum() <= 0:
-            continue
-        cuts = _cuts(shares / shares.sum(), n)
-        if np.diff(np.concatenate(([0], cuts, [n]))).min() >= min_size:
-            return np.split(order, cuts)
-    raise ValueError(f"no draw in {MAX_REDRAWS} gave each of {num_nodes} nodes min_size = "
-                     f"{min_size} of {n} samples at {what}; lower min_size")
+def _cuts(shares: np.ndarray, n: int, tolerance: float) -> np.ndarray:
+    """The N - 1 inner cut points of n items split by `shares` [N] (summing to 1):
+    floor(cumsum(shares) * n + tolerance), NIID-Bench's `(np.cumsum(p) * n).astype(int)[:-1]`
+    at tolerance 0."""
+    return np.floor(np.cumsum(shares) * n + tolerance).astype(np.int64)[:-1].clip(0, n)
 
 
 def _group_by_node(node_of: np.ndarray, num_nodes: int,

@@ -299,8 +299,8 @@ def _comm(cfg: Config, device: torch.device, dtype: torch.dtype) -> Comm:
 def _clock(cfg: Config, algorithm: Algorithm, schedule: T.Schedule, data: FederatedData,
            population: Population) -> Clock | None:
     """The simulated clock of a run with [network] enabled: a message is what the algorithm
-    says (`message_bytes`: one model in the run's dtype, Push-Sum adds its float64 weight);
-    gossip sends it gossip_steps times a round."""
+    says (`message_bytes`: one model in the run's dtype, Push-Sum adds its float64 weight),
+    `exchanges` times a round one after the other (gossip: gossip_steps)."""
     if not cfg.network.enabled:
         return None
     size = algorithm.message_bytes(population.num_params, population.flat.dtype)
@@ -308,8 +308,7 @@ def _clock(cfg: Config, algorithm: Algorithm, schedule: T.Schedule, data: Federa
     steps = steps_per_node(data.sizes, a.batch_size, a.local_epochs, a.local_steps, a.last_batch)
     if algorithm.mixing == "server":  # the star: the server (node 0) takes no local step
         steps = np.concatenate(([0], steps))
-    return Clock(cfg.network, schedule.n, cfg.seed, steps, size,
-                 getattr(algorithm, "gossip_steps", 1))
+    return Clock(cfg.network, schedule.n, cfg.seed, steps, size, algorithm.exchanges)
 
 
 def _own_model(model: nn.Module, data: FederatedData, device: torch.device,
