@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from p2pfl.report.figures import marker, plt, save, series_style
+from p2pfl.report.labels import parse_names
 from p2pfl.report.table import find_runs, group_runs, summarize
 
 Cells = dict[str, dict[str, list[float]]]  # variant -> setting -> per-seed accuracies (%)
@@ -103,11 +104,7 @@ def main(argv: list[str] | None = None) -> int:
             raise ConfigError("settings", "each is SETTING=FOLDER, e.g. 0.1=runs/hetero/alpha0.1")
         settings = {name: Path(folder.split(":", 1)[0]) for name, folder in pairs}
         chosen = {name: folder.split(":", 1)[1] for name, folder in pairs if ":" in folder}
-        renames = [item.split("=", 1) for item in args.names.split(",") if item.strip()]
-        if any(len(r) != 2 or not r[0].strip() or not r[1].strip() for r in renames):
-            raise ConfigError("--names", f"is a comma-separated list of row=name, got "
-                              f"{args.names!r}")
-        names = {old.strip(): new.strip() for old, new in renames}
+        names = parse_names(args.names)
         cells = {names.get(row, row): accs
                  for row, accs in collect(settings, args.last, chosen, args.row).items()}
         print(table(cells, list(settings)), end="")

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from scipy.stats import entropy
 
 from p2pfl.report.figures import plt, save
 
@@ -15,7 +16,10 @@ def partition_summary(counts: np.ndarray) -> dict[str, Any]:
     """Sizes and label skew of a partition from its label counts [nodes, classes].
 
     size_cv: std / mean of the node sizes (0: equal sizes). classes_per_node: classes a node
-    holds at least one sample of, mean over nodes. top_class_share: the largest class's share
+    holds at least one sample of, mean over nodes. effective_classes_per_node: exp of the
+    entropy (natural log) of a node's label distribution, mean over nodes: c for c equally
+    frequent classes, near 1 where one class dominates and a few others hold a handful of
+    samples (which classes_per_node counts in full). top_class_share: the largest class's share
     of a node's data, mean over nodes. label_tv: total-variation distance between a node's label
     distribution and the pooled one, mean over nodes (0: IID labels; 1: disjoint).
     """
@@ -28,6 +32,7 @@ def partition_summary(counts: np.ndarray) -> dict[str, Any]:
             "size_mean": float(sizes.mean()), "size_max": int(sizes.max()),
             "size_cv": float(sizes.std() / sizes.mean()),
             "classes_per_node": float((counts > 0).sum(axis=1).mean()),
+            "effective_classes_per_node": float(np.exp(entropy(counts, axis=1)).mean()),
             "top_class_share": float(shares.max(axis=1).mean()),
             "label_tv": float(0.5 * np.abs(shares - pooled).sum(axis=1).mean())}
 

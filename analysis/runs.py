@@ -6,19 +6,30 @@ metrics and every config field.
     df = A.load_runs(["runs/study_grid"])               # a pandas.DataFrame
     sns.lineplot(df, x="round", y="test_acc", hue="algorithm", style="topology")
 
+A run of a study (`p2pfl study`, analysis.study) takes its algorithm, topology, diameter and
+spectral gap from the study's study.csv: the study's labels ("exponential:directed=false", a
+topology object's label) and what the study measured; a cell the study ran once for another
+(`same_as` in study.csv) gets that run's rows under its own algorithm and topology, `same_as`
+naming the cell that ran (its config fields are that run's). Other runs: the config's algorithm
+and topology names, the topology measured as the study measures it.
+
 `run_records` gives the same rows as dicts without pandas (an optional extra:
 `pip install pandas`).
 """
 
 from __future__ import annotations
 
+import csv
 import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-FIRST = ("run_dir", "algorithm", "topology", "num_nodes", "seed", "diameter", "spectral_gap",
-         "round")  # the leading columns; metrics follow, then every config field "table.key"
+FIRST = ("run_dir", "algorithm", "topology", "num_nodes", "seed", "same_as", "diameter",
+         "spectral_gap", "round")  # the leading columns; metrics follow, then every config
+# field "table.key"
+STUDY_DEPTH = 3  # a study's run is OUT/<algorithm>/<label>/seed<k>, or OUT/<label>/seed<k>
+Row = dict[str, str]
 
 
 def _flat(config: dict[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -30,6 +41,47 @@ def _flat(config: dict[str, Any], prefix: str = "") -> dict[str, Any]:
         elif not isinstance(value, list):
             out[f"{prefix}{key}"] = value
     return out
+
+
+def _number(text: str) -> int | float | None:
+    """A study.csv number: '' -> None, '3' -> 3, 'inf' -> inf, '0.25' -> 0.25."""
+    if not text:
+        return None
+    return int(text) if text.lstrip("-").isdigit() else float(text)
+
+
+class Studies:
+    """The study.csv rows that runs belong to, each study read once: a run's row is the one
+    whose run_dir ends with the run's path below the study's folder."""
+
+    def __init__(self) -> None:
+        # folder -> (parts of a run below it, count) -> (the row that ran, rows that reuse it)
+        self.index: dict[Path, dict[tuple[str, ...], tuple[Row | None, list[Row]]]] = {}
+
+    def _read(self, folder: Path) -> dict[tuple[str, ...], tuple[Row | None, list[Row]]]:
+        if folder not in self.index:
+            index: dict[tuple[str, ...], tuple[Row | None, list[Row]]] = {}
+            path = folder / "study.csv"
+            rows = list(csv.DictReader(path.open(newline=""))) if path.is_file() else []
+            for row in rows:
+                parts = Path(row.get("run_dir") or "").parts
+                for depth in (2, STUDY_DEPTH):
+                    ran, reused = index.get(parts[-depth:], (None, []))
+                    if row.get("same_as"):
+                        index[parts[-depth:]] = (ran, [*reused, row])
+                    else:
+                        index[parts[-depth:]] = (row, reused)
+            self.index[folder] = index
+        return self.index[folder]
+
+    def find(self, run_dir: Path) -> tuple[Row, list[Row]] | None:
+        """(the study.csv row of `run_dir`, the rows of the cells that reused it), from the
+        nearest study folder above it; None for a run of no study."""
+        for folder in list(run_dir.parents)[:STUDY_DEPTH]:
+            ran, reused = self._read(folder).get(run_dir.relative_to(folder).parts, (None, []))
+            if ran is not None:
+                return ran, reused
+        return None
 
 
 def topology_metrics(config: dict[str, Any]) -> dict[str, Any]:
@@ -52,14 +104,23 @@ def topology_metrics(config: dict[str, Any]) -> dict[str, Any]:
     return {k: measured.get(k) for k in empty}
 
 
+def _study_info(row: Row) -> dict[str, Any]:
+    """The columns a study.csv row gives a run."""
+    return {"algorithm": row["algorithm"], "topology": row["label"],
+            "seed": _number(row["seed"]), "diameter": _number(row["diameter"]),
+            "spectral_gap": _number(row["spectral_gap"]), "same_as": row.get("same_as") or None}
+
+
 def run_records(paths: Sequence[str | Path], measure: bool = True) -> list[dict[str, Any]]:
     """One dict per run and round of every run directory at or below `paths` (columns: FIRST,
-    then the round's metrics, then the run's config fields as "table.key"). `measure`: add the
-    topology's diameter and spectral gap (one measurement per distinct topology)."""
+    then the round's metrics, then the run's config fields as "table.key"), and of every study
+    cell that reused one of them (module docstring). `measure`: measure the topology of a run
+    that belongs to no study (one measurement per distinct topology)."""
     from p2pfl.report.results import read_metrics
     from p2pfl.report.table import find_runs, read_config
 
     measured: dict[str, dict[str, Any]] = {}
+    studies = Studies()
     rows = []
     for run_dir in find_runs(list(paths)):
         config = read_config(run_dir) or {}
@@ -67,16 +128,23 @@ def run_records(paths: Sequence[str | Path], measure: bool = True) -> list[dict[
         info = {"run_dir": str(run_dir), "algorithm": fields.get("algorithm.name"),
                 "topology": fields.get("topology.name"),
                 "num_nodes": fields.get("data.num_nodes"), "seed": fields.get("seed"),
-                "diameter": None, "spectral_gap": None}
-        if measure and config:
+                "same_as": None, "diameter": None, "spectral_gap": None}
+        study = studies.find(run_dir)
+        reused: list[Row] = []
+        if study is not None:
+            info |= _study_info(study[0])
+            reused = study[1]
+        elif measure and config:
             key = json.dumps({k: config.get(k) for k in ("topology", "seed", "rounds")}
                              | {"nodes": info["num_nodes"], "algorithm": info["algorithm"]},
                              sort_keys=True, default=str)
             if key not in measured:
                 measured[key] = topology_metrics(config)
             info |= {k: measured[key][k] for k in ("diameter", "spectral_gap")}
-        for record in read_metrics(run_dir / "metrics.jsonl"):
-            rows.append(info | record | {k: v for k, v in fields.items() if k not in info})
+        records = read_metrics(run_dir / "metrics.jsonl")
+        for cell in [info, *(info | _study_info(row) for row in reused)]:
+            for record in records:
+                rows.append(cell | record | {k: v for k, v in fields.items() if k not in cell})
     return rows
 
 

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from analysis.study_cells import Planned, Progress, cell_name, groups, run_cells
+from analysis.study_same import cell_schedule, echo_same, reused_row
 from analysis.study_spec import Algorithm, Entry, Sweep, study_algorithms, study_entries
 from analysis.summary import summary
 
@@ -72,17 +73,6 @@ def rounds_to_target(history: History, target: float, key: str = "round",
                  if r.get(metric) is not None and reached(r[metric])), None)
 
 
-def _schedule(cfg: Any, algorithm: Any, obj: object | None) -> Any:
-    """The schedule the run of cfg builds (on `obj`, if given, checked as `p2pfl.run` checks
-    it); a wrong parameter or object is a ConfigError."""
-    from p2pfl.engine import schedule_for
-    from p2pfl.objects.topology import resolve_topology
-
-    if obj is None:
-        return schedule_for(cfg, algorithm)
-    return resolve_topology(cfg, Path(), False, obj)[1]
-
-
 def measure(cfg: Any, obj: object | None) -> dict[str, Any] | str:
     """Topology metrics of the schedule and mixing the run of cfg uses, or why the algorithm
     cannot use it (not connected, wrong mixing)."""
@@ -93,7 +83,7 @@ def measure(cfg: Any, obj: object | None) -> dict[str, Any] | str:
     algorithm = ALGORITHMS[cfg.algorithm.name](cfg.algorithm)
     if algorithm.mixing == "server" and (obj is not None or cfg.topology.name != "star"):
         return f"{algorithm.name} is centralized: it runs on the star (hub = server) only"
-    schedule = _schedule(cfg, algorithm, obj)
+    schedule = cell_schedule(cfg, algorithm, obj)
     mixing = None if algorithm.mixing == "server" else algorithm.mixing
     horizon = None if schedule.period is not None else min(cfg.rounds, 100)
     try:
@@ -206,17 +196,25 @@ def run(cfg: Any, topologies: Sequence[Any] | Mapping[str, Any], out_dir: str | 
         first = planned[0]
         raise ConfigError("study", f"no cell can run, all are skipped (first: {cell_name(first)}: "
                           f"{first.skipped})")
+    same = echo_same(planned, echo)  # cells that repeat another: not run, its result reused
     out.mkdir(parents=True, exist_ok=True)
-    rows, histories = [], {}
-    bar = Progress(planned, progress)
+    ran = [i for i in range(len(planned)) if i not in same]
+    ended: list[tuple[dict[str, Any], History | None]] = []  # (row, history) of `ran`, in order
+    bar = Progress([planned[i] for i in ran], progress)
     try:
-        for cells in groups(planned, stack):
-            for cell, (row, history) in zip(cells, run_cells(cells, bar, echo)):
-                rows.append(row)
-                if history is not None:
-                    histories[(cell.algorithm, cell.entry.label, cell.seed)] = history
+        for cells in groups([planned[i] for i in ran], stack):
+            ended += run_cells(cells, bar, echo)
     finally:
         bar.close()
+    done = dict(zip(ran, ended))
+    rows, histories = [], {}
+    for i, cell in enumerate(planned):
+        row, history = done[same[i][0] if i in same else i]
+        if i in same:
+            row = reused_row(cell, row, cell_name(planned[same[i][0]]))
+        rows.append(row)
+        if history is not None:
+            histories[(cell.algorithm, cell.entry.label, cell.seed)] = history
     metric, value, note = common_target(rows, target, target_loss)
     if value is not None:
         for row in rows:

@@ -1,10 +1,11 @@
 """A study's numbers: the mean and sd over seeds of each (algorithm, topology), the files, the
 printed table.
 
-study.csv: one row per cell (algorithm, topology, seed). study_mean.csv: one row per algorithm
-and topology with the mean and sample sd (over its seeds that finished) of diameter, spectral
-gap, final and best accuracy and rounds to target, and how many seeds reached the target. sd is
-empty with one seed.
+study.csv: one row per cell (algorithm, topology, seed); `same_as` names the cell whose run a
+cell reused, being the same computation (analysis.study_same), and `run_dir` is then that run's.
+study_mean.csv: one row per algorithm and topology with the mean and sample sd (over its seeds
+that finished) of diameter, spectral gap, final and best accuracy and rounds to target, and how
+many seeds reached the target. sd is empty with one seed.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import numpy as np
 
 COLUMNS = ("algorithm", "label", "sweep", "vary", "value", "seed", "status", "kind", "diameter",
            "spectral_gap", "min_B", "final_acc", "best_acc", "best_loss", "rounds_to_target",
-           "seconds_to_target", "rounds", "run_dir")
+           "seconds_to_target", "rounds", "run_dir", "same_as")
 AVERAGED = ("diameter", "spectral_gap", "final_acc", "best_acc", "rounds_to_target",
             "seconds_to_target")
 MEAN_COLUMNS = ("algorithm", "label", "sweep", "vary", "value", "kind", "seeds", "finished",

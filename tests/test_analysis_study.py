@@ -102,10 +102,17 @@ def test_study_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
                  "sweep_ring"):
         for suffix in (".png", ".pdf"):
             assert (out / name).with_suffix(suffix).stat().st_size > 1000
+    # the sweep's 4-node ring is the topology "ring": run once, its result reused
+    for seed in "02":
+        assert ok[("ring num_nodes=4", seed)]["same_as"] == f"dfedavg on ring (seed {seed})"
+        assert ok[("ring num_nodes=4", seed)]["run_dir"] == ok[("ring", seed)]["run_dir"]
+    assert not (out / "ring-num_nodes-4").exists() and (out / "ring-num_nodes-6").is_dir()
+    assert ("study: dfedavg on ring num_nodes=4 is the same computation as dfedavg on ring "
+            "(seeds 0, 2): the same config; run once") in printed
     # the time split: the runs' own round and evaluation seconds, the parts adding up to the wall
     spent, histories = data["time"], [
-        json.loads(line) for row in ok.values()
-        for line in (Path(row["run_dir"]) / "metrics.jsonl").read_text().splitlines()]
+        json.loads(line) for run_dir in {row["run_dir"] for row in ok.values()}
+        for line in (Path(run_dir) / "metrics.jsonl").read_text().splitlines()]
     assert spent["rounds_s"] == pytest.approx(sum(r["wall_s"] for r in histories), rel=1e-6)
     assert spent["evaluation_s"] == pytest.approx(sum(r["eval_s"] for r in histories), rel=1e-6)
     parts = spent["rounds_s"] + spent["evaluation_s"] + spent["startup_s"] + spent["writing_s"]
@@ -471,11 +478,11 @@ def test_algorithms_on_the_command_line_take_their_own_options(
     config = tmp_path / "tiny.toml"
     config.write_text(TINY)
     out = tmp_path / "two"
-    assert main(["study", str(config), "--out", str(out), "--quiet", "--topologies", "ring",
+    assert main(["study", str(config), "--out", str(out), "--quiet", "--topologies", "star",
                  "--algorithms", "dfedavgm,dfedsgpsm", "--set", "algorithm.momentum=0.7",
-                 "--seeds", "0"]) == 0
+                 "--seeds", "0"]) == 0  # on a star, not the same computation: both run
     for name in ("dfedavgm", "dfedsgpsm"):
-        run = out / name / "ring" / "seed0"
+        run = out / name / "star" / "seed0"
         assert json.loads((run / "config.json").read_text())["algorithm"]["momentum"] == 0.7
     # An algorithm that does not take the option is named, before any run.
     assert main(["study", str(config), "--out", str(tmp_path / "refused"), "--quiet",
@@ -543,26 +550,42 @@ def test_a_study_target_is_one_loss_or_one_accuracy(tmp_path: Path) -> None:
         run_study(cfg, ["complete"], tmp_path / "t", target=0.5, target_loss=1.0)
 
 
-def test_load_runs_gives_one_row_per_run_and_round_with_the_topology_measured(
+def test_load_runs_gives_one_row_per_run_and_round_with_the_study_labels(
         tmp_path: Path) -> None:
-    import analysis as A
+    """The study's labels, its measurements of an object topology, and the cells it reused."""
+    import shutil
 
-    config = tmp_path / "tiny.toml"
-    config.write_text(TINY + '[study]\nseeds = [0, 1]\nalgorithms = ["dfedavg", "sgp"]\n'
-                      'topologies = ["complete", "ring"]\n')
+    from analysis.study import run as run_study
+    from p2pfl.config import load_config
+
+    (tmp_path / "tiny.toml").write_text(TINY)
     out = tmp_path / "study"
-    assert main(["study", str(config), "--out", str(out), "--quiet"]) == 0
+    exp = "exponential:directed=false"  # on 4 nodes: the complete graph, where SGP = DFedAvg
+    run_study(load_config(tmp_path / "tiny.toml"), {exp: exp, "hub": nx.star_graph(3)}, out,
+              seeds=[0, 1], algorithms=["dfedavg", "sgp"], echo=lambda line: None)
     df = A.load_runs(out)
     assert len(df) == 2 * 2 * 2 * 2  # algorithms x topologies x seeds x rounds
-    assert list(df.columns[:8]) == ["run_dir", "algorithm", "topology", "num_nodes", "seed",
-                                    "diameter", "spectral_gap", "round"]
+    assert list(df.columns[:9]) == ["run_dir", "algorithm", "topology", "num_nodes", "seed",
+                                    "same_as", "diameter", "spectral_gap", "round"]
     assert {"test_acc", "train_loss", "algorithm.lr", "data.partition"} <= set(df.columns)
+    assert set(df["topology"]) == {exp, "hub"}  # the study's labels, not "exponential"
     study = {(r["algorithm"], r["label"], int(r["seed"])): r for r in _csv(out / "study.csv")}
     for row in df.itertuples():  # the same numbers as the study's own table and the run's file
         cell = study[(row.algorithm, row.topology, row.seed)]
-        assert row.diameter == int(cell["diameter"])
-        assert row.spectral_gap == pytest.approx(float(cell["spectral_gap"]))
+        assert row.diameter == int(cell["diameter"]) == (2 if row.topology == "hub" else 1)
+        assert row.spectral_gap == float(cell["spectral_gap"]) > 0
+        same_as = row.same_as if isinstance(row.same_as, str) else ""  # NaN: none
+        assert row.run_dir == cell["run_dir"] and same_as == cell["same_as"]
         if row.round == 2:
             assert row.test_acc == float(cell["final_acc"])
-    assert df.groupby("run_dir").size().tolist() == [2] * 8
-    assert len(A.run_records([out / "sgp"], measure=False)) == 8
+    reused = df[df["same_as"].notna()]  # SGP on the complete graph: DFedAvg's run
+    assert set(zip(reused["algorithm"], reused["topology"])) == {("sgp", exp)}
+    assert set(reused["same_as"]) == {f"dfedavg on {exp} (seed {s})" for s in (0, 1)}
+    assert df.groupby("run_dir").size().sort_values().tolist() == [2] * 4 + [4] * 2
+    assert len(A.run_records([out / "sgp"], measure=False)) == 2 * 2  # sgp on the hub only
+    alone = tmp_path / "alone"  # a run of no study: the config's names, the topology measured
+    shutil.copytree(out / "dfedavg" / "exponential-directed-false" / "seed0", alone)
+    row = A.run_records([alone])[-1]
+    assert (row["algorithm"], row["topology"], row["diameter"]) == ("dfedavg", "exponential", 1)
+    assert row["spectral_gap"] == pytest.approx(float(study[("dfedavg", exp, 0)]["spectral_gap"]))
+    assert A.run_records([alone], measure=False)[-1]["diameter"] is None

@@ -247,6 +247,53 @@ def test_data_describe_prints_sizes_and_skew_and_draws_bars(tmp_path, capsys) ->
     assert "data.min_size" in capsys.readouterr().err
 
 
+def test_partition_summary_counts_effective_classes_by_label_entropy() -> None:
+    from analysis.partition import partition_summary
+
+    counts = np.array([[10, 0, 0], [5, 5, 0], [4, 4, 4], [98, 1, 1]])
+    result = partition_summary(counts)
+    assert result["classes_per_node"] == (1 + 2 + 3 + 3) / 4  # a sample is a class held
+    h = -(0.98 * np.log(0.98) + 2 * 0.01 * np.log(0.01))  # 98 / 1 / 1: one class, in effect
+    assert result["effective_classes_per_node"] == pytest.approx((1 + 2 + 3 + np.exp(h)) / 4,
+                                                                 rel=1e-12)
+    assert np.exp(h) == pytest.approx(1.1184, abs=1e-4)
+
+
+def test_data_describe_reads_a_study_config_at_its_first_seed(tmp_path, capsys) -> None:
+    """A study config's [data] at the seed its first cells run with (--set seed=K: another);
+    a sweep over the number of nodes asks for one."""
+    from p2pfl.cli import main
+    from tests.conftest import tiny_toml
+
+    plain = tiny_toml("").replace('num_nodes = 4', 'num_nodes = 4\npartition = "label_dirichlet"'
+                                  '\nalpha = 0.1\nmin_size = 5')
+    (tmp_path / "plain.toml").write_text(plain)
+    study = tmp_path / "study.toml"
+    study.write_text(plain + '[study]\nseeds = [3, 1]\ntopologies = ["ring", "complete"]\n')
+
+    def described(*args: str) -> dict:
+        assert main(["data", "describe", *args, "--json"]) == 0
+        return json.loads(capsys.readouterr().out)
+
+    result = described(str(study))
+    assert result["seed"] == 3 and result["nodes"] == 4
+    assert result == described(str(tmp_path / "plain.toml"), "--set", "seed=3")
+    assert result != described(str(tmp_path / "plain.toml"))  # seed 0: another split
+    assert described(str(study), "--set", "seed=1") == described(
+        str(tmp_path / "plain.toml"), "--set", "seed=1")
+    assert 1 <= result["effective_classes_per_node"] <= result["classes_per_node"]
+    assert main(["data", "describe", str(study)]) == 0
+    printed = capsys.readouterr().out
+    assert printed.startswith("study: seed 3: the first of the study's seeds (3, 1)")
+    assert "effective_classes_per_node" in printed
+    study.write_text(plain + '[study]\n[[study.sweep]]\nlabel = "ring"\nvary = "num_nodes"\n'
+                     'values = [4, 5]\ntopology = "ring"\n')
+    assert main(["data", "describe", str(study)]) == 2
+    assert "varies num_nodes (4, 5): describe one with --set data.num_nodes=N" in (
+        capsys.readouterr().err)
+    assert described(str(study), "--set", "data.num_nodes=5")["nodes"] == 5
+
+
 def test_segment_permutations_even_when_a_key_rounds_into_the_next_segment() -> None:
     from p2pfl.core.federated import segment_permutations
 

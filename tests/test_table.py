@@ -154,6 +154,35 @@ def test_plot_seeds_pools_the_seed_folders_of_each_variant(tmp_path, monkeypatch
     assert "no run logged 'test_acc_x'" in capsys.readouterr().err
 
 
+def test_plot_metric_names_its_axis_and_its_curves(tmp_path, monkeypatch, capsys):
+    """--metric: a readable y label (or --ylabel's), --names renames the curves (the mechanism
+    of analysis.across); without --seeds a curve per run."""
+    drawn = {}
+
+    def bands(groups, path, title, metric, ylabel):
+        drawn.update(labels=list(groups), metric=metric, ylabel=ylabel)
+        return [path]
+
+    monkeypatch.setattr("analysis.plots.plot_seed_bands", bands)
+    runs = [_fake_run(tmp_path / name / f"seed{s}", [0.5], test_acc_personal=[0.2])
+            for name in ("fedavg", "fedfsa") for s in (0, 1)]
+    out = str(tmp_path / "f")
+    assert main(["plot", "--seeds", *map(str, runs), "--out", out, "--metric",
+                 "test_acc_personal", "--names", "fedfsa=FedFSA,fedavg=FedAvg-FT"]) == 0
+    assert drawn == {"labels": ["FedAvg-FT", "FedFSA"], "metric": "test_acc_personal",
+                     "ylabel": "personalised test accuracy, mean over clients (%)"}
+    assert main(["plot", *map(str, runs[:2]), "--out", out, "--metric", "test_acc_local_x",
+                 "--ylabel", "mine (%)", "--names", "seed1=second"]) == 2  # never logged
+    _fake_run(tmp_path / "x", [0.4], test_acc_local_x=[0.1])
+    assert main(["plot", *map(str, runs[:2]), str(tmp_path / "x"), "--out", out, "--metric",
+                 "test_acc_local_x", "--ylabel", "mine (%)", "--names", "seed1=second"]) == 0
+    assert drawn == {"labels": ["seed0", "second", "x"], "metric": "test_acc_local_x",
+                     "ylabel": "mine (%)"}  # a curve per run
+    assert main(["plot", str(runs[0]), "--out", out, "--ylabel", "y"]) == 2
+    assert main(["plot", str(runs[0]), "--out", out, "--seeds", "--names", "fedavg"]) == 2
+    assert "--names: is a comma-separated list of label=name" in capsys.readouterr().err
+
+
 def test_bad_inputs_give_one_line_errors(tmp_path, capsys):
     with pytest.raises(ConfigError, match="no run directory"):
         find_runs([tmp_path])

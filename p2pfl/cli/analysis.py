@@ -41,7 +41,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     d = sub.add_parser("data", help="what a config's partition gives each node")
     d.add_argument("action", choices=("describe",), help="describe: sizes, label skew and a "
                    "stacked bar per node of its labels")
-    d.add_argument("config", help="TOML experiment file (its [data] table)")
+    d.add_argument("config", help="TOML experiment or study file (its [data] table; a study's "
+                   "at its first seed)")
     d.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override a config field, e.g. --set data.alpha=0.1 (repeatable)")
     d.add_argument("--out", help="figure file stem (.png and .pdf; default: none drawn)")
@@ -138,28 +139,53 @@ def study(args: argparse.Namespace) -> int:
     return 0
 
 
+def _study_data(path: str, overrides: dict[str, Any]) -> tuple[Any, str]:
+    """The experiment of a config or a study config (its [study] table read), with the seed and
+    number of nodes its first cell runs with, and a line saying which where it is a study's."""
+    from analysis.study_spec import NUM_NODES, load_study
+    from p2pfl.config import ConfigError, with_overrides
+
+    cfg, spec = load_study(path, overrides)
+    for i, sweep in enumerate(spec.sweeps):
+        if sweep.vary == NUM_NODES and f"data.{NUM_NODES}" not in overrides:
+            raise ConfigError(f"study.sweep[{i}]", f"sweep {sweep.label!r} varies num_nodes "
+                              f"({', '.join(map(str, sweep.values))}): describe one with --set "
+                              "data.num_nodes=N")
+    if not spec.seeds or "seed" in overrides:
+        return cfg, ""
+    seeds = ", ".join(map(str, spec.seeds))
+    return (with_overrides(cfg, {"seed": spec.seeds[0]}),
+            f"seed {spec.seeds[0]}: the first of the study's seeds ({seeds}); --set seed=K "
+            "describes another")
+
+
 def data(args: argparse.Namespace) -> int:
     from analysis.partition import partition_summary, plot_label_bars
-    from p2pfl.config import ConfigError, load_config, parse_overrides
+    from p2pfl.config import ConfigError, parse_overrides
     from p2pfl.engine.builder import federated_data
 
-    cfg = load_config(args.config, parse_overrides(args.overrides))
+    cfg, note = _study_data(args.config, parse_overrides(args.overrides))
     varied = sorted({k for v in cfg.compare for k in v if k.startswith("data.")})
     if varied:
         raise ConfigError("compare", f"the [[compare]] variants set {', '.join(varied)}: "
                           "describe one variant's data with --set")
     d = cfg.data
     counts = federated_data(cfg).label_counts()
-    result = {"dataset": d.name, "partition": d.partition, **partition_summary(counts)}
+    result = {"dataset": d.name, "partition": d.partition, "seed": cfg.seed,
+              **partition_summary(counts)}
     if args.json:
         print(json.dumps(result | {"sizes": counts.sum(axis=1).tolist()}))
     else:
+        if note:
+            print(f"study: {note}")
         width = max(map(len, result))
         for key, value in result.items():
             print(f"{key:<{width}}  {_fmt(value)}")
     if args.out:
         title = (f"{d.name}, {d.partition}: {result['nodes']} nodes of {result['size_min']} to "
-                 f"{result['size_max']} samples")
+                 f"{result['size_max']} samples\nclasses per node: "
+                 f"{result['classes_per_node']:.1f} held, "
+                 f"{result['effective_classes_per_node']:.1f} effective (exp of label entropy)")
         for path in plot_label_bars(counts, args.out, title):
             if not args.json:
                 print(path)

@@ -63,8 +63,12 @@ def _parser() -> argparse.ArgumentParser:
                    help="x axis: the round, or the simulated time of runs with [network]")
     p.add_argument("--seeds", action="store_true", help="one curve per folder of seed<k> runs: "
                    "the mean over its seeds, a band from the lowest to the highest")
-    p.add_argument("--metric", default="test_acc", help="with --seeds: the accuracy key drawn "
-                   "(default test_acc; e.g. test_acc_personal)")
+    p.add_argument("--metric", help="draw this accuracy key alone, a curve per run (with "
+                   "--seeds: per folder; default there test_acc), e.g. test_acc_personal")
+    p.add_argument("--ylabel", help="the y axis label with --metric or --seeds (default: the "
+                   "metric's readable name)")
+    p.add_argument("--names", default="", help="curves shown under other names: a=A,b=B (a "
+                   "label as drawn without it, e.g. fedfsa=FedFSA)")
     p.add_argument("--title", default="", help="the figure's title")
     analysis_cli.add_commands(sub)
     listing.add_commands(sub)
@@ -234,39 +238,46 @@ def _plot_history(run_dir: Path, x: str) -> list[dict]:
 
 def _plot(args: argparse.Namespace) -> int:
     """One curve per run directory (a directory given twice is drawn once), labelled by the
-    fewest trailing path parts that tell the runs apart: "ring/seed0", "exponential/seed0"."""
-    from p2pfl.report.labels import distinct_labels, unique_paths
+    fewest trailing path parts that tell the runs apart (or by `--names`): "ring/seed0"."""
+    from p2pfl.report.labels import distinct_labels, parse_names, unique_paths
     from p2pfl.report.plots import plot_histories
 
     run_dirs = unique_paths(args.runs)
-    if args.seeds:
-        return _plot_seeds(run_dirs, args)
-    histories = {label: _plot_history(run_dir, args.x)
+    names = parse_names(args.names)
+    if args.seeds or args.metric is not None:
+        return _plot_seeds(run_dirs, args, names)
+    if args.ylabel is not None:
+        raise ConfigError("--ylabel", "labels the one axis of --metric or --seeds; the four "
+                          "panels name their own")
+    histories = {names.get(label, label): _plot_history(run_dir, args.x)
                  for label, run_dir in zip(distinct_labels(run_dirs), run_dirs)}
     for path in plot_histories(histories, Path(args.out), args.title, x=args.x):
         print(path)
     return 0
 
 
-def _plot_seeds(run_dirs: list[Path], args: argparse.Namespace) -> int:
-    """`p2pfl plot --seeds`: the runs grouped by the folder above their seed<k> folder (a run
-    not in one is its own group), one mean curve of `--metric` per group."""
+def _plot_seeds(run_dirs: list[Path], args: argparse.Namespace, names: dict[str, str]) -> int:
+    """`p2pfl plot --metric` / `--seeds`: one curve of `--metric` per run or, with `--seeds`, per
+    group of runs: the folder above their seed<k> folder (a run not in one is its own group),
+    the mean over its seeds."""
     from analysis.plots import plot_seed_bands
     from p2pfl.report.labels import distinct_labels
+    from p2pfl.report.plots import metric_name
 
     if args.x != "round":
-        raise ConfigError("--x", "--seeds draws against the round only")
+        raise ConfigError("--x", "--metric and --seeds draw against the round only")
+    metric = args.metric or "test_acc"
     groups: dict[Path, list[list[dict]]] = {}
     for run_dir in run_dirs:
-        seeded = re.fullmatch(r"seed\d+", run_dir.name) is not None
+        seeded = args.seeds and re.fullmatch(r"seed\d+", run_dir.name) is not None
         groups.setdefault(run_dir.parent if seeded else run_dir, []).append(
             _plot_history(run_dir, args.x))
-    if not any(args.metric in r for histories in groups.values() for h in histories for r in h):
-        raise ConfigError("--metric", f"no run logged {args.metric!r}")
-    labelled = dict(zip(distinct_labels(list(groups)), groups.values()))
-    ylabel = (f"{args.metric} (%)" if args.metric != "test_acc" else
-              "test accuracy of the average / server model (%)")
-    for path in plot_seed_bands(labelled, Path(args.out), args.title, args.metric, ylabel):
+    if not any(metric in r for histories in groups.values() for h in histories for r in h):
+        raise ConfigError("--metric", f"no run logged {metric!r}")
+    labelled = {names.get(label, label): histories
+                for label, histories in zip(distinct_labels(list(groups)), groups.values())}
+    ylabel = args.ylabel or metric_name(metric)
+    for path in plot_seed_bands(labelled, Path(args.out), args.title, metric, ylabel):
         print(path)
     return 0
 

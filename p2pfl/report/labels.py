@@ -1,11 +1,14 @@
 """Short labels that tell run directories apart: the fewest trailing path parts that differ,
-e.g. "ring/seed0" and "exponential/seed0" for runs/x/ring/seed0 and runs/x/exponential/seed0."""
+e.g. "ring/seed0" and "exponential/seed0" for runs/x/ring/seed0 and runs/x/exponential/seed0;
+and other names to show them under (`--names` of `p2pfl plot` and `python -m analysis.across`)."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+
+from p2pfl.config import ConfigError
 
 
 def unique_paths(paths: Iterable[str | Path]) -> list[Path]:
@@ -39,3 +42,13 @@ def distinct_labels(paths: Sequence[Path]) -> list[str]:
     if depth is None:
         raise ValueError("distinct_labels needs distinct paths")
     return [suffix(path, depth) for path in paths]
+
+
+def parse_names(text: str, where: str = "--names") -> dict[str, str]:
+    """'dfedavg=DFedAvg,osgp=OSGP' -> {'dfedavg': 'DFedAvg', 'osgp': 'OSGP'}: labels shown under
+    other names (a paper's, say) in a table or a figure; a label not named keeps its own.
+    ConfigError naming `where` for an item that is not label=name."""
+    pairs = [item.split("=", 1) for item in text.split(",") if item.strip()]
+    if any(len(p) != 2 or not p[0].strip() or not p[1].strip() for p in pairs):
+        raise ConfigError(where, f"is a comma-separated list of label=name, got {text!r}")
+    return {old.strip(): new.strip() for old, new in pairs}

@@ -24,6 +24,22 @@ PANELS = (  # accuracies are drawn in percent, as every figure of the project dr
     ("consensus_dist", "consensus distance"),
 )
 
+METRIC_NAMES = {  # an accuracy key of metrics.jsonl -> the axis label of a figure of it
+    "test_acc": "test accuracy of the average / server model (%)",
+    "test_acc_local_mean": "test accuracy, mean of the nodes' own models (%)",
+    "test_acc_local_min": "test accuracy, lowest of the nodes' own models (%)",
+    "test_acc_node_mean": "accuracy on each node's own test split, mean over nodes (%)",
+    "test_acc_node_worst10": "accuracy on each node's own test split, lowest tenth (%)",
+    "test_acc_node_std": "accuracy on each node's own test split, sd over nodes (%)",
+    "test_acc_personal": "personalised test accuracy, mean over clients (%)",
+    "test_acc_personal_global": "server model on the clients' personal splits (%)",
+}
+
+
+def metric_name(metric: str) -> str:
+    """The axis label of an accuracy key (drawn in percent): METRIC_NAMES, else the key."""
+    return METRIC_NAMES.get(metric, f"{metric} (%)")
+
 
 X_AXES = {"round": "round", "time": "simulated time (s)"}  # x axis -> its label
 _X_KEYS = {"round": "round", "time": "sim_time_s"}
