@@ -21,12 +21,14 @@ _HOMES = {
         "consensus_distance", "consensus_error", "contraction_rate", "gossip_consensus",
         "pushsum_consensus", "rounds_to_consensus"),
     "analysis.matrices": ("sparse_mixing",),
+    "analysis.neighbors": ("effective_neighbors", "neighborhood_heterogeneity"),
     "analysis.runs": ("load_runs", "run_records"),
     "analysis.spectral": (
         "algebraic_connectivity", "eigenvalues", "ergodicity_coefficient", "mixing_time",
         "perron_vector", "slem", "spectral_gap"),
     "analysis.summary": ("summary",),
-    "analysis.timevarying": ("per_round_rate", "product", "schedule_mixing_time"),
+    "analysis.timevarying": (
+        "exact_averaging_rounds", "per_round_rate", "product", "schedule_mixing_time"),
 }
 _HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
 

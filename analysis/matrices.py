@@ -99,3 +99,20 @@ def adjacency(G: MatrixLike) -> sp.csr_array:
         keep = (W.data > 0) & (W.row != W.col)
         n, src, dst = W.shape[0], W.col[keep], W.row[keep]
     return sp.csr_array((np.ones(len(src), dtype=np.int8), (src, dst)), shape=(n, n))
+
+
+def check_column_stochastic(W: Matrix, what: str = "W") -> None:
+    """ValueError naming the entry or column that keeps W (dense or sparse) from being
+    column-stochastic: finite, non-negative, every column summing to 1 within 1e-9."""
+    values = W.data if sp.issparse(W) else np.asarray(W)
+    if not np.isfinite(values).all():
+        raise ValueError(f"{what} has a non-finite entry")
+    if (values < 0).any():
+        dense = W.toarray() if sp.issparse(W) else values
+        j, i = np.unravel_index(int(np.argmin(dense)), dense.shape)
+        raise ValueError(f"{what} has a negative entry W[{j}, {i}] = {dense[j, i]:.6g}")
+    sums = np.asarray(W.sum(axis=0)).ravel()
+    worst = int(np.argmax(np.abs(sums - 1.0)))
+    if abs(sums[worst] - 1.0) > 1e-9:
+        raise ValueError(f"{what} is not column-stochastic: column {worst} sums to "
+                         f"{sums[worst]:.12g} (W[j, i] is the share of i's mass sent to j)")

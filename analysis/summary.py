@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 from typing import Any
 
@@ -29,6 +30,7 @@ from analysis.matrices import (
     is_symmetric,
     sparse_mixing,
 )
+from analysis.neighbors import check_gamma, effective_neighbors
 from analysis.spectral import (
     algebraic_connectivity,
     ergodicity_coefficient,
@@ -36,14 +38,23 @@ from analysis.spectral import (
     perron_vector,
     slem,
 )
-from analysis.timevarying import per_round_rate, product, round_matrix, schedule_mixing_time
+from analysis.timevarying import (
+    exact_averaging_rounds,
+    per_round_rate,
+    product,
+    round_matrix,
+    schedule_mixing_time,
+)
 
 SUMMARY_KEYS = ("kind", "n", "directed", "edges", "matrix", "period", "horizon",
                 "strongly_connected", "components", "min_B", "no_consensus", "diameter",
-                "largest_component_diameter", "slem", "per_round_rate", "spectral_gap", "lambda2",
-                "relaxation_time", "mixing_time", "mixing_eps", "ergodicity_coefficient",
+                "largest_component_diameter", "slem", "per_round_rate", "spectral_gap_per_round",
+                "spectral_gap", "slem_per_period", "spectral_gap_per_period", "lambda2",
+                "relaxation_time", "mixing_time", "mixing_eps", "exact_averaging_rounds",
+                "effective_neighbors", "effective_neighbors_gamma", "ergodicity_coefficient",
                 "n_min_perron", "algebraic_connectivity")
 APERIODIC_HORIZON = 20  # rounds examined for a schedule without a period
+GAMMA = 0.9  # default decay of the effective number of neighbours' random walk
 
 
 def _static_matrix(graph: nx.Graph, mixing: str | None) -> Matrix:
@@ -61,7 +72,7 @@ def _matrix_name(graph: nx.Graph | None, mixing: str | None) -> str:
             "doubly_stochastic": "metropolis-hastings"}[mixing]
 
 
-def _static(graph: nx.Graph | None, W: Matrix, eps: float) -> dict[str, Any]:
+def _static(graph: nx.Graph | None, W: Matrix, eps: float, gamma: float) -> dict[str, Any]:
     n = W.shape[0]
     target = graph if graph is not None else W
     reason = why_not_strongly_connected(target)
@@ -78,7 +89,7 @@ def _static(graph: nx.Graph | None, W: Matrix, eps: float) -> dict[str, Any]:
         out["largest_component_diameter"] = largest_component_diameter(target)
     rate = slem(W)
     out["slem"] = rate
-    out["spectral_gap"] = 1.0 - rate
+    out["spectral_gap_per_round"] = out["spectral_gap"] = 1.0 - rate
     if is_symmetric(W) and n <= matrices.DENSE_MAX:
         dense = W.toarray() if sp.issparse(W) else W
         out["lambda2"] = float(np.sort(np.linalg.eigvalsh(dense))[-2]) if n > 1 else 0.0
@@ -86,6 +97,8 @@ def _static(graph: nx.Graph | None, W: Matrix, eps: float) -> dict[str, Any]:
     out["per_round_rate"] = rate
     out["mixing_time"] = mixing_time(W, eps) if connected and rate < 1.0 else None
     out["ergodicity_coefficient"] = ergodicity_coefficient(W)
+    if n <= matrices.DENSE_MAX:
+        out |= _beyond_gap(W, None, gamma)
     if connected:
         out["n_min_perron"] = float(n * perron_vector(W).min())
     if graph is not None and not graph.is_directed():
@@ -103,8 +116,22 @@ def detected_period(schedule: Any, rounds: int = APERIODIC_HORIZON) -> int | Non
     return None
 
 
+def _beyond_gap(topology: ScheduleLike | Matrix, mixing: str | None, gamma: float,
+               max_rounds: int | None = None) -> dict[str, Any]:
+    """exact_averaging_rounds and effective_neighbors (at gamma), each None where it does not
+    apply (an aperiodic schedule has no steady state; a Push-Sum matrix whose graph is not
+    strongly connected has no Perron vector)."""
+    out: dict[str, Any] = {}
+    with contextlib.suppress(ValueError):
+        out["exact_averaging_rounds"] = exact_averaging_rounds(topology, max_rounds,
+                                                               mixing=mixing)
+    with contextlib.suppress(ValueError):
+        out["effective_neighbors"] = effective_neighbors(topology, gamma, mixing=mixing)
+    return out
+
+
 def _time_varying(schedule: ScheduleLike, mixing: str | None, eps: float,
-                  horizon: int | None) -> dict[str, Any]:
+                  horizon: int | None, gamma: float) -> dict[str, Any]:
     sched, length = rounds_of(schedule)
     period = sched.period
     window = horizon or period or length or APERIODIC_HORIZON
@@ -126,15 +153,20 @@ def _time_varying(schedule: ScheduleLike, mixing: str | None, eps: float,
     if sched.n <= matrices.DENSE_MAX:
         rate = per_round_rate(sched, window, mixing)
         out["per_round_rate"] = rate
-        out["spectral_gap"] = 1.0 - rate
+        out["spectral_gap_per_round"] = out["spectral_gap"] = 1.0 - rate
+        if period is not None:
+            per_period = (rate if window == period else per_round_rate(sched, period, mixing))
+            out["slem_per_period"] = per_period**period
+            out["spectral_gap_per_period"] = 1.0 - per_period**period
         out["relaxation_time"] = 1.0 / (1.0 - rate) if rate < 1.0 else math.inf
         out["mixing_time"] = schedule_mixing_time(sched, eps, mixing=mixing)
         out["ergodicity_coefficient"] = ergodicity_coefficient(product(sched, 0, window, mixing))
+        out |= _beyond_gap(schedule, mixing, gamma, None if period is not None else window)
     return out
 
 
 def summary(topology: ScheduleLike | Matrix, *, mixing: str | None = None, eps: float = 1e-3,
-            horizon: int | None = None) -> dict[str, Any]:
+            horizon: int | None = None, gamma: float = GAMMA) -> dict[str, Any]:
     """Spectral and connectivity metrics of a graph, a matrix or a schedule, as a flat dict.
 
     Parameters
@@ -144,6 +176,7 @@ def summary(topology: ScheduleLike | Matrix, *, mixing: str | None = None, eps: 
         "column_stochastic" or "doubly_stochastic" (what an algorithm uses).
     eps : accuracy of the mixing time.
     horizon : rounds of a time-varying schedule to examine (default: its period, else 20).
+    gamma : decay of the random walk of the effective number of neighbours, in [0, 1).
 
     Returns
     -------
@@ -158,17 +191,27 @@ def summary(topology: ScheduleLike | Matrix, *, mixing: str | None = None, eps: 
     (math.inf if not strongly connected, with largest_component_diameter; time-varying: the
     largest diameter of a union over an aligned min_B-window), slem (static), per_round_rate
     (static: the slem; time-varying: the slem of the product over the horizon, to the power 1 /
-    horizon), spectral_gap (1 - per_round_rate), lambda2 (symmetric W), relaxation_time,
-    mixing_time (the rounds to accuracy mixing_eps), mixing_eps, ergodicity_coefficient (of W;
-    time-varying: of the product over the horizon), n_min_perron (n * min_i pi_i, the limit of
-    the smallest Push-Sum weight; static), algebraic_connectivity (undirected static).
+    horizon: a geometric mean per round), spectral_gap_per_round (1 - per_round_rate),
+    spectral_gap (the same number, the name the topology study reads), slem_per_period and
+    spectral_gap_per_period (of the product of one period; periodic time-varying only: the
+    one-peer exponential graph of 16 nodes has both gaps 1, as the complete graph, yet takes
+    exact_averaging_rounds = 4 to get there, not 1), lambda2 (symmetric W), relaxation_time
+    (1 / spectral_gap_per_round), mixing_time (the rounds to accuracy mixing_eps), mixing_eps,
+    exact_averaging_rounds (`exact_averaging_rounds`: None if never; an aperiodic schedule is
+    examined over the horizon), effective_neighbors (`effective_neighbors` at
+    effective_neighbors_gamma, mean over the nodes, read after a whole period; None for an
+    aperiodic schedule), ergodicity_coefficient (of W; time-varying: of the product over the
+    horizon), n_min_perron (n * min_i pi_i, the limit of the smallest Push-Sum weight; static),
+    algebraic_connectivity (undirected static). The neighbourhood heterogeneity needs the data's
+    class proportions: `neighborhood_heterogeneity(W, proportions)`.
     """
+    check_gamma(gamma)
     if isinstance(topology, np.ndarray) or sp.issparse(topology):
         W = as_matrix(topology)
         out: dict[str, Any] = {"kind": "static", "n": W.shape[0], "directed": not is_symmetric(W),
                                "edges": int(adjacency(W).nnz), "matrix": "given"}
-        out.update(_static(None, W, eps))
-        return _keyed(out, eps)
+        out.update(_static(None, W, eps, gamma))
+        return _keyed(out, eps, gamma)
     sched, length = rounds_of(topology)
     if sched.period is None and length is None:
         period = detected_period(sched)
@@ -180,13 +223,15 @@ def summary(topology: ScheduleLike | Matrix, *, mixing: str | None = None, eps: 
     head: dict[str, Any] = {"n": sched.n, "directed": directed}
     if sched.period == 1 or length == 1:
         out = {"kind": "static", **head, "edges": edges, "matrix": _matrix_name(graph, mixing)}
-        out.update(_static(graph, _static_matrix(graph, mixing), eps))
-        return _keyed(out, eps)
+        out.update(_static(graph, _static_matrix(graph, mixing), eps, gamma))
+        return _keyed(out, eps, gamma)
     out = {"kind": "time-varying", **head, "edges": edges, "matrix": _matrix_name(graph, mixing)}
-    out.update(_time_varying(sched if length is None else topology, mixing, eps, horizon))
-    return _keyed(out, eps)
+    out.update(_time_varying(sched if length is None else topology, mixing, eps, horizon,
+                              gamma))
+    return _keyed(out, eps, gamma)
 
 
-def _keyed(out: dict[str, Any], eps: float) -> dict[str, Any]:
+def _keyed(out: dict[str, Any], eps: float, gamma: float) -> dict[str, Any]:
     """`out` with every key of SUMMARY_KEYS, in order (None where a metric does not apply)."""
-    return {k: out.get(k) for k in SUMMARY_KEYS} | {"mixing_eps": eps}
+    return ({k: out.get(k) for k in SUMMARY_KEYS}
+            | {"mixing_eps": eps, "effective_neighbors_gamma": gamma})

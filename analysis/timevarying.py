@@ -1,4 +1,5 @@
-"""Mixing over time-varying schedules: products of round matrices, per-round rate, mixing time.
+"""Mixing over time-varying schedules: products of round matrices, per-round rate, mixing time,
+exact averaging.
 
 Round t uses W(t) = mixing(schedule.at(t)); the product of rounds t0..t1-1 is
 ``W(t1-1) ... W(t0)``. Dense, for n <= DENSE_MAX.
@@ -8,12 +9,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 
 import networkx as nx
 import numpy as np
+import scipy.sparse as sp
 
+from analysis import matrices
 from analysis.connectivity import ScheduleLike, is_strongly_connected, rounds_of, union_graph
-from analysis.matrices import as_matrix
+from analysis.matrices import Matrix, as_matrix, check_column_stochastic
 from topologies.mixing import column_stochastic, doubly_stochastic
 
 ROUNDING = 1e-12  # one round shrinking the product's sum-zero part this much: exact averaging
@@ -122,3 +126,164 @@ def _columns_agree(P: np.ndarray, eps: float) -> bool:
     """||P||_2 <= eps for P [n, n] (Frobenius first: it bounds the 2-norm from above)."""
     frob = np.linalg.norm(P, "fro")
     return bool(frob <= eps or (frob <= eps * np.sqrt(P.shape[0]) and np.linalg.norm(P, 2) <= eps))
+
+
+@dataclass
+class MatrixRounds:
+    """The dense round matrices of a topology, from `round_matrices`: ``at(t)`` is W(t) [n, n].
+
+    period: 1 for a matrix or a graph, the schedule's period, or None (an aperiodic schedule, a
+    trace); length: the rounds a trace holds, else None.
+    """
+
+    n: int
+    period: int | None
+    length: int | None
+    matrix: Callable[[int], np.ndarray]
+    cache: dict[int, np.ndarray] = field(default_factory=dict)
+
+    def at(self, t: int) -> np.ndarray:
+        """W(t), [n, n] float64 (kept per phase of a periodic topology)."""
+        if self.period is None:
+            return self.matrix(t)
+        phase = t % self.period
+        if phase not in self.cache:
+            self.cache[phase] = self.matrix(phase)
+        return self.cache[phase]
+
+
+def round_matrices(topology: ScheduleLike | Matrix, mixing: str | None = None) -> MatrixRounds:
+    """The rounds of a matrix, graph, schedule or trace as dense column-stochastic matrices.
+
+    A matrix (dense or sparse) is static and used as given, like a matrix in a trace; a graph or
+    a schedule's round goes through `round_matrix` (`mixing`). ValueError for more than
+    DENSE_MAX nodes, for `mixing` with a matrix, and for a given matrix that is not
+    column-stochastic (non-negative, columns summing to 1 within 1e-9).
+    """
+    if _is_matrix(topology):
+        if mixing is not None:
+            raise ValueError("mixing applies to graphs; a matrix is used as given")
+        W = _dense_stochastic(topology, "W")
+        return MatrixRounds(W.shape[0], 1, None, lambda t: W)
+    if isinstance(topology, (list, tuple)):
+        if not topology:
+            raise ValueError("a trace needs at least one graph or matrix")
+        items = [_dense_stochastic(x, f"round {k}") if _is_matrix(x) else round_matrix(x, mixing)
+                 for k, x in enumerate(topology)]
+        sizes = {W.shape[0] for W in items}
+        if len(sizes) > 1:
+            raise ValueError(f"the rounds of a trace must have one size, got {sorted(sizes)}")
+
+        def item(t: int) -> np.ndarray:
+            if not 0 <= t < len(items):
+                raise ValueError(f"the trace has {len(items)} rounds; round {t} is outside it")
+            return items[t]
+
+        return MatrixRounds(items[0].shape[0], None, len(items), item)
+    sched, _ = rounds_of(topology)
+    _check_dense(sched.n)
+    return MatrixRounds(sched.n, sched.period, None, lambda t: round_matrix(sched.at(t), mixing))
+
+
+def _is_matrix(obj: object) -> bool:
+    return sp.issparse(obj) or (isinstance(obj, np.ndarray) and obj.ndim == 2)
+
+
+def _check_dense(n: int) -> None:
+    if n > matrices.DENSE_MAX:
+        raise ValueError(f"this metric is dense (n x n matrices): n = {n} is above "
+                         f"DENSE_MAX = {matrices.DENSE_MAX}")
+
+
+def _dense_stochastic(W: Matrix, what: str) -> np.ndarray:
+    """W as a dense float64 [n, n] array, checked column-stochastic."""
+    W = as_matrix(W)
+    _check_dense(W.shape[0])
+    W = np.asarray(W.toarray() if sp.issparse(W) else W)
+    check_column_stochastic(W, what)
+    return W
+
+
+def exact_averaging_rounds(schedule: ScheduleLike | Matrix, max_rounds: int | None = None,
+                           tol: float = 1e-10, *, mixing: str | None = None) -> int | None:
+    """First t >= 0 after which rounds 0..t-1 have averaged exactly, or None.
+
+    Exact averaging: the product ``P = W(t-1) ... W(0)`` sends every x(0) to its average at
+    every node. For doubly-stochastic rounds that is ``P = J = 11^T / n``; for column-stochastic
+    ones (Push-Sum) it is ``P = v 1^T`` with v > 0, every column equal, so that
+    ``z_i = x_i / w_i`` is the average at every node while the numerators and weights are
+    ``v_i sum(x)`` and ``n v_i`` (v = 1/n only when P is doubly stochastic).
+
+    Parameters
+    ----------
+    schedule : matrix, graph (static), schedule or trace (see `round_matrices`).
+    max_rounds : rounds to examine. Default: until the answer is certain for a static or
+        periodic schedule (at most (n - 1) periods, see Notes), the length of a trace;
+        required for an aperiodic schedule (ValueError without it).
+    tol : a round that shrinks the product's deviation ``||P (I - J)||_F`` by this factor or
+        more makes it exact; singular values below tol times the largest count as zero.
+    mixing : the round matrix of a graph (see `round_matrix`).
+
+    Returns
+    -------
+    int or None : 0 for n = 1; 1 for the complete graph; log2(n) for the one-peer exponential
+        graph with n a power of 2; None if the rounds never average exactly (a ring) or not
+        within max_rounds.
+
+    Notes
+    -----
+    The deviation D(t) = P (I - J) is propagated round by round, rescaled to unit norm (as
+    `per_round_rate` does), so that a product that shrinks fast but never exactly (a small
+    slem) is not mistaken for exact averaging. For a static or periodic schedule,
+    ``D(kp) = B^k`` with ``B = Phi (I - J)`` (Phi the product of one period p: ``J Phi = J``),
+    so exact averaging happens iff B is nilpotent, by (n - 1) periods at the latest; the rank
+    of B^k then falls every period, and a period that leaves it unchanged proves it never
+    will: None.
+    """
+    if max_rounds is not None and (isinstance(max_rounds, bool) or not isinstance(max_rounds, int)
+                                   or max_rounds < 0):
+        raise ValueError(f"max_rounds must be an integer >= 0 or None, got {max_rounds!r}")
+    if not 0 < tol < 1:
+        raise ValueError(f"tol must be in (0, 1), got {tol}")
+    rounds = round_matrices(schedule, mixing)
+    n, period = rounds.n, rounds.period
+    limits = [x for x in (max_rounds, rounds.length) if x is not None]
+    limit = min(limits) if limits else None
+    if limit is None and period is None:
+        raise ValueError("the schedule has no period: give max_rounds")
+    if n == 1:
+        return 0
+    D = (np.eye(n) - 1.0 / n) / math.sqrt(n - 1.0)
+    rank, t = n - 1, 0
+    while limit is None or t < limit:
+        D = rounds.at(t) @ D
+        t += 1
+        D -= D.mean(axis=0)
+        size = float(np.linalg.norm(D))
+        if size <= tol:
+            return _first_positive(rounds, t, limit)
+        D /= size
+        if period is not None and t % period == 0:
+            singular = np.linalg.svd(D, compute_uv=False)
+            now = int((singular > tol * singular[0]).sum())
+            if now >= rank:
+                return None
+            rank = now
+    return None
+
+
+def _first_positive(rounds: MatrixRounds, t: int, limit: int | None) -> int | None:
+    """First t' >= t whose product W(t'-1) ... W(0) (with equal columns v from round t on) has
+    v > 0: a node whose v_i is 0 holds no Push-Sum weight. Only a round matrix with a zero on
+    its diagonal can leave one (otherwise P[i, i] > 0). None past `limit`, or after n more
+    periods."""
+    P = np.eye(rounds.n)
+    for s in range(t):
+        P = rounds.at(s) @ P
+    stop = limit if limit is not None else t + rounds.n * (rounds.period or 1)
+    while P.min() <= 0.0:
+        if t >= stop:
+            return None
+        P = rounds.at(t) @ P
+        t += 1
+    return t

@@ -9,7 +9,11 @@ from typing import Any
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
-    a = sub.add_parser("analyze", help="spectral and connectivity summary of a topology")
+    a = sub.add_parser("analyze", help="spectral and connectivity summary of a topology",
+                       description="Spectral, connectivity and beyond-the-gap metrics of a "
+                       "topology (analysis.summary). The neighbourhood heterogeneity needs the "
+                       "data's class proportions: analysis.neighborhood_heterogeneity(W, "
+                       "proportions) in Python.")
     a.add_argument("topology", help="topology name (see topologies.TOPOLOGIES)")
     a.add_argument("--n", type=int, default=16, help="number of nodes (default 16)")
     a.add_argument("--set", dest="params", action="append", default=[], metavar="KEY=VALUE",
@@ -19,6 +23,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                    default="natural", help="round matrix (natural: MH if undirected, push rule "
                    "if directed)")
     a.add_argument("--eps", type=float, default=1e-3, help="accuracy of the mixing time")
+    a.add_argument("--gamma", type=float, help="decay of the random walk of the effective "
+                   "number of neighbours, in [0, 1) (default 0.9; reported as "
+                   "effective_neighbors_gamma)")
     a.add_argument("--json", action="store_true", help="print one JSON object")
     s = sub.add_parser("study", help="one run per algorithm, topology, sweep value and seed, "
                        "then convergence vs diameter and spectral gap")
@@ -80,8 +87,11 @@ def analyze(args: argparse.Namespace) -> int:
     except ValueError as err:
         raise ConfigError("topology", str(err)) from None
     mixing = None if args.mixing == "natural" else args.mixing
+    gamma = {} if args.gamma is None else {"gamma": args.gamma}
+    if args.gamma is not None and not 0 <= args.gamma < 1:
+        raise ConfigError("--gamma", f"must be in [0, 1), got {args.gamma}")
     try:
-        result = summary(schedule, mixing=mixing, eps=args.eps, horizon=horizon)
+        result = summary(schedule, mixing=mixing, eps=args.eps, horizon=horizon, **gamma)
     except ValueError as err:
         raise ConfigError("--mixing" if mixing else "topology", str(err)) from None
     result = {"topology": args.topology, **{k: v for k, v in params.items()}, **result}
