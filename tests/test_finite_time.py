@@ -248,3 +248,30 @@ def test_epidemic_oracle_spreads_over_all_pairs_and_local_does_not_fix_in_degree
     local = T.random_out(n, s, seed=0)  # EL-Local
     in_degrees = {d for t in range(20) for _, d in local.at(t).in_degree()}
     assert len(in_degrees) > 1
+
+
+# ---------------------------------------------------------------- through the engine
+
+
+def test_engine_gossip_on_a_base_graph_reaches_the_exact_average() -> None:
+    """DFedAvg rounds on base_graph(6) as a topology object: after one period every node holds
+    the average of the nodes' parameters (lr 1e-300: the local steps change nothing in float64,
+    so the rounds are pure gossip); on a ring the same rounds leave the nodes apart."""
+    import torch
+
+    from p2pfl.engine import build
+    from p2pfl.objects import resolve
+    from tests.conftest import play, small_config
+
+    cfg = small_config(algorithm__lr=1e-300, rounds=8)
+    for topology, exact in ((T.base_graph(6, 1), True), (T.ring(6), False)):
+        resolved, parts = resolve(cfg, None, False, topology)
+        ctx, algorithm = build(resolved, None, parts)
+        generator = torch.Generator().manual_seed(0)
+        for value in ctx.population.params.values():
+            value.copy_(torch.randn(value.shape, generator=generator, dtype=value.dtype))
+        mean = {k: v.mean(0, keepdim=True).clone() for k, v in ctx.population.params.items()}
+        for t in range(4):  # one period of base_graph(6, 1)
+            play(algorithm, ctx, t, ctx.schedule.at(t))
+        gap = max(float((v - mean[k]).abs().max()) for k, v in ctx.population.params.items())
+        assert (gap < 1e-12) == exact, (topology, gap)
