@@ -8,13 +8,18 @@ Static graphs (nodes 0..n-1; nx.Graph if undirected, nx.DiGraph if directed; no 
     complete(n), star(n), exponential(n, base=2, directed=True),
     erdos_renyi(n, p, seed=None, directed=False), random_regular(n, d, seed=None),
     watts_strogatz(n, k, p, seed=None, connected=True), barabasi_albert(n, m, seed=None),
-    random_out_graph(n, k, seed=None), from_adjacency(A, directed=None, weighted=False),
+    random_out_graph(n, k, seed=None), random_regular_digraph(n, d, seed=None),
+    equi_static(n, m=None, directed=True, seed=None) (weighted), from_adjacency(A, directed=None,
+    weighted=False),
     from_edges(edges, n, directed=True), from_networkx(G, ordering="sorted")
 Schedules (``at(t)``, ``n``, ``period``, ``directed``, ``needs_losses``):
     static(G), cycle([G0, G1, ...]), one_peer_exponential(n),
     random_out(n, k, seed=None, selection="random", temperature=1.0),
-    random_regular_schedule(n, d, seed=None), union_window(schedule, B), from_function(fn),
-    as_schedule(graph | graphs | matrix | matrices | callable | Schedule)
+    random_regular_schedule(n, d, seed=None), epidemic_oracle(n, s, seed=None),
+    equi_dyn(n, directed=True, eta=0.5, m=None, seed=None), union_window(schedule, B),
+    from_function(fn), as_schedule(graph | graphs | matrix | matrices | callable | Schedule)
+Finite-time averaging (weighted undirected rounds; one period multiplies to J = 11^T / n):
+    base_graph(n, k=1), simple_base_graph(n, k=1), hyper_hypercube(n, k=1)
 Mixing (W[j, i] = share of i's mass sent to j; dense, or scipy CSR with sparse=True):
     column_stochastic(G, faults=None, *, fault_rule="keep", sparse=False),
     row_stochastic(G, faults=None, *, fault_rule="keep", sparse=False),
@@ -46,7 +51,9 @@ from topologies.builders import (
 from topologies.by_name import build_schedule, named
 from topologies.connectivity import is_strongly_connected, union_graph
 from topologies.convert import from_adjacency, from_edges, from_networkx
+from topologies.equitopo import EquiDyn, equi_dyn, equi_static
 from topologies.faults import Faults, sample_faults
+from topologies.finite_time import base_graph, hyper_hypercube, simple_base_graph
 from topologies.from_objects import FunctionSchedule, as_schedule, from_function
 from topologies.mixing import (
     DOUBLY_STOCHASTIC_METHODS,
@@ -64,17 +71,20 @@ from topologies.random_graphs import (
     erdos_renyi,
     random_out_graph,
     random_regular,
+    random_regular_digraph,
     watts_strogatz,
 )
 from topologies.registry import REGISTRY, NamedTopology, register
 from topologies.schedules import (
     Cycle,
+    EpidemicOracle,
     OnePeerExponential,
     RandomOut,
     RandomRegularSchedule,
     Schedule,
     StaticSchedule,
     cycle,
+    epidemic_oracle,
     one_peer_exponential,
     random_out,
     random_regular_schedule,
@@ -94,12 +104,16 @@ __all__ = [
     # static graphs (builders, random graphs, user graphs)
     "ring", "directed_ring", "line", "grid", "torus", "hypercube", "complete", "star",
     "exponential", "erdos_renyi", "random_regular", "watts_strogatz", "barabasi_albert",
-    "random_out_graph", "from_adjacency", "from_edges", "from_networkx",
+    "random_out_graph", "random_regular_digraph", "equi_static", "from_adjacency", "from_edges",
+    "from_networkx",
     # schedules
     "Schedule", "FunctionSchedule", "from_function", "as_schedule", "static", "cycle",
     "one_peer_exponential", "random_out",
     "random_regular_schedule", "union_window", "StaticSchedule", "Cycle", "OnePeerExponential",
-    "RandomOut", "RandomRegularSchedule", "UnionWindow",
+    "RandomOut", "RandomRegularSchedule", "UnionWindow", "epidemic_oracle", "EpidemicOracle",
+    "equi_dyn", "EquiDyn",
+    # finite-time averaging
+    "base_graph", "simple_base_graph", "hyper_hypercube",
     # mixing matrices and their checks
     "column_stochastic", "row_stochastic", "doubly_stochastic", "DOUBLY_STOCHASTIC_METHODS",
     "FAULT_RULES", "is_column_stochastic", "is_doubly_stochastic", "check_column_stochastic",

@@ -16,7 +16,13 @@ import numpy as np
 
 from topologies._common import ParameterError, check_int, check_nodes, check_out_degree
 from topologies.builders import _circulant
-from topologies.random_graphs import Seed, check_regular, out_digraph, random_regular
+from topologies.random_graphs import (
+    Seed,
+    check_regular,
+    out_digraph,
+    random_regular,
+    random_regular_digraph,
+)
 from topologies.registry import register
 from topologies.selection import Selector, check_targets, get_selector
 
@@ -123,6 +129,21 @@ class RandomRegularSchedule:
         return random_regular(self.n, self.d, seed=_round_rng(self.seed, t))
 
 
+@dataclass(frozen=True)
+class EpidemicOracle:
+    """Round t: a fresh random s-regular digraph drawn from (seed, t)."""
+
+    n: int
+    s: int
+    seed: int
+    period: None = None
+    directed: bool = True
+    needs_losses: ClassVar[bool] = False
+
+    def at(self, t: int) -> nx.DiGraph:
+        return random_regular_digraph(self.n, self.s, seed=_round_rng(self.seed, t))
+
+
 def static(G: nx.Graph) -> StaticSchedule:
     """A schedule of period 1 whose ``at(t)`` returns G itself (nodes 0..n-1, no self-loops).
 
@@ -185,7 +206,8 @@ def one_peer_exponential(n: int) -> OnePeerExponential:
 @register(renamed={"out_degree": "k"})
 def random_out(n: int, k: int = 10, seed: Seed = None, selection: str | Selector = "random",
                temperature: float = 1.0) -> RandomOut:
-    """Fresh k out-neighbours per node every round (DFedSGPSM's column-random topology, k = 10).
+    """Fresh k out-neighbours per node every round (DFedSGPSM's column-random topology, k = 10;
+    with selection="random" the EL-Local topology of Epidemic Learning, de Vos et al. 2023).
 
     Parameters
     ----------
@@ -235,3 +257,35 @@ def random_regular_schedule(n: int, d: int = 4, seed: Seed = None) -> RandomRegu
     """
     n, d = check_regular(n, d)
     return RandomRegularSchedule(n, d, _schedule_seed(seed))
+
+
+def epidemic_oracle(n: int, s: int, seed: Seed = None) -> EpidemicOracle:
+    """EL-Oracle of Epidemic Learning (de Vos et al., NeurIPS 2023): every round each node
+    sends to s others and receives from s others, a fresh random s-regular digraph.
+
+    EL-Local, where each node picks its s targets on its own (in-degrees random), is
+    ``random_out(n, s, seed)``. In both, a node averages its model with those it receives:
+    ``row_stochastic(S.at(t))``, weight 1 / (d_in + 1) (here 1 / (s + 1), and the matrix is
+    doubly stochastic). The authors' simulator draws an undirected s-regular graph per round
+    instead, a symmetric special case: ``random_regular_schedule(n, s, seed)``.
+
+    Parameters
+    ----------
+    n : number of nodes, at least 2.
+    s : in- and out-degree of every node and round, 1 <= s <= n - 1.
+    seed : int >= 0, or a numpy Generator or None (fresh entropy) that draws an int seed once.
+
+    Returns
+    -------
+    EpidemicOracle, aperiodic, directed; round t is ``random_regular_digraph(n, s)`` seeded by
+    (seed, t).
+
+    Examples
+    --------
+    >>> G = epidemic_oracle(12, 3, seed=0).at(4)
+    >>> sorted({d for _, d in G.in_degree()} | {d for _, d in G.out_degree()})
+    [3]
+    """
+    n = check_int(n, "n", 2)
+    s = check_out_degree(s, n, "s")
+    return EpidemicOracle(n, s, _schedule_seed(seed))
