@@ -747,6 +747,7 @@ def _params(name: str) -> tuple[int, dict]:
         "watts_strogatz": (8, {"k": 4}),
         "random_out_graph": (8, {"k": 4}),
         "random_out": (8, {"k": 3}),
+        "epidemic_oracle": (8, {"s": 3}),
     }.get(name, (8, {}))
 
 

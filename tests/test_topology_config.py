@@ -20,6 +20,8 @@ SMOKE = {  # name -> (num_nodes, extra [topology] fields) giving a connected ins
     "random_out_graph": (6, {"k": 4}),
     "random_out": (6, {"k": 3, "selection": "loss_based"}),
     "one_peer_exponential": (8, {"window": 2}),
+    "hyper_hypercube": (8, {}),
+    "epidemic_oracle": (6, {"s": 2}),
 }
 
 
@@ -32,9 +34,10 @@ def test_every_topology_runs_one_round(name: str, tmp_path) -> None:
     if name == "from_edges":
         (tmp_path / "e.txt").write_text("".join(f"{i} {(i + 1) % n}\n" for i in range(n)))
         fields = {"path": str(tmp_path / "e.txt")}
-    directed = T.build_schedule(name, n, **fields).directed
-    cfg = small_config(rounds=1, data__num_nodes=n, topology__name=name,
-                       algorithm__name="sgp" if directed else "dfedavg",
+    schedule = T.build_schedule(name, n, **fields)
+    rounds = min(schedule.period or 20, 20)  # a time-varying one is connected over its rounds
+    cfg = small_config(rounds=rounds, data__num_nodes=n, topology__name=name,
+                       algorithm__name="sgp" if schedule.directed else "dfedavg",
                        algorithm__local_steps=1, data__synthetic_train=200,
                        data__synthetic_test=50,
                        **{f"topology__{k}": v for k, v in fields.items()})

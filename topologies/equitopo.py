@@ -26,6 +26,7 @@ import numpy as np
 
 from topologies._common import ParameterError, check_int
 from topologies.random_graphs import Seed
+from topologies.registry import register
 from topologies.schedules import _round_rng, _schedule_seed
 
 
@@ -70,6 +71,7 @@ def _circulant_weights(n: int, offsets: np.ndarray, share: float,
     return G
 
 
+@register
 def equi_static(n: int, m: int | None = None, directed: bool = True,
                 seed: Seed = None) -> nx.Graph | nx.DiGraph:
     """D-EquiStatic / U-EquiStatic (Song et al. 2022): a static weighted circulant graph.
@@ -137,6 +139,7 @@ class EquiDyn:
         return G
 
 
+@register
 def equi_dyn(n: int, directed: bool = True, eta: float = 0.5, m: int | None = None,
              seed: Seed = None) -> EquiDyn:
     """OD-EquiDyn / OU-EquiDyn (Song et al. 2022): one peer per node and round.

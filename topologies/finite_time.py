@@ -23,6 +23,7 @@ from itertools import combinations
 import networkx as nx
 
 from topologies._common import ParameterError, check_int
+from topologies.registry import register
 from topologies.schedules import Cycle, cycle
 
 Edges = list[tuple[int, int, float]]  # one round: undirected edges (i, j, weight)
@@ -145,6 +146,7 @@ def _check(n: int, k: int) -> tuple[int, int]:
     return check_int(n, "n", 1), check_int(k, "k", 1)
 
 
+@register
 def hyper_hypercube(n: int, k: int = 1) -> Cycle:
     """k-peer hyper-hypercube graph (Takezawa et al. 2023): exact averaging in one round per
     factor of n.
@@ -172,6 +174,7 @@ def hyper_hypercube(n: int, k: int = 1) -> Cycle:
     return _graphs(n, _cube(list(range(n)), k))
 
 
+@register
 def simple_base_graph(n: int, k: int = 1) -> Cycle:
     """Simple Base-(k+1) graph (Takezawa et al. 2023): exact averaging for any n.
 
@@ -196,6 +199,7 @@ def simple_base_graph(n: int, k: int = 1) -> Cycle:
     return _graphs(n, _simple(list(range(n)), k))
 
 
+@register
 def base_graph(n: int, k: int = 1) -> Cycle:
     """Base-(k+1) graph (Takezawa et al. 2023): exact averaging for any n, at most k
     neighbours per node and round, at most 2 log_{k+1}(n) + 2 rounds.

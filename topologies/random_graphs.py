@@ -129,7 +129,8 @@ def random_regular(n: int, d: int = 4, seed: Seed = None) -> nx.Graph:
     return _simple(nx.random_regular_graph(d, n, seed=seed))
 
 
-def random_regular_digraph(n: int, d: int, seed: Seed = None) -> nx.DiGraph:
+@register
+def random_regular_digraph(n: int, d: int = 4, seed: Seed = None) -> nx.DiGraph:
     """Random d-regular digraph: every node sends to d others and receives from d others.
 
     The circulant i -> i + 1, ..., i + d under a uniformly random relabelling of the nodes,

@@ -5,8 +5,8 @@
 
 The builder's signature is the topology's options and its docstring its help: every parameter
 but the run's facts (`RUN_FACTS`: the node count `n`, the run's `seed`, the partition's
-`class_counts`), with its annotated type and default, is an option; the first docstring line is
-the topology's summary and the Parameters section the options' help. Configs, the command
+`class_counts`), with its annotated type and default, is an option; the docstring's first
+paragraph is the topology's summary and its Parameters section the options' help. Configs, the command
 line's listing and `build_schedule` (topologies/by_name.py) read only this table.
 """
 
@@ -98,7 +98,8 @@ def describe_builder(fn: Callable[..., Any], name: str,
     for old, new in (renamed or {}).items():
         if new not in options:
             raise ValueError(f"topology {name!r}: renamed key {old!r} names no option {new!r}")
-    summary = next(iter((fn.__doc__ or name).strip().splitlines()), name)
+    paragraph = inspect.cleandoc(fn.__doc__ or name).split("\n\n", 1)[0]
+    summary = " ".join(paragraph.split())
     return NamedTopology(name, fn, options, tuple(facts), summary, dict(renamed or {}))
 
 

@@ -259,6 +259,7 @@ def random_regular_schedule(n: int, d: int = 4, seed: Seed = None) -> RandomRegu
     return RandomRegularSchedule(n, d, _schedule_seed(seed))
 
 
+@register
 def epidemic_oracle(n: int, s: int, seed: Seed = None) -> EpidemicOracle:
     """EL-Oracle of Epidemic Learning (de Vos et al., NeurIPS 2023): every round each node
     sends to s others and receives from s others, a fresh random s-regular digraph.
