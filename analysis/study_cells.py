@@ -150,9 +150,8 @@ def run_cells(cells: list[Planned], bar: Progress, echo: Callable[[str], None]
                ) -> list[tuple[dict[str, Any], History | None]]:
     """Rows and histories of `cells`, their runs stacked (p2pfl.engine.stacked) when there are
     several to run; a run's error other than a divergence is raised after all have ended."""
-    from p2pfl.engine import DivergenceError
+    from p2pfl.engine import DivergenceError, run_stacked
     from p2pfl.engine import run as run_experiment
-    from p2pfl.engine.stacked import run_stacked
 
     started = [_start(cell, bar) for cell in cells]
     jobs = [job for _, job in started if job is not None]

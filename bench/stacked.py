@@ -17,8 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from p2pfl.config import Config, config_from_dict
-from p2pfl.engine import run
-from p2pfl.engine.stacked import run_stacked
+from p2pfl.engine import run, run_stacked
 
 STACKED = "stacked-seeds"  # the workload's name for --only
 SEEDS = 8

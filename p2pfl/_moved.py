@@ -28,7 +28,7 @@ MOVED: dict[str, tuple[str, ...]] = {
     "p2pfl.distributed": ("p2pfl.scale.distributed", "p2pfl.scale.processes"),
     "p2pfl.network": ("p2pfl.scale.network",),
     "p2pfl.launch": ("p2pfl.scale.launch",),
-    "p2pfl.entry": ("p2pfl.cli.entry", "p2pfl.scale.launch"),
+    "p2pfl.entry": ("p2pfl.cli.entry", "p2pfl.cli.starting", "p2pfl.scale.launch"),
     "p2pfl.results": ("p2pfl.report.results",),
     "p2pfl.table": ("p2pfl.report.table",),
     "p2pfl.figures": ("p2pfl.report.figures",),

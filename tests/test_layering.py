@@ -1,5 +1,5 @@
-"""The house's layering, read from the import graph: a package never imports one above it, and
-the packages' graph has no cycle. `python -m tests.test_layering` prints the diagram that
+"""The house's layering, read from the import graph: a package never imports one above it, the
+packages' graph has no cycle, and neither has the modules' graph (lazy imports included). `python -m tests.test_layering` prints the diagram that
 docs/architecture.md shows (the test checks that the two agree)."""
 
 from __future__ import annotations
@@ -8,7 +8,10 @@ import ast
 import re
 import sys
 from collections import defaultdict
+from collections.abc import Iterable
 from pathlib import Path
+
+import networkx as nx
 
 ROOT = Path(__file__).resolve().parents[1]
 # Bottom to top; a module belongs to the unit with the longest matching prefix.
@@ -83,6 +86,57 @@ def import_edges() -> dict[tuple[str, str], list[str]]:
     return edges
 
 
+def _modules() -> dict[str, Path]:
+    """Every library module by dotted name (a package by its own name) -> its file."""
+    found = {}
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            found[".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(
+                ".__init__")] = path
+    return found
+
+
+def module_edges() -> dict[tuple[str, str], int]:
+    """(module, module it imports) -> the line of the first such import, for every import that
+    runs (function bodies included). `from package import submodule` imports the submodule;
+    `from module import name` the module."""
+    modules = _modules()
+    edges: dict[tuple[str, str], int] = {}
+    for module, path in modules.items():
+        tree = ast.parse(path.read_text())
+        for name, line in _runtime_imports(tree):
+            if name.split(".")[0] not in PACKAGES:
+                continue
+            parts = name.split(".")
+            target = next((".".join(parts[:end]) for end in range(len(parts), 0, -1)
+                           if ".".join(parts[:end]) in modules), None)
+            if target is not None and target != module:
+                edges.setdefault((module, target), line)
+    # `from p2pfl.engine import run` also lists p2pfl.engine.run: a name, not a module, dropped
+    # above; `from topologies import builders` lists both the package and the submodule: the
+    # package's own edge only counts if a name other than a submodule is imported from it.
+    return {e: line for e, line in edges.items() if not _only_submodules(e, modules)}
+
+
+def _only_submodules(edge: tuple[str, str], modules: dict[str, Path]) -> bool:
+    """Whether every import of package `edge[1]` in module `edge[0]` names submodules."""
+    source, target = edge
+    if not (ROOT / target.replace(".", "/") / "__init__.py").exists():
+        return False
+    tree = ast.parse(modules[source].read_text())
+    froms = [n for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module == target]
+    plain = [n for n in ast.walk(tree) if isinstance(n, ast.Import)
+             and any(a.name == target for a in n.names)]
+    return not plain and bool(froms) and all(f"{target}.{a.name}" in modules
+                                             for n in froms for a in n.names)
+
+
+def module_cycles(edges: Iterable[tuple[str, str]]) -> list[list[str]]:
+    """The import cycles among modules (each as the modules in import order)."""
+    graph = nx.DiGraph(list(edges))
+    return [c for c in nx.simple_cycles(graph)]
+
+
 def diagram() -> str:
     """The units bottom to top with the units each imports (a Mermaid flowchart)."""
     edges = import_edges()
@@ -93,6 +147,27 @@ def diagram() -> str:
     for (source, target) in sorted(edges, key=lambda e: (UNITS[e[0]], e[0], UNITS[e[1]], e[1])):
         lines.append(f"    {source.replace('.', '_')} --> {target.replace('.', '_')}")
     return "\n".join(lines)
+
+
+def test_no_module_imports_itself_through_others() -> None:
+    edges = module_edges()
+    cycles = [" -> ".join([*c, c[0]]) + " (lines " + ", ".join(
+        str(edges[c[i], c[(i + 1) % len(c)]]) for i in range(len(c))) + ")"
+        for c in module_cycles(edges)]
+    assert not cycles, "\n".join(cycles)
+
+
+def test_an_injected_module_cycle_would_be_caught() -> None:
+    """The graph is real: the engine's builder imports the stacked trainer; a lazy import of the
+    builder inside the stacked module would close a cycle."""
+    edges = module_edges()
+    assert ("p2pfl.engine.builder", "p2pfl.engine.stacked") in edges
+    assert not module_cycles(edges)
+    injected = [*edges, ("p2pfl.engine.stacked", "p2pfl.engine.builder")]
+    assert ["p2pfl.engine.builder", "p2pfl.engine.stacked"] in [sorted(c) for c in
+                                                                module_cycles(injected)]
+    lazy = ast.parse("def f():\n    from p2pfl.engine.builder import build\n")
+    assert _runtime_imports(lazy)[0][0] == "p2pfl.engine.builder"
 
 
 def test_no_unit_imports_one_above_it() -> None:

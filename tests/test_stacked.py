@@ -69,7 +69,7 @@ def test_stacked_runs_equal_the_runs_alone(tmp_path: Path, dataset: Any,
             for seed in (0, 1) for name, options in ALGORITHMS.items()]
     for i, cfg in enumerate(cfgs):
         p2pfl.run(cfg, tmp_path / f"alone{i}", data=dataset)
-    results = stacked.run_stacked([{"cfg": cfg, "out_dir": tmp_path / f"stacked{i}",
+    results = p2pfl.run_stacked([{"cfg": cfg, "out_dir": tmp_path / f"stacked{i}",
                                     "data": dataset} for i, cfg in enumerate(cfgs)])
     assert all(isinstance(r, list) and len(r) == 3 for r in results)
     assert merged and max(merged) >= 2  # runs of one solver share a trainer call
@@ -90,7 +90,7 @@ def test_members_that_cannot_share_train_alone_and_a_failing_one_stops_no_other(
             {"cfg": small_config(seed=0, rounds=2, algorithm__batch_size=10_000,
                                  algorithm__last_batch="drop", algorithm__local_steps=0,
                                  algorithm__local_epochs=1), "out_dir": tmp_path / "refused"}]
-    results = stacked.run_stacked(jobs)
+    results = p2pfl.run_stacked(jobs)
     assert [type(r).__name__ for r in results] == ["list", "list", "list", "ConfigError"]
     for job in jobs[:3]:
         p2pfl.run(**job | {"out_dir": Path(str(job["out_dir"]) + "_alone")})
@@ -148,7 +148,7 @@ def test_stacked_members_with_batch_statistics_equal_the_runs_alone(tmp_path: Pa
 
     jobs = [{"cfg": small_config(seed=0, rounds=2, algorithm__batch_size=b),
              "out_dir": tmp_path / f"b{b}", "model": model()} for b in (16, 40)]
-    assert all(isinstance(r, list) for r in stacked.run_stacked(jobs))
+    assert all(isinstance(r, list) for r in p2pfl.run_stacked(jobs))
     for job in jobs:
         alone = Path(str(job["out_dir"]) + "_alone")
         p2pfl.run(**job | {"out_dir": alone})

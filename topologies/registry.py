@@ -6,8 +6,8 @@
 The builder's signature is the topology's options and its docstring its help: every parameter
 but the run's facts (`RUN_FACTS`: the node count `n`, the run's `seed`, the partition's
 `class_counts`), with its annotated type and default, is an option; the docstring's first
-paragraph is the topology's summary and its Parameters section the options' help. Configs, the command
-line's listing and `build_schedule` (topologies/by_name.py) read only this table.
+paragraph is the topology's summary and its Parameters section the options' help. Configs, the
+command line's listing and `build_schedule` (topologies/by_name.py) read only this table.
 """
 
 from __future__ import annotations

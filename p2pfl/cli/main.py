@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from p2pfl.cli import analysis as analysis_cli
 from p2pfl.cli import listing
-from p2pfl.cli.entry import EXIT_INTERRUPTED, interrupted_while_starting
+from p2pfl.cli.starting import EXIT_INTERRUPTED, interrupted_while_starting
 from p2pfl.errors import ConfigError, DivergenceError, PeerLost, RunInterrupted
 from p2pfl.scale.launch import launched, prints
 

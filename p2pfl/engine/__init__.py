@@ -5,9 +5,8 @@ side by side, their local phases trained as one population)."""
 
 from p2pfl.engine.builder import build, check_topology, resolve_device, schedule_for
 from p2pfl.engine.checkpoint import read_run_config
-from p2pfl.engine.experiment import run, run_compare
+from p2pfl.engine.experiment import run, run_compare, run_stacked
 from p2pfl.engine.loop import DivergenceError, RunInterrupted, Runner
-from p2pfl.engine.stacked import run_stacked
 
 __all__ = ["DivergenceError", "RunInterrupted", "Runner", "build", "check_topology",
            "read_run_config", "resolve_device", "run", "run_compare", "run_stacked",

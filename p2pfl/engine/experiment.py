@@ -9,8 +9,11 @@ guard, callbacks, Ctrl-C and checkpoints) and rundir (the run directory).
 from __future__ import annotations
 
 import copy
+import threading
+from collections.abc import Mapping, Sequence
 from contextlib import ExitStack
 from pathlib import Path
+from typing import Any
 
 from p2pfl.callbacks import Callback
 from p2pfl.config import (
@@ -34,6 +37,7 @@ from p2pfl.engine.rundir import (
     start,
 )
 from p2pfl.engine.stacked import Stack
+from p2pfl.errors import RunInterrupted
 from p2pfl.objects import DATA_RECORD, check_partition_record, describe_partition, resolve
 from p2pfl.objects.inputs import INPUTS_RECORD, check_inputs, describe_inputs, with_absolute_paths
 from p2pfl.report.plots import plot_histories
@@ -156,3 +160,35 @@ def _run_variants(cfg: Config, out: Path, progress: bool, resume: bool, topology
                 "total_wall_s": sum(r["wall_s"] for r in h)}
         for label, h in histories.items()})
     return histories
+
+
+def run_stacked(jobs: Sequence[Mapping[str, Any]]) -> list[Any]:
+    """Run each job, a dict of `p2pfl.run` arguments (cfg, out_dir, label, resume, topology,
+    ...), as one member of a Stack, all at once. Returns, in order, each job's history, or the
+    exception that ended it. Ctrl-C stops every member (each keeps its last checkpoint)."""
+    stack = Stack(len(jobs))
+    results: list[Any] = [None] * len(jobs)
+
+    def member(i: int) -> None:
+        try:
+            with stack.turn():
+                results[i] = run(**jobs[i], stack=stack)
+        except BaseException as err:  # handed to the caller, as a run alone would raise it
+            results[i] = err
+        finally:
+            stack.leave()
+
+    threads = [threading.Thread(target=member, args=(i,), name=f"p2pfl-stack-{i}", daemon=True)
+               for i in range(len(jobs))]
+    for t in threads:
+        t.start()
+    try:
+        for t in threads:
+            t.join()
+    except KeyboardInterrupt:
+        stack.abort()
+        for t in threads:
+            t.join()
+        raise RunInterrupted("the stacked runs were stopped", "each keeps its last checkpoint"
+                             ) from None
+    return results

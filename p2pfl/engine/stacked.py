@@ -17,7 +17,7 @@ step with an algorithm's additional terms) trains on its own as it would alone.
 from __future__ import annotations
 
 import threading
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -184,36 +184,3 @@ class Stack:
             c.result = losses[rows]
             start = rows.stop
 
-
-def run_stacked(jobs: Sequence[Mapping[str, Any]]) -> list[Any]:
-    """Run each job, a dict of `p2pfl.run` arguments (cfg, out_dir, label, resume, topology,
-    ...), as one member of a Stack, all at once. Returns, in order, each job's history, or the
-    exception that ended it. Ctrl-C stops every member (each keeps its last checkpoint)."""
-    from p2pfl.engine.experiment import run
-
-    stack = Stack(len(jobs))
-    results: list[Any] = [None] * len(jobs)
-
-    def member(i: int) -> None:
-        try:
-            with stack.turn():
-                results[i] = run(**jobs[i], stack=stack)
-        except BaseException as err:  # handed to the caller, as a run alone would raise it
-            results[i] = err
-        finally:
-            stack.leave()
-
-    threads = [threading.Thread(target=member, args=(i,), name=f"p2pfl-stack-{i}", daemon=True)
-               for i in range(len(jobs))]
-    for t in threads:
-        t.start()
-    try:
-        for t in threads:
-            t.join()
-    except KeyboardInterrupt:
-        stack.abort()
-        for t in threads:
-            t.join()
-        raise RunInterrupted("the stacked runs were stopped", "each keeps its last checkpoint"
-                             ) from None
-    return results
