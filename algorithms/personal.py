@@ -21,7 +21,7 @@ from p2pfl.core.metrics import evaluate_own
 from p2pfl.core.population import broadcast
 from p2pfl.core.solver import LocalSolver
 from p2pfl.core.terms import LocalTerms
-from p2pfl.core.trainer import VectorizedTrainer
+from p2pfl.core.trainer import Trainer, VectorizedTrainer
 from p2pfl.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -38,7 +38,7 @@ class PersonalSplits:
 
     def __init__(self, ctx: RunContext, fraction: float, batch_size: int, local_epochs: int,
                  local_steps: int, last_batch: str) -> None:
-        if not isinstance(ctx.trainer, VectorizedTrainer):
+        if not ctx.trainer.vectorized:
             raise ConfigError("algorithm.personal_fraction", "the personalised evaluation runs "
                               "on the 'vectorized' executor only")
         try:
@@ -54,9 +54,9 @@ class PersonalSplits:
                                        gradients=ctx.trainer.gradients,
                                        batch_statistics=ctx.batch_statistics)
 
-    def trainer(self, ctx: RunContext) -> VectorizedTrainer:
+    def trainer(self, ctx: RunContext) -> Trainer:
         """A guarded trainer of the clients' local phases on `data`."""
-        return ctx.guard.install(VectorizedTrainer(ctx.forward, self.data,
+        return ctx.guard.wrap(VectorizedTrainer(ctx.forward, self.data,
                                                    ctx.trainer.chunk_size,
                                                    gradients=ctx.trainer.gradients,
                                                    batch_statistics=ctx.batch_statistics))

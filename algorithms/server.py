@@ -21,7 +21,6 @@ from p2pfl.core.population import Params, broadcast
 from p2pfl.core.seeding import numpy_rng
 from p2pfl.core.solver import LocalSolver
 from p2pfl.core.terms import LocalTerms
-from p2pfl.core.trainer import VectorizedTrainer
 from p2pfl.errors import ConfigError
 from p2pfl.options import AlgorithmOptions, option
 
@@ -99,7 +98,7 @@ class Server(Algorithm):
     uses_terms: ClassVar[bool] = True  # needs the vectorized trainer's LocalTerms
 
     def setup(self, ctx: RunContext) -> None:
-        if self.uses_terms and not isinstance(ctx.trainer, VectorizedTrainer):
+        if self.uses_terms and not ctx.trainer.vectorized:
             raise ConfigError("engine.executor", f"{self.name} runs on the 'vectorized' "
                               "executor only")
         self.server = {k: v[0].clone() for k, v in ctx.population.params.items()}

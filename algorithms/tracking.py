@@ -29,7 +29,6 @@ from algorithms.base import value_bytes
 from p2pfl.context import RunContext
 from p2pfl.core.population import Params, row_scale
 from p2pfl.core.terms import LocalTerms
-from p2pfl.core.trainer import VectorizedTrainer
 from p2pfl.errors import ConfigError
 from p2pfl.options import AlgorithmOptions
 
@@ -127,7 +126,7 @@ class Tracking:
 def refuse_unless_single_vectorized(ctx: RunContext, name: str) -> None:
     """Per-node state beside the population lives in one process, and the local terms need the
     vectorized trainer: refuse a loop or a distributed run."""
-    if not isinstance(ctx.trainer, VectorizedTrainer):
+    if not ctx.trainer.vectorized:
         raise ConfigError("engine.executor", f"{name} runs on the 'vectorized' executor only")
     if ctx.comm.world > 1:
         raise ConfigError("launch", f"{name} keeps per-node state beside the models in one "

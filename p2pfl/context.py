@@ -1,6 +1,6 @@
 """What an algorithm sees of a run: data, population, trainer, communication, schedule, and the
 divergence guard (an algorithm that trains through a trainer of its own installs the guard on it:
-`ctx.guard.install(trainer)`)."""
+`ctx.guard.wrap(trainer)`)."""
 
 from __future__ import annotations
 
@@ -16,9 +16,8 @@ from p2pfl.core.guard import Guard
 from p2pfl.core.mixing import Comm
 from p2pfl.core.models import StackedForward
 from p2pfl.core.population import Population
-from p2pfl.core.reference import LoopTrainer
 from p2pfl.core.seeding import stream_seed
-from p2pfl.core.trainer import VectorizedTrainer
+from p2pfl.core.trainer import Trainer
 from p2pfl.scale.network import Clock
 from topologies import Schedule
 
@@ -34,7 +33,7 @@ class RunContext:
     data: FederatedData
     population: Population
     forward: StackedForward
-    trainer: VectorizedTrainer | LoopTrainer
+    trainer: Trainer  # the run's, under the divergence guard (p2pfl.core.guard)
     comm: Comm
     schedule: Schedule
     guard: Guard
@@ -59,7 +58,7 @@ class RunContext:
     def chunks(self) -> tuple[int, int] | None:
         """(train, eval) nodes per batched chunk of the vectorized trainer; None for the loop."""
         t = self.trainer
-        return (t.chunk_size, t.eval_chunk_size) if isinstance(t, VectorizedTrainer) else None
+        return (t.chunk_size, t.eval_chunk_size) if t.vectorized else None
 
     @property
     def num_nodes(self) -> int:

@@ -1,6 +1,7 @@
 """The house's layering, read from the import graph: a package never imports one above it, the
-packages' graph has no cycle, and neither has the modules' graph (lazy imports included). `python -m tests.test_layering` prints the diagram that
-docs/architecture.md shows (the test checks that the two agree)."""
+packages' graph has no cycle, and neither has the modules' graph (lazy imports included).
+`python -m tests.test_layering` prints the diagram that docs/architecture.md shows (the test
+checks that the two agree)."""
 
 from __future__ import annotations
 

@@ -467,18 +467,24 @@ def test_parameters_going_non_finite_are_caught(tmp_path, monkeypatch):
     """A node whose parameters become inf while its losses stay finite is named too."""
     real = engine.build
 
-    def build(cfg, *args, **kwargs):
-        ctx, algorithm = real(cfg, *args, **kwargs)
-        train = ctx.trainer.train
+    class Overflowing:
+        """The run's trainer, then node 3's parameters set to inf."""
 
-        def overflowing(params, nodes, plan, solver, lr):
-            losses = train(params, nodes, plan, solver, lr)
+        def __init__(self, inner):
+            self.inner = inner
+
+        def __getattr__(self, name):
+            return getattr(self.inner, name)
+
+        def train(self, params, nodes, plan, solver, lr, terms=None):
+            losses = self.inner.train(params, nodes, plan, solver, lr, terms)
             first = next(iter(params.values()))
             first[(nodes == 3).nonzero().squeeze(1)] = float("inf")
             return losses
 
-        ctx.trainer.train = overflowing
-        ctx.guard.install(ctx.trainer)  # the guard watches the overflowing trainer
+    def build(cfg, *args, **kwargs):
+        ctx, algorithm = real(cfg, *args, **kwargs)
+        ctx.trainer = ctx.guard.wrap(Overflowing(ctx.trainer.inner))  # guarded, overflowing
         return ctx, algorithm
 
     monkeypatch.setattr("p2pfl.engine.experiment.build", build)

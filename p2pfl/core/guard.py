@@ -1,12 +1,13 @@
 """The divergence guard's pieces: which nodes diverged (went non-finite, or beyond a loss limit),
 and freezing nodes for a round.
 
-`Guard` hooks the run's local trainers (`ctx.trainer`, and any trainer an algorithm builds for
-itself, on which it calls `ctx.guard.install`). It records, per round, the nodes whose training
-loss or parameters became non-finite (or whose loss passed `max_loss`) during their local phase,
-before any mixing can spread the NaN to their neighbours; and it undoes the local phase of frozen
-nodes, whose rows keep their values. `cut_links` removes a frozen node's links from a round's
-graph so that it neither sends nor receives.
+`Guard.wrap(trainer)` is the run's trainer under the guard (a `GuardedTrainer`: the run's
+`ctx.trainer`, and any trainer an algorithm builds for itself, which it wraps with
+`ctx.guard.wrap`). It records, per round, the nodes whose training loss or parameters became
+non-finite (or whose loss passed `max_loss`) during their local phase, before any mixing can
+spread the NaN to their neighbours; and it undoes the local phase of frozen nodes, whose rows keep
+their values. `cut_links` removes a frozen node's links from a round's graph so that it neither
+sends nor receives.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import networkx as nx
 import torch
 
 from p2pfl.core.population import Params
+from p2pfl.core.trainer import Trainer
 
 
 def finite_rows(params: Params) -> torch.Tensor:
@@ -36,13 +38,12 @@ def finite_rows(params: Params) -> torch.Tensor:
 
 
 class Guard:
-    """Divergence bookkeeping of one run, installed on its local trainer.
+    """Divergence bookkeeping of one run, around its local trainers.
 
-    `install` replaces the trainer object's `train` method (on the instance, so algorithms that
-    keep a reference to the trainer are covered too) by one that trains as before, then puts the
-    rows of frozen nodes back to their values before training (their losses read 0) and records
-    which other nodes ended with a non-finite loss or parameters, or a loss above `max_loss`
-    (> 0; 0: no limit). `frozen` and the two records are bool [N] over node ids.
+    A trainer it wraps (`wrap`) trains as before, then puts the rows of frozen nodes back to
+    their values before training (their losses read 0) and records which other nodes ended with
+    a non-finite loss or parameters, or a loss above `max_loss` (> 0; 0: no limit). `frozen` and
+    the two records are bool [N] over node ids.
     """
 
     def __init__(self, num_nodes: int, device: torch.device, max_loss: float = 0.0) -> None:
@@ -51,16 +52,9 @@ class Guard:
         self.bad_loss = torch.zeros_like(self.frozen)
         self.bad_params = torch.zeros_like(self.frozen)
 
-    def install(self, trainer: Any) -> Any:
-        """Guard every local phase run through `trainer` (any object with the trainers'
-        `train(params, nodes, ...) -> losses` method); returns `trainer`."""
-        inner = trainer.train
-
-        def train(params: Params, nodes: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
-            return self._train(inner, params, nodes, *args, **kwargs)
-
-        trainer.train = train
-        return trainer
+    def wrap(self, trainer: Trainer) -> GuardedTrainer:
+        """`trainer` whose every local phase is guarded."""
+        return GuardedTrainer(trainer, self)
 
     def diverged(self, losses: torch.Tensor) -> torch.Tensor:
         """bool [m]: which of the losses [m] count as a divergence."""
@@ -74,12 +68,13 @@ class Guard:
         self.bad_loss.zero_()
         self.bad_params.zero_()
 
-    def _train(self, inner: Any, params: Params, nodes: torch.Tensor, *args: Any,
-               **kwargs: Any) -> torch.Tensor:
+    def guarded(self, inner: Trainer, params: Params, nodes: torch.Tensor, *args: Any,
+                **kwargs: Any) -> torch.Tensor:
+        """`inner.train(params, nodes, ...)`, frozen rows kept, divergences recorded."""
         frozen = self.frozen[nodes]
         rows = frozen.nonzero().squeeze(1)
         kept = {k: v[rows].clone() for k, v in params.items()} if len(rows) else None
-        losses = inner(params, nodes, *args, **kwargs)  # nodes train independently
+        losses = inner.train(params, nodes, *args, **kwargs)  # nodes train independently
         if kept is not None:
             for k, v in kept.items():
                 params[k].index_copy_(0, rows, v)
@@ -87,6 +82,21 @@ class Guard:
         self.bad_loss[nodes[self.diverged(losses) & ~frozen]] = True
         self.bad_params[nodes[~finite_rows(params) & ~frozen]] = True
         return losses
+
+
+class GuardedTrainer:
+    """A trainer under the divergence guard (`Guard.wrap`); everything but `train` is the inner
+    trainer's."""
+
+    def __init__(self, inner: Trainer, guard: Guard) -> None:
+        self.inner, self.guard = inner, guard
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def train(self, params: Params, nodes: torch.Tensor, *args: Any,
+              **kwargs: Any) -> torch.Tensor:
+        return self.guard.guarded(self.inner, params, nodes, *args, **kwargs)
 
 
 def cut_links(graph: nx.Graph, nodes: list[int]) -> nx.Graph:

@@ -18,7 +18,10 @@ from p2pfl.core.solver import SAM_EPS, LocalSolver
 
 
 class LoopTrainer:
-    """Trains nodes one at a time, each as a separate module copy."""
+    """Trains nodes one at a time, each as a separate module copy (a `Trainer`; it takes no
+    algorithm terms)."""
+
+    vectorized = False
 
     def __init__(self, model: nn.Module, data: FederatedData, num_nodes: int,
                  bf16: bool = False) -> None:
@@ -27,7 +30,10 @@ class LoopTrainer:
         self.bf16 = bf16  # forward and backward under bfloat16 autocast (engine.precision)
 
     def train(self, params: Params, nodes: torch.Tensor, plan: BatchPlan, solver: LocalSolver,
-              lr: torch.Tensor) -> torch.Tensor:
+              lr: torch.Tensor, terms: None = None) -> torch.Tensor:
+        if terms is not None:
+            raise ValueError("the per-node loop runs plain local steps; an algorithm's terms need "
+                             "the vectorized trainer")
         losses = torch.zeros(len(nodes), device=lr.device, dtype=lr.dtype)
         steps = plan.node_steps(nodes)
         for row, node in enumerate(nodes.tolist()):

@@ -1,9 +1,17 @@
-"""The local phase of many nodes at once: `VectorizedTrainer` runs K optimizer steps on stacked
-parameters, chunk by chunk, one batched forward/backward per step for all nodes of a chunk (the
-per-step rule is p2pfl.core.solver's, with p2pfl.core.terms' additions).
+"""The local phase of many nodes at once: `Trainer`, what runs a local phase, and
+`VectorizedTrainer`, which runs K optimizer steps on stacked parameters, chunk by chunk, one
+batched forward/backward per step for all nodes of a chunk (the per-step rule is
+p2pfl.core.solver's, with p2pfl.core.terms' additions).
+
+A trainer is wrapped, never patched: the divergence guard (p2pfl.core.guard.GuardedTrainer), a
+stacked experiment's member (p2pfl.engine.stacked.StackedTrainer) and a distributed run's
+clients (p2pfl.scale.distributed.ShardedTrainer) are trainers around an inner one, built where
+the run is built.
 """
 
 from __future__ import annotations
+
+from typing import Protocol
 
 import numpy as np
 import torch
@@ -14,6 +22,23 @@ from p2pfl.core.models import StackedForward
 from p2pfl.core.population import Params
 from p2pfl.core.solver import LocalSolver, apply_step, descent_direction, momentum_step
 from p2pfl.core.terms import LocalTerms, corrected_direction
+
+
+class Trainer(Protocol):
+    """Runs the local phase of some nodes: `train` updates their rows in place.
+
+    `vectorized`: whether it trains stacked rows in batched chunks (`chunk_size`,
+    `eval_chunk_size`, `gradients` and `data` are then those of a VectorizedTrainer) and takes
+    an algorithm's `terms`; the per-node loop (p2pfl.core.reference) does not.
+    """
+
+    vectorized: bool
+
+    def train(self, params: Params, nodes: torch.Tensor, plan: BatchPlan, solver: LocalSolver,
+              lr: torch.Tensor, terms: LocalTerms | None = None) -> torch.Tensor:
+        """Update `params` (name -> [m, ...], row r is node nodes[r]) in place with `lr` [m];
+        return each row's mean training loss [m]."""
+        ...
 
 
 class VectorizedTrainer:
@@ -32,6 +57,8 @@ class VectorizedTrainer:
     differ in width across nodes (ragged node sizes, merged stacked plans) then runs once per
     distinct width, each group on its real samples only, as every node would alone.
     """
+
+    vectorized = True
 
     def __init__(self, forward: StackedForward, data: FederatedData, chunk_size: int,
                  eval_chunk_size: int | None = None, gradients: Gradients | None = None,

@@ -31,7 +31,7 @@ from p2pfl.core.models import (
 from p2pfl.core.population import Population
 from p2pfl.core.reference import LoopTrainer
 from p2pfl.core.seeding import stream_seed
-from p2pfl.core.trainer import VectorizedTrainer
+from p2pfl.core.trainer import Trainer, VectorizedTrainer
 from p2pfl.data import PARTITION_PARAMS, PARTITIONS, Dataset, check_partition, partition
 from p2pfl.engine.datasets import named_dataset
 from p2pfl.engine.stacked import Stack
@@ -252,8 +252,7 @@ def build(cfg: Config, dataset: Dataset | None = None, parts: Parts | None = Non
     if bf16:
         forward = mixed_precision(forward, device.type)
     if cfg.engine.executor == "loop":
-        trainer: VectorizedTrainer | LoopTrainer = LoopTrainer(model, data, cfg.data.num_nodes,
-                                                               bf16)
+        trainer: Trainer = LoopTrainer(model, data, cfg.data.num_nodes, bf16)
     else:
         if chunks is None and cfg.engine.chunk_size:
             chunks = (cfg.engine.chunk_size, cfg.engine.chunk_size)
@@ -272,10 +271,10 @@ def build(cfg: Config, dataset: Dataset | None = None, parts: Parts | None = Non
         trainer = VectorizedTrainer(forward, data, *chunks, gradients=gradients,
                                     batch_statistics=uses_batch_statistics(model))
     if stack is not None:
-        stack.join(trainer, None if cfg.engine.compile or isinstance(trainer, LoopTrainer) else
-                   (type(model), repr(model), dtype, device, bf16))
+        trainer = stack.member(trainer, None if cfg.engine.compile else
+                               (type(model), repr(model), dtype, device, bf16))
     guard = Guard(cfg.data.num_nodes, device, cfg.engine.max_loss)
-    ctx = RunContext(cfg, device, dtype, data, population, forward, guard.install(trainer),
+    ctx = RunContext(cfg, device, dtype, data, population, forward, guard.wrap(trainer),
                      comm, schedule, guard,
                      _clock(cfg, algorithm, schedule, data, population),
                      uses_batch_statistics(model))

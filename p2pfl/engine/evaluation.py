@@ -14,7 +14,6 @@ from p2pfl.callbacks import Callback, RoundEnd
 from p2pfl.context import RunContext
 from p2pfl.core.metrics import evaluate, evaluate_own, evaluate_sums, squared_distance
 from p2pfl.core.seeding import numpy_rng
-from p2pfl.core.trainer import VectorizedTrainer
 
 
 def eval_subset(ctx: RunContext) -> tuple[torch.Tensor, torch.Tensor]:
@@ -51,7 +50,7 @@ class Evaluation(Callback):
             return None
         start = time.perf_counter()
         ctx, ev = end.ctx, end.ctx.cfg.eval
-        chunk = ctx.trainer.eval_chunk_size if isinstance(ctx.trainer, VectorizedTrainer) else 1
+        chunk = ctx.trainer.eval_chunk_size if ctx.trainer.vectorized else 1
         average = end.average_model()
         # the test set in whole batches, split over the processes (one process: all of it)
         n_test, size = len(ctx.data.y_test), ev.batch_size

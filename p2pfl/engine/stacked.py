@@ -8,7 +8,8 @@ global RNG at model init, the dataset cache, pyplot) never runs in two members a
 `Stack` holds every trainer call of a member until each member still running is waiting in one,
 then trains all waiting calls of one kind (same model shape, dtype, device, training data and
 local solver) as ONE call of the vectorized trainer over the stacked rows, and hands each member
-its rows back. Nodes train independently, so every member's numbers are those of its run alone,
+its rows back. A member's trainer is a `StackedTrainer` around its own (`Stack.member`, where
+the run is built). Nodes train independently, so every member's numbers are those of its run alone,
 up to rounding (equal to 1e-12 in float64). Members of different kinds are trained one kind
 after the other; a member that cannot be batched (the per-node loop executor, torch.compile, a
 step with an algorithm's additional terms) trains on its own as it would alone.
@@ -27,7 +28,7 @@ import torch
 from p2pfl.core.federated import BatchPlan
 from p2pfl.core.population import Params
 from p2pfl.core.solver import LocalSolver
-from p2pfl.core.trainer import VectorizedTrainer
+from p2pfl.core.trainer import Trainer, VectorizedTrainer
 from p2pfl.errors import RunInterrupted
 
 
@@ -36,7 +37,7 @@ class _Call:
     """One member's waiting trainer call and, once trained, its result."""
 
     kind: Hashable
-    train: Any  # the member's own trainer.train
+    trainer: Trainer  # the member's own
     params: Params
     nodes: torch.Tensor
     plan: BatchPlan
@@ -70,9 +71,27 @@ def merge_plans(plans: Sequence[BatchPlan]) -> BatchPlan:
         [p.steps_of for p in plans]), tuple(widths), tuple(uniform))
 
 
+class StackedTrainer:
+    """A member's trainer in a Stack: its plain local phases wait for the other members' and
+    are trained with them (`Stack.member`); a phase with an algorithm's terms trains alone.
+    Everything but `train` is the member's own trainer's."""
+
+    def __init__(self, inner: VectorizedTrainer, stack: Stack, kind: Hashable) -> None:
+        self.inner, self.stack, self.kind = inner, stack, kind
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def train(self, params: Params, nodes: torch.Tensor, plan: BatchPlan, solver: LocalSolver,
+              lr: torch.Tensor, terms: Any = None) -> torch.Tensor:
+        if terms is not None:  # an algorithm's own terms: trained as alone
+            return self.inner.train(params, nodes, plan, solver, lr, terms)
+        return self.stack.wait(_Call(self.kind, self.inner, params, nodes, plan, solver, lr))
+
+
 class Stack:
     """The meeting point of `size` member runs (threads): see the module docstring. A member
-    joins when its trainer is built (`join`) and leaves when its run ends, however it ends
+    joins when its trainer is built (`member`) and leaves when its run ends, however it ends
     (`leave`); a member whose trainer cannot be batched leaves at once."""
 
     def __init__(self, size: int) -> None:
@@ -84,26 +103,18 @@ class Stack:
         self._cond = threading.Condition()
         self._aborted = False
 
-    def join(self, trainer: VectorizedTrainer | Any, kind: Hashable | None) -> None:
-        """Batch the local phases of `trainer` with the other members' of the same `kind` (None:
-        this member is not batched and leaves now). Its training tensors are replaced by an
-        equal tensor shared with members that hold the same values."""
+    def member(self, trainer: Trainer, kind: Hashable | None) -> Trainer:
+        """`trainer` as a member of the stack: its local phases batched with the other members'
+        of the same `kind` (None, or a trainer that is not vectorized: this member is not
+        batched, leaves now, and `trainer` is returned as it is). Its training tensors are
+        replaced by an equal tensor shared with members that hold the same values."""
         if kind is None or not isinstance(trainer, VectorizedTrainer):
             self.leave()
-            return
+            return trainer
         data = trainer.data
         with self._cond:
             data.x_train, data.y_train = self._share(data.x_train), self._share(data.y_train)
-        kind = (kind, id(data.x_train), id(data.y_train))
-        alone = trainer.train
-
-        def train(params: Params, nodes: torch.Tensor, plan: BatchPlan, solver: LocalSolver,
-                  lr: torch.Tensor, terms: Any = None) -> torch.Tensor:
-            if terms is not None:  # an algorithm's own terms: trained as alone
-                return alone(params, nodes, plan, solver, lr, terms)
-            return self._wait(_Call(kind, alone, params, nodes, plan, solver, lr))
-
-        trainer.train = train
+        return StackedTrainer(trainer, self, (kind, id(data.x_train), id(data.y_train)))
 
     def turn(self) -> threading.Condition:
         """The baton: a member holds it (`with stack.turn():`) whenever it runs; waiting in a
@@ -135,7 +146,9 @@ class Stack:
         self._shared.append(tensor)
         return tensor
 
-    def _wait(self, call: _Call) -> torch.Tensor:
+    def wait(self, call: _Call) -> torch.Tensor:
+        """Hold `call` until every live member waits, train the waiting calls, return its
+        losses."""
         with self._cond:
             self._waiting.append(call)
             if len(self._waiting) >= self._live:
@@ -169,12 +182,12 @@ class Stack:
     def _train_together(calls: list[_Call]) -> None:
         if len(calls) == 1:
             c = calls[0]
-            c.result = c.train(c.params, c.nodes, c.plan, c.solver, c.lr)
+            c.result = c.trainer.train(c.params, c.nodes, c.plan, c.solver, c.lr)
             return
         offsets = np.cumsum([0] + [len(c.plan.steps_of) for c in calls])
         nodes = torch.cat([c.nodes + int(o) for c, o in zip(calls, offsets)])
         params = {k: torch.cat([c.params[k] for c in calls]) for k in calls[0].params}
-        losses = calls[0].train(params, nodes, merge_plans([c.plan for c in calls]),
+        losses = calls[0].trainer.train(params, nodes, merge_plans([c.plan for c in calls]),
                                 calls[0].solver, torch.cat([c.lr for c in calls]))
         start = 0
         for c in calls:
