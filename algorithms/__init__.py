@@ -25,12 +25,11 @@ from algorithms.fedfsa import FedFSA
 from algorithms.fedgloss import FedGloSS, NaiveFedGloSS
 from algorithms.fedgmt import FedGMT
 from algorithms.fedlesam import FedLESAM, FedLESAMD, FedLESAMS
-from algorithms.osgp import OSGP
 from algorithms.push_diging import PushDIGing
 from algorithms.push_pull import PushPull
 from algorithms.scaffold import FedGamma, Scaffold
 from algorithms.server import Server
-from algorithms.sgp import SGP
+from algorithms.sgp import OSGP, SGP
 from p2pfl.options import AlgorithmOptions
 
 DECENTRALIZED: tuple[type[Algorithm], ...] = (

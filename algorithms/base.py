@@ -71,6 +71,10 @@ class Algorithm(ABC):
     variants: ClassVar[tuple[str, ...]] = ("paper",)  # the values `algorithm.variant` takes
     # the form an unset `algorithm.variant` means (the one under which the paper's setting trains)
     default_variant: ClassVar[str] = "paper"
+    # the values `algorithm.order` takes (an algorithm with both a local update and a mixing whose
+    # order has two forms; algorithms/options.py Order), and the one of its paper, which "" means
+    orders: ClassVar[tuple[str, ...]] = ()
+    paper_order: ClassVar[str] = ""
 
     def __init__(self, cfg: AlgorithmOptions) -> None:
         if not isinstance(cfg, self.Options):
@@ -78,6 +82,8 @@ class Algorithm(ABC):
                             f"{type(cfg).__qualname__}")
         if cfg.variant == "":
             cfg = dataclasses.replace(cfg, variant=self.default_variant)
+        if getattr(cfg, "order", None) == "":
+            cfg = dataclasses.replace(cfg, order=self.paper_order)
         self.check_options(cfg)
         self.cfg = cfg
         self.solver = LocalSolver(momentum=getattr(cfg, "momentum", 0.0),
@@ -90,6 +96,11 @@ class Algorithm(ABC):
         if cfg.variant not in self.variants:
             raise ConfigError("algorithm.variant", f"{self.name} has no {cfg.variant!r} form "
                               f"(allowed: {', '.join(self.variants)})")
+        order = getattr(cfg, "order", "")
+        if order and order not in self.orders:
+            raise ConfigError("algorithm.order", f"{self.name} has no {order!r} order (allowed: "
+                              f"{', '.join(self.orders)}; '' = its paper's, "
+                              f"{self.paper_order!r})")
         if cfg.local_steps > 0 and cfg.last_batch != "keep":
             raise ConfigError("algorithm.last_batch", f"is {cfg.last_batch!r} but local_steps = "
                               f"{cfg.local_steps} takes full batches across epochs: leave it "

@@ -1,7 +1,7 @@
 """DSGT (Pu and Nedic 2021), GT-DSGD (Xin, Khan and Kar 2021) and DIGing's order (Nedic,
 Olshevsky and Shi 2017): stochastic gradient tracking over a symmetric doubly-stochastic W.
 
-`tracking_order` picks the order of the updates (g_k = g(x_k), the stochastic gradient at the
+`order` picks the order of the updates (g_k = g(x_k), the stochastic gradient at the
 current model):
 
 - "atc" (the default), DSGT: Pu and Nedic, "Distributed stochastic gradient tracking methods",
@@ -44,7 +44,7 @@ import torch
 import topologies as T
 from algorithms.base import RoundReport, value_bytes
 from algorithms.decentralized import Gossip
-from algorithms.options import TrackingOrder
+from algorithms.options import Order
 from algorithms.tracking import Tracking
 from p2pfl.context import RunContext
 from p2pfl.core.population import row_scale
@@ -57,14 +57,17 @@ class DSGT(Tracking, Gossip):
               "2021, IEEE TSP, Algorithm 1; cta: DIGing, Nedic, Olshevsky, Shi 2017, SIAM J. "
               "Optim.")
 
+    orders = ("atc", "cta", "atc_xy")
+    paper_order = "atc"
+
     @dataclass
-    class Options(TrackingOrder, AlgorithmOptions):
+    class Options(Order, AlgorithmOptions):
         pass
 
     @property
     def mixes_tracker_first(self) -> bool:
         """GT-DSGD: the tracker is mixed, then the model steps along it (two exchanges)."""
-        return self.cfg.tracking_order == "atc_xy"
+        return self.cfg.order == "atc_xy"
 
     def message_bytes(self, num_params: int, dtype: torch.dtype) -> int:
         """x and y in one message (2 copies), or, for GT-DSGD, one copy in each exchange."""
@@ -78,11 +81,11 @@ class DSGT(Tracking, Gossip):
 
     def round(self, ctx: RunContext, t: int, graph: nx.Graph, faults: T.Faults) -> RoundReport:
         W, steps = self.gossip_matrix(ctx, graph, faults)
-        if self.cfg.tracking_order == "atc":
+        if self.cfg.order == "atc":
             nodes, losses = self.local_phase(ctx, t, faults)
             ctx.comm.mix(W, ctx.population.params, steps)
             ctx.comm.mix(W, self.trackers.y, steps)
-        elif self.cfg.tracking_order == "cta":
+        elif self.cfg.order == "cta":
             nodes, losses = self.combine_then_adapt(ctx, t, faults, W, steps)
             ctx.comm.mix(W, self.trackers.y, steps)
         else:

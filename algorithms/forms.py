@@ -7,7 +7,7 @@ Two forms are shared by a Gossip algorithm and a Push-Sum one:
   (x, w) with P = `column_stochastic(G)` and steps by lr / w_i at z = x / w. DFedAvg, D-PSGD in
   its adapt-then-combine form, DFedAvgM, DFedSAM (and DFedSAM-MGS with one gossip step) on one
   side; SGP, OSGP, DFedSGPM, DFedSGPSM on the other.
-- "gradient tracking, adapt then combine": DSGT (`tracking_order = "atc"`) with W, Push-DIGing
+- "gradient tracking, adapt then combine": DSGT (`order = "atc"`, its paper's) with W, Push-DIGing
   with P (x, the weights and the trackers mixed after the local phase).
 
 With the same options (the same step size, steps, momentum, SAM radius, ...), two algorithms of
@@ -40,8 +40,8 @@ TRACKING_ATC = "gradient tracking, adapt then combine"
 # (class, the options it must have, its form, whether it mixes by Push-Sum); the first class of
 # an algorithm's MRO found here decides (D-PSGD's combine-then-adapt form has none)
 FORMS: tuple[tuple[type[Algorithm], dict[str, Any], str, bool], ...] = (
-    (DPSGD, {"dpsgd_order": "atc"}, LOCAL_THEN_MIX, False),
-    (DSGT, {"tracking_order": "atc"}, TRACKING_ATC, False),
+    (DPSGD, {"order": "atc"}, LOCAL_THEN_MIX, False),
+    (DSGT, {"order": "atc"}, TRACKING_ATC, False),
     (PushDIGing, {}, TRACKING_ATC, True),
     (Gossip, {}, LOCAL_THEN_MIX, False),
     (PushSum, {}, LOCAL_THEN_MIX, True),
@@ -80,7 +80,7 @@ def round_form(cls: type[Algorithm], options: AlgorithmOptions) -> RoundForm | N
     for klass in cls.__mro__:
         for form_class, required, form, push_sum in FORMS:
             if klass is form_class:
-                if any(getattr(options, k, None) != v for k, v in required.items()):
+                if any(_resolved(form_class, options, k) != v for k, v in required.items()):
                     return None
                 fields = {**ABSENT, **dataclasses.asdict(options)}
                 kept = {k: v for k, v in fields.items() if k != "name" and k not in required}
@@ -88,3 +88,9 @@ def round_form(cls: type[Algorithm], options: AlgorithmOptions) -> RoundForm | N
         if set(vars(klass)) - METADATA:
             return None
     return None
+
+
+def _resolved(cls: type[Algorithm], options: AlgorithmOptions, key: str) -> Any:
+    """The value of option `key` as algorithm `cls` runs it ("" order: its paper's)."""
+    value = getattr(options, key, None)
+    return cls.paper_order if key == "order" and value == "" else value

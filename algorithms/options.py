@@ -42,9 +42,20 @@ class Dual:
                               doc="FedDyn alpha = lambda of FedSpeed/FedSMOO/FedLESAM-D = 1/beta")
 
 
+ORDERS = ("atc", "cta", "atc_xy")
+
+
 @dataclass
-class TrackingOrder:
-    tracking_order: str = option("atc", choices=("atc", "cta", "atc_xy"),
-                                 doc="atc: x <- M (x - lr y), y <- M y + dg (DSGT, Push-Pull); "
-                                 "cta: x <- M x - lr y, y <- M y + dg (DIGing, AB); atc_xy: y <- "
-                                 "M (y + dg), then x <- M (x - lr y) (GT-DSGD; dsgt only)")
+class Order:
+    """The order of a round's local update and mixing, one name for every algorithm that has
+    both forms; "" is the order of the algorithm's paper (its `paper_order`)."""
+
+    order: str = option("", choices=("", *ORDERS),
+                        doc="'' = the paper's; atc: adapt then combine, x <- M (x - lr g) "
+                        "(trackers: x <- M (x - lr y), y <- M y + dg; DSGT, Push-Pull); cta: "
+                        "combine then adapt, x <- M x - lr g (D-PSGD; trackers: DIGing, AB); "
+                        "atc_xy: y <- M (y + dg), then x <- M (x - lr y) (GT-DSGD; dsgt only)")
+
+
+# the option names of the release before: one release more, with a FutureWarning
+RENAMED = {"dpsgd_order": "order", "tracking_order": "order"}

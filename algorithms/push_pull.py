@@ -2,14 +2,14 @@
 directed graph with a row-stochastic R for the models and a column-stochastic C for the trackers.
 
 Push-Pull, "Push-pull gradient methods for distributed optimization in networks", IEEE TAC 66
-(2021), Algorithm 1, eq. (3), adapt then combine (`tracking_order = "atc"`, the default):
+(2021), Algorithm 1, eq. (3), adapt then combine (`order = "atc"`, the default):
 
     x_{k+1} = R (x_k - lr y_k)                       (each node pulls x from its in-neighbours)
     y_{k+1} = C y_k + g(x_{k+1}) - g(x_k)            (each node pushes y to its out-neighbours)
 
 AB, Xin and Khan, "A linear algorithm for optimization over directed graphs with geometric
 convergence", IEEE Control Systems Letters 2 (2018), eq. (2), combine then adapt
-(`tracking_order = "cta"`): x_{k+1} = R x_k - lr y_k (their A = R, B = C).
+(`order = "cta"`): x_{k+1} = R x_k - lr y_k (their A = R, B = C).
 
 R has R[j, i] = 1 / (d_in(j) + 1) on every message i -> j and C has C[j, i] = 1 / (d_out(i) + 1):
 both travel on the same links, a message carries x_i and C's share of y_i (2 copies). The x_i
@@ -26,10 +26,9 @@ import networkx as nx
 import topologies as T
 from algorithms.base import RoundReport
 from algorithms.decentralized import Decentralized
-from algorithms.options import TrackingOrder
+from algorithms.options import Order
 from algorithms.tracking import Tracking
 from p2pfl.context import RunContext
-from p2pfl.errors import ConfigError
 from p2pfl.options import AlgorithmOptions
 
 
@@ -39,21 +38,18 @@ class PushPull(Tracking, Decentralized):
               "Khan 2018, IEEE L-CSS")
     mixing = "push_pull"
 
-    @dataclass
-    class Options(TrackingOrder, AlgorithmOptions):
-        pass
+    orders = ("atc", "cta")  # Push-Pull, AB ('atc_xy' is GT-DSGD's order: dsgt)
+    paper_order = "atc"
 
-    def check_options(self, cfg: AlgorithmOptions) -> None:
-        super().check_options(cfg)
-        if cfg.tracking_order == "atc_xy":
-            raise ConfigError("algorithm.tracking_order", "'atc_xy' is GT-DSGD's order (dsgt); "
-                              "push_pull takes 'atc' (Push-Pull) or 'cta' (AB)")
+    @dataclass
+    class Options(Order, AlgorithmOptions):
+        pass
 
     def round(self, ctx: RunContext, t: int, graph: nx.Graph, faults: T.Faults) -> RoundReport:
         sparse = self.sparse_mixing(ctx, graph)
         R = ctx.comm.matrix(T.row_stochastic(graph, faults=faults, sparse=sparse))
         C = ctx.comm.matrix(T.column_stochastic(graph, faults=faults, sparse=sparse))
-        if self.cfg.tracking_order == "atc":
+        if self.cfg.order == "atc":
             nodes, losses = self.local_phase(ctx, t, faults)
             ctx.comm.mix(R, ctx.population.params)
         else:

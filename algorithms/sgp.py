@@ -1,15 +1,31 @@
-"""SGP, Stochastic Gradient Push (Assran et al. 2019).
+"""SGP, Stochastic Gradient Push (Assran et al. 2019), and local SGP (OSGP).
 
 Gradient at the de-biased z_i = x_i / w_i, step on the numerator x_i, then (x, w) pushed over a
-column-stochastic P. SGP proper is one step a round (`local_steps = 1`); more steps make it local
-SGP, which is `osgp`.
+column-stochastic P. SGP proper takes one local step a round (`local_steps = 1`, enforced); K > 1
+steps before each push is local SGP, `osgp`, as the DFedSGPSM paper runs it as a baseline (not
+Assran's overlapped SGP).
 """
 
 from __future__ import annotations
 
 from algorithms.decentralized import PushSum
+from p2pfl.errors import ConfigError
+from p2pfl.options import AlgorithmOptions
+
+
+class OSGP(PushSum):
+    name = "osgp"
+    source = "OSGP (local SGP) as the DFedSGPSM paper runs it: arXiv 2310.05093"
 
 
 class SGP(PushSum):
     name = "sgp"
     source = "SGP: Assran et al. 2019, arXiv 1811.10792"
+
+    def check_options(self, cfg: AlgorithmOptions) -> None:
+        super().check_options(cfg)
+        if cfg.local_steps != 1:
+            raise ConfigError("algorithm.local_steps", f"sgp takes one local step a round (got "
+                              f"local_steps = {cfg.local_steps}, local_epochs = "
+                              f"{cfg.local_epochs}): set local_steps = 1, or run K steps a round "
+                              "as local SGP, osgp")

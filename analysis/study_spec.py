@@ -43,7 +43,7 @@ from p2pfl.config import (
     parse_overrides,
     read_toml,
 )
-from topologies._common import did_you_mean
+from topologies import did_you_mean
 
 NUM_NODES = "num_nodes"  # a sweep over the number of nodes sets data.num_nodes
 STUDY_FIELDS = ("seeds", "target", "target_loss", "algorithms", "topologies", "sweep", "stack")

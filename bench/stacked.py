@@ -31,7 +31,7 @@ def _config(seed: int, rounds: int, device: str) -> Config:
         "data": {"name": "fashion_mnist", "num_nodes": NODES, "partition": "label_dirichlet",
                  "alpha": 0.3},
         "model": {"name": "mlp"}, "topology": {"name": "ring"},
-        "algorithm": {"name": "sgp", "lr": 0.05, "local_epochs": 0, "local_steps": 10,
+        "algorithm": {"name": "osgp", "lr": 0.05, "local_epochs": 0, "local_steps": 10,
                       "batch_size": 32},
         "eval": {"local_samples": 1000}})
 

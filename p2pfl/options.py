@@ -78,7 +78,7 @@ def field_types(cls: type) -> dict[str, type]:
 class AlgorithmOptions:
     """The fields every algorithm reads."""
 
-    name: str = option("sgp", doc="the algorithm")
+    name: str = option("osgp", doc="the algorithm")
     lr: float = option(0.1, low=0, low_open=True, doc="local learning rate")
     lr_decay: float = option(0.998, low=0, high=1, low_open=True,
                              doc="factor on the learning rate per round")

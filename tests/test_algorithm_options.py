@@ -46,7 +46,7 @@ def _build(name: str, **fields):
 
 
 def test_every_field_has_a_non_default_value():
-    assert set(NON_DEFAULT) >= {"participation", "momentum", "rho", "prox_mu", "dpsgd_order",
+    assert set(NON_DEFAULT) >= {"participation", "momentum", "rho", "prox_mu", "order",
                                 "server_rho_warmup", "top_c"}
     for key, value in NON_DEFAULT.items():
         assert declared_options()[key][0].default != value, key
@@ -134,8 +134,8 @@ SPOT = [
     ("dfedavg", "prox_mu", False), ("dfedavg", "server_lr", False),
     ("dfedavg", "variant", False), ("dfedavg", "momentum", False),
     ("dfedavgm", "momentum", True), ("dfedsgpsm", "rho", True), ("dfedsgpsm", "sampling", False),
-    ("sgp", "dyn_alpha", False), ("dpsgd", "dpsgd_order", True),
-    ("fedavg", "dpsgd_order", False), ("fedavg", "momentum_form", False),
+    ("sgp", "dyn_alpha", False), ("dpsgd", "order", True),
+    ("fedavg", "order", False), ("fedavg", "momentum_form", False),
 ]
 
 

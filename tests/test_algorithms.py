@@ -109,7 +109,7 @@ def _numerator_sgp(ctx, rounds: int) -> tuple[dict[str, torch.Tensor], torch.Ten
 
 
 def test_sgp_equals_numerator_form_on_irregular_digraph():
-    cfg = small_config(algorithm__name="sgp", topology__name="random_out",
+    cfg = small_config(algorithm__name="osgp", topology__name="random_out",
                        topology__k=2, algorithm__local_steps=2)
     ctx, algorithm = build(cfg)
     expected_z, expected_w = _numerator_sgp(ctx, rounds=3)
@@ -130,7 +130,7 @@ def _spec_digraph() -> nx.DiGraph:
 
 def test_pushsum_mixing_matches_spec_worked_example():
     """Worked by hand: x(0) = [1, 2, 3, 4] on a 4-node irregular digraph."""
-    cfg = small_config(algorithm__name="sgp", topology__name="random_out",
+    cfg = small_config(algorithm__name="osgp", topology__name="random_out",
                        topology__k=1, data__num_nodes=4, rounds=20)
     ctx, algorithm = build(cfg)
     name = next(iter(ctx.population.params))
@@ -156,7 +156,7 @@ def test_pushsum_mixing_matches_spec_worked_example():
 
 
 def test_pushsum_reaches_exact_average_with_zero_gradients_on_random_digraphs():
-    cfg = small_config(algorithm__name="sgp", topology__name="random_out",
+    cfg = small_config(algorithm__name="osgp", topology__name="random_out",
                        topology__k=1, data__num_nodes=8, rounds=20)
     ctx, algorithm = build(cfg)
     gen = torch.Generator().manual_seed(0)
@@ -174,7 +174,7 @@ def test_pushsum_reaches_exact_average_with_zero_gradients_on_random_digraphs():
 
 
 def test_sgp_round_reports_weights_and_messages():
-    cfg = small_config(algorithm__name="sgp", topology__name="random_out",
+    cfg = small_config(algorithm__name="osgp", topology__name="random_out",
                        topology__k=2)
     ctx, algorithm = build(cfg)
     report = play(algorithm, ctx, 0, ctx.schedule.at(0))
@@ -185,7 +185,7 @@ def test_sgp_round_reports_weights_and_messages():
 
 
 def test_sgp_on_doubly_stochastic_graph_keeps_unit_weights():
-    ctx, algorithm = build(small_config(algorithm__name="sgp", topology__name="exponential",
+    ctx, algorithm = build(small_config(algorithm__name="osgp", topology__name="exponential",
                                         data__num_nodes=8))
     for t in range(3):
         play(algorithm, ctx, t, ctx.schedule.at(t))
@@ -194,7 +194,7 @@ def test_sgp_on_doubly_stochastic_graph_keeps_unit_weights():
 
 
 def test_algorithm_state_round_trip_resumes_identically():
-    ctx, algorithm = build(small_config(algorithm__name="sgp", topology__name="random_out",
+    ctx, algorithm = build(small_config(algorithm__name="osgp", topology__name="random_out",
                                         topology__k=2))
     play(algorithm, ctx, 0, ctx.schedule.at(0))
     pop_state, alg_state = ctx.population.state_dict(), algorithm.state_dict()

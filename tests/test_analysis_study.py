@@ -562,7 +562,7 @@ def test_load_runs_gives_one_row_per_run_and_round_with_the_study_labels(
     out = tmp_path / "study"
     exp = "exponential:directed=false"  # on 4 nodes: the complete graph, where SGP = DFedAvg
     run_study(load_config(tmp_path / "tiny.toml"), {exp: exp, "hub": nx.star_graph(3)}, out,
-              seeds=[0, 1], algorithms=["dfedavg", "sgp"], echo=lambda line: None)
+              seeds=[0, 1], algorithms=["dfedavg", "osgp"], echo=lambda line: None)
     df = A.load_runs(out)
     assert len(df) == 2 * 2 * 2 * 2  # algorithms x topologies x seeds x rounds
     assert list(df.columns[:9]) == ["run_dir", "algorithm", "topology", "num_nodes", "seed",
@@ -579,10 +579,10 @@ def test_load_runs_gives_one_row_per_run_and_round_with_the_study_labels(
         if row.round == 2:
             assert row.test_acc == float(cell["final_acc"])
     reused = df[df["same_as"].notna()]  # SGP on the complete graph: DFedAvg's run
-    assert set(zip(reused["algorithm"], reused["topology"])) == {("sgp", exp)}
+    assert set(zip(reused["algorithm"], reused["topology"])) == {("osgp", exp)}
     assert set(reused["same_as"]) == {f"dfedavg on {exp} (seed {s})" for s in (0, 1)}
     assert df.groupby("run_dir").size().sort_values().tolist() == [2] * 4 + [4] * 2
-    assert len(A.run_records([out / "sgp"], measure=False)) == 2 * 2  # sgp on the hub only
+    assert len(A.run_records([out / "osgp"], measure=False)) == 2 * 2  # osgp on the hub only
     alone = tmp_path / "alone"  # a run of no study: the config's names, the topology measured
     shutil.copytree(out / "dfedavg" / "exponential-directed-false" / "seed0", alone)
     row = A.run_records([alone])[-1]

@@ -158,9 +158,9 @@ SPECIAL_CASES = [
     ("topology.name", ["algorithm.name='fedavg'"]),  # centralized needs the star
     ("topology", ["topology.name='directed_ring'"]),  # gossip needs an undirected graph
     # SGP on one random 1-out digraph (rounds = 1) that is not strongly connected.
-    ("topology", ["algorithm.name='sgp'", "topology.name='random_out'", "topology.k=1",
+    ("topology", ["algorithm.name='osgp'", "topology.name='random_out'", "topology.k=1",
                   "data.num_nodes=6"]),
-    ("topology", ["topology.name='random_out'", "algorithm.name='sgp'"]),  # out_degree 10 > n - 1
+    ("topology", ["topology.name='random_out'", "algorithm.name='osgp'"]),  # out_degree 10 > n - 1
     ("topology|data.num_nodes", ["data.num_nodes=1"]),  # a ring needs 3 nodes
     ("data", ["data.num_nodes=200"]),  # more nodes than samples
     ("data", ["data.partition='pathological'", "data.classes_per_node=20"]),
@@ -305,7 +305,7 @@ def _weighted(edges: list[tuple[int, int, float]]) -> nx.DiGraph:
 def test_user_supplied_pushsum_topology_is_refused(graph, message):
     """There is no config field for a user matrix: a user supplies a weighted networkx graph (its
     weights are the mixing weights) through the Python API, and it is checked the same way."""
-    algorithm = ALGORITHMS["sgp"](config_from_dict({}).algorithm)
+    algorithm = ALGORITHMS["osgp"](config_from_dict({}).algorithm)
     with pytest.raises(ConfigError, match=message) as err:
         check_topology(algorithm, T.static(graph), rounds=5)
     assert err.value.field == "topology" and "\n" not in str(err.value)

@@ -55,7 +55,7 @@ def test_every_graph_of_a_period_is_checked_before_round_0(tmp_path):
             topology=[nx.cycle_graph(6), directed])
 
 
-@pytest.mark.parametrize("name", ["dfedavg", "sgp"])
+@pytest.mark.parametrize("name", ["dfedavg", "osgp"])
 def test_a_round_without_edges_is_a_round_without_messages(tmp_path, monkeypatch, name):
     """Joint connectivity: the ring in even rounds, no edge in odd ones."""
     skip_plots(monkeypatch)

@@ -221,7 +221,7 @@ def test_reproduce_runs_each_experiment_and_continues_it(tmp_path, monkeypatch, 
     config = tmp_path / "paper.toml"
     config.write_text(tiny_toml("""[[compare]]
 label = "sgp"
-"algorithm.name" = "sgp"
+"algorithm.name" = "osgp"
 [[compare]]
 label = "osgp"
 "algorithm.name" = "osgp"

@@ -35,7 +35,7 @@ def _tensors(seed: int = 0):
 def _cfg(**overrides):
     return small_config(**{"rounds": 3, "data__synthetic_train": 2000,
                            "data__synthetic_test": 500, "data__alpha": 0.3,
-                           "algorithm__name": "sgp", "topology__name": "exponential",
+                           "algorithm__name": "osgp", "topology__name": "exponential",
                            **overrides})
 
 

@@ -31,7 +31,8 @@ def _config(name: str, **overrides):
     """4 nodes; a ring (MH weights 1/3, zeros off the ring) or random 1-out digraphs."""
     topo = ({"topology__name": "ring"} if name in SYMMETRIC or "topology__name" in overrides
             else {"topology__name": "random_out", "topology__k": 1})
-    base = {"algorithm__name": name, "data__num_nodes": 4, "rounds": 20, **topo}
+    base = {"algorithm__name": name, "data__num_nodes": 4, "rounds": 20, **topo,
+            **({"algorithm__local_steps": 1} if name == "sgp" else {})}  # SGP: one step a round
     return small_config(**{**base, **overrides})
 
 
@@ -177,7 +178,7 @@ class Reference:
     ("dfedavgm", {"algorithm__momentum": 0.5, "algorithm__momentum_form": "dampened"}),
     ("dfedsam", {"algorithm__rho": 0.05}),
     ("dfedsam_mgs", {"algorithm__rho": 0.05, "algorithm__gossip_steps": 3}),
-    ("dpsgd", {"algorithm__local_steps": 1, "algorithm__dpsgd_order": "atc"}),
+    ("dpsgd", {"algorithm__local_steps": 1, "algorithm__order": "atc"}),
 ])
 def test_symmetric_family_matches_hand_computed_rounds(name, overrides):
     ref = Reference(name, **overrides)
@@ -194,7 +195,7 @@ def test_dpsgd_combine_then_adapt_matches_lian():
         ref.dpsgd_cta_round(t)
     ctx, _, _ = _run("dpsgd", 3, algorithm__local_steps=1)
     ref.assert_matches(ctx)
-    atc, _, _ = _run("dpsgd", 3, algorithm__local_steps=1, algorithm__dpsgd_order="atc")
+    atc, _, _ = _run("dpsgd", 3, algorithm__local_steps=1, algorithm__order="atc")
     assert (atc.population.flat - ctx.population.flat).abs().max() > 1e-6
 
 
@@ -265,7 +266,7 @@ def test_sgp_on_doubly_stochastic_graph_is_dpsgd_adapt_then_combine():
     sgp, algorithm, _ = _run("sgp", 3, topology__name="ring", algorithm__local_steps=1)
     torch.testing.assert_close(algorithm.weights, torch.ones(4, dtype=torch.float64), rtol=0,
                                atol=1e-15)
-    dpsgd, _, _ = _run("dpsgd", 3, algorithm__local_steps=1, algorithm__dpsgd_order="atc")
+    dpsgd, _, _ = _run("dpsgd", 3, algorithm__local_steps=1, algorithm__order="atc")
     torch.testing.assert_close(sgp.population.flat, dpsgd.population.flat, rtol=0, atol=1e-12)
 
 
@@ -309,16 +310,15 @@ def test_symmetric_algorithms_refuse_a_directed_topology(name):
 
 @pytest.mark.parametrize("name", PUSH_SUM)
 def test_push_sum_algorithms_accept_directed_and_refuse_disconnected_graphs(name):
-    build(small_config(algorithm__name=name, topology__name="random_out",
-                       topology__k=2, rounds=20))
+    build(_config(name, topology__name="random_out", topology__k=2, rounds=20))
     with pytest.raises(ConfigError, match="not strongly connected"):
-        build(small_config(algorithm__name=name, topology__name="random_out",
-                           topology__k=1, data__num_nodes=40, rounds=1))
+        build(_config(name, topology__name="random_out", topology__k=1, data__num_nodes=40,
+                      rounds=1))
 
 
 @pytest.mark.parametrize("name, key, value", [
     ("dfedavg", "momentum", 0.9), ("dfedavgm", "rho", 0.05), ("dfedsam", "gossip_steps", 4),
-    ("osgp", "momentum", 0.9), ("dfedsgpm", "rho", 0.05), ("sgp", "dpsgd_order", "atc"),
+    ("osgp", "momentum", 0.9), ("dfedsgpm", "rho", 0.05), ("sgp", "order", "atc"),
 ])
 def test_an_option_the_algorithm_does_not_use_is_refused(name, key, value):
     with pytest.raises(ConfigError, match=f"algorithm.{key}: {name} does not use {key}"):

@@ -169,7 +169,7 @@ def test_push_sum_with_faults_on_3_processes_equals_one(tmp_path: Path, quick: N
     (float64), the Push-Sum mass is N every round, the mixing bytes are the rows that cross
     processes, and the collective bytes are the round's own collectives (not the checkpoint's
     gather)."""
-    cfg = write(tmp_path, dist_toml("sgp", "exponential", 4,
+    cfg = write(tmp_path, dist_toml("osgp", "exponential", 4,
                                     extra="link_drop = 0.2\nnode_drop = 0.3"))
     reference = single(cfg, tmp_path / "one")
     assert reference[0]["nodes_trained"] == 3  # nodes 0, 1, 5, 6 offline
@@ -192,7 +192,7 @@ def test_sharded_checkpoints_resume_in_one_process_and_refuse_a_changed_shard(
         tmp_path: Path, quick: None, capsys: Any) -> None:
     """Each of 2 processes writes its rows; one process resumes them (R' = 1) to the numbers
     of an uninterrupted run, and a shard whose bytes changed is refused in one line."""
-    cfg = write(tmp_path, dist_toml("sgp", "exponential", 2, extra="link_drop = 0.2"))
+    cfg = write(tmp_path, dist_toml("osgp", "exponential", 2, extra="link_drop = 0.2"))
     out = tmp_path / "two"
     done = nproc("run", str(cfg), "--out", str(out), "--quiet", "--nproc", "2")
     assert done.returncode == 0, done.stderr
@@ -205,7 +205,7 @@ def test_sharded_checkpoints_resume_in_one_process_and_refuse_a_changed_shard(
     assert main(["resume", str(broken), "--set", "rounds=3", "--quiet"]) == 2
     assert "round2-nodes4-7.pt is missing or does not match its SHA-256" in capsys.readouterr().err
     assert main(["resume", str(out), "--set", "rounds=3", "--quiet"]) == 0
-    single(write(tmp_path, dist_toml("sgp", "exponential", 3, extra="link_drop = 0.2")),
+    single(write(tmp_path, dist_toml("osgp", "exponential", 3, extra="link_drop = 0.2")),
            tmp_path / "one")
     assert_same_run(out, tmp_path / "one")
 

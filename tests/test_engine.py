@@ -50,7 +50,7 @@ num_nodes = 4
 [topology]
 k = 2
 [algorithm]
-name = "sgp"
+name = "osgp"
 """
 
 BAD_CONFIGS = [
@@ -116,7 +116,7 @@ def test_algorithm_refuses_wrong_topology(algorithm, topology, message):
 
 def test_pushsum_refuses_graph_that_is_not_strongly_connected():
     G = nx.DiGraph([(0, 1), (1, 0), (2, 3), (3, 2)])
-    algorithm = ALGORITHMS["sgp"](small_config().algorithm)
+    algorithm = ALGORITHMS["osgp"](small_config().algorithm)
     with pytest.raises(ConfigError, match="not strongly connected"):
         check_topology(algorithm, T.static(G), rounds=10)
 
@@ -131,7 +131,7 @@ def test_set_overrides_and_compare_variants_are_validated(tmp_path):
 
 
 def test_run_directory_contents_and_refusal_to_overwrite(tmp_path):
-    cfg = small_config(rounds=3, algorithm__name="sgp", topology__name="random_out",
+    cfg = small_config(rounds=3, algorithm__name="osgp", topology__name="random_out",
                        topology__k=2, eval__every=2)
     history = run(cfg, tmp_path / "run")
     records = read_metrics(tmp_path / "run" / "metrics.jsonl")
@@ -160,7 +160,7 @@ def test_torn_last_metrics_line_is_dropped(tmp_path):
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_same_config_and_seed_give_identical_metrics(tmp_path, dtype):
-    cfg = small_config(rounds=3, algorithm__name="sgp", topology__name="random_out",
+    cfg = small_config(rounds=3, algorithm__name="osgp", topology__name="random_out",
                        topology__k=2, engine__dtype=dtype)
     a = strip_times(run(cfg, tmp_path / "a"))
     b = strip_times(run(cfg, tmp_path / "b"))
@@ -183,7 +183,7 @@ def test_cli_run_and_plot(tmp_path, capsys):
 
 @pytest.mark.skipif(not DEBIAN_FASHION_MNIST.exists(), reason="Fashion-MNIST not installed")
 @pytest.mark.parametrize(("algorithm", "topology"), [
-    ("fedavg", "star"), ("dfedavg", "ring"), ("sgp", "exponential")])
+    ("fedavg", "star"), ("dfedavg", "ring"), ("osgp", "exponential")])
 def test_real_fashion_mnist_reaches_078(tmp_path, algorithm, topology):
     raw = {"seed": 0, "rounds": 4, "device": "cpu",
            "data": {"name": "fashion_mnist", "num_nodes": 10, "partition": "iid"},

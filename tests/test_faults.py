@@ -160,7 +160,7 @@ def test_gossip_consensus_under_drops_keeps_the_average():
         gossip_consensus(None, x0, 2, matrices=lambda t: np.eye(12), link_drop=0.1)
 
 
-@pytest.mark.parametrize(("name", "topology"), [("sgp", "random_out"), ("osgp", "exponential")])
+@pytest.mark.parametrize(("name", "topology"), [("osgp", "random_out"), ("osgp", "exponential")])
 def test_pushsum_runs_conserve_mass_and_learn_under_faults(name, topology):
     from p2pfl.engine import run
 

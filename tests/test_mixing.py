@@ -109,8 +109,8 @@ def test_large_sparse_rounds_never_build_a_dense_matrix(monkeypatch):
             return _real(*args, **kwargs)
 
         monkeypatch.setattr(T, name, spy)
-    for alg in ("sgp", "dfedsam_mgs"):
-        overrides = {"algorithm__rho": 0.05, "algorithm__gossip_steps": 2} if alg != "sgp" else {}
+    for alg in ("osgp", "dfedsam_mgs"):
+        overrides = {"algorithm__rho": 0.05, "algorithm__gossip_steps": 2} if alg != "osgp" else {}
         ctx, algorithm = build(small_config(algorithm__name=alg, data__num_nodes=100,
                                             algorithm__local_steps=1, **overrides))
         calls.clear()
@@ -126,7 +126,7 @@ def test_bad_mixing_value_is_a_config_error():
 
 
 ROUNDS = [
-    ("sgp", {}),
+    ("osgp", {}),
     ("dfedsgpsm", {"algorithm__momentum": 0.9, "algorithm__rho": 0.05}),
     ("dfedavg", {}),
     ("dpsgd", {"algorithm__local_steps": 1}),
@@ -137,7 +137,7 @@ ROUNDS = [
 @pytest.mark.parametrize("name, overrides", ROUNDS)
 def test_whole_rounds_with_sparse_mixing_equal_dense(name, overrides, one_thread):
     topology = ({"topology__name": "random_out", "topology__k": 2}
-                if name in ("sgp", "dfedsgpsm") else {"topology__name": "ring"})
+                if name in ("osgp", "dfedsgpsm") else {"topology__name": "ring"})
     runs = {}
     for mixing in ("dense", "sparse"):
         ctx, algorithm = build(small_config(
@@ -155,7 +155,7 @@ def test_whole_rounds_with_sparse_mixing_equal_dense(name, overrides, one_thread
     assert [r.copies_sent for r in rep_s] == [r.copies_sent for r in rep_d]
 
 
-@pytest.mark.parametrize("name", ["sgp", "dfedsgpsm"])
+@pytest.mark.parametrize("name", ["osgp", "dfedsgpsm"])
 def test_push_sum_conserves_mass_with_sparse_mixing(name, one_thread):
     extra = {"algorithm__momentum": 0.9, "algorithm__rho": 0.05} if name == "dfedsgpsm" else {}
     ctx, algorithm = build(small_config(algorithm__name=name, engine__mixing="sparse",

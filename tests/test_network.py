@@ -72,7 +72,7 @@ def test_bandwidth_stragglers_and_slow_links():
 
 
 def overlap(**overrides):
-    base = {"algorithm__name": "sgp", "topology__name": "exponential", "topology__directed": True,
+    base = {"algorithm__name": "osgp", "topology__name": "exponential", "topology__directed": True,
             "data__num_nodes": 6, "network__enabled": True, "network__overlap": True,
             "network__delays": "random", "network__max_delay": 3}
     return small_config(**(base | overrides))

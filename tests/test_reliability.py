@@ -110,7 +110,7 @@ def test_every_algorithm_resumes_exactly(tmp_path, name):
 
 
 def test_checkpoint_every_k_rounds_holds_the_state_of_that_round(tmp_path, monkeypatch):
-    cfg = tiny(rounds=5, algorithm__name="sgp", topology__name="exponential",
+    cfg = tiny(rounds=5, algorithm__name="osgp", topology__name="exponential",
                engine__checkpoint_every=2)
     saved = []
     real = loop.save_checkpoint
@@ -192,7 +192,7 @@ label = "DFedAvg ring"
 "topology.name" = "ring"
 [[compare]]
 label = "SGP exp"
-"algorithm.name" = "sgp"
+"algorithm.name" = "osgp"
 "topology.name" = "exponential"
 """
     path = tmp_path / "exp.toml"
@@ -220,7 +220,7 @@ synthetic_test = 40
 [topology]
 name = "exponential"
 [algorithm]
-name = "sgp"
+name = "osgp"
 local_steps = 3
 local_epochs = 0
 batch_size = 16
@@ -341,7 +341,7 @@ def test_push_sum_divergence_names_the_weight_and_step_of_each_diverged_node(tmp
     """SGP at lr 5 over one random out-neighbour: a node that kept 1/8 of the mass steps 8-fold
     and blows up. The message names each diverged node's weight in that round's local phase
     (the weights of the checkpoint after the previous round) and its step lr / w."""
-    cfg = small_config(rounds=6, data__num_nodes=8, algorithm__name="sgp", algorithm__lr=5.0,
+    cfg = small_config(rounds=6, data__num_nodes=8, algorithm__name="osgp", algorithm__lr=5.0,
                        algorithm__local_steps=3, topology__name="random_out",
                        topology__k=1, engine__checkpoint_every=1)
     with pytest.raises(DivergenceError) as err:
@@ -415,7 +415,7 @@ def test_skip_node_gossip_equals_training_without_the_node_on_the_cut_graph(tmp_
 def test_skip_node_push_sum_keeps_the_mass(tmp_path, monkeypatch):
     """SGP with node 1 diverging: its weight stays 1, sum(w) stays N, the rest converge."""
     poison(monkeypatch, [1])
-    cfg = tiny(rounds=3, data__num_nodes=6, algorithm__name="sgp", topology__name="exponential",
+    cfg = tiny(rounds=3, data__num_nodes=6, algorithm__name="osgp", topology__name="exponential",
                engine__on_divergence="skip_node")
     history = run(cfg, tmp_path / "run")
     for r in history:
@@ -631,7 +631,7 @@ def test_resume_reads_the_edge_file_the_run_read_and_refuses_a_changed_one(tmp_p
     edges = tmp_path / "graphs" / "ring.txt"
     edges.write_text("".join(f"{i} {(i + 1) % 4}\n" for i in range(4)))
     monkeypatch.chdir(tmp_path)
-    cfg = tiny(rounds=1, algorithm__name="sgp", topology__name="from_edges",
+    cfg = tiny(rounds=1, algorithm__name="osgp", topology__name="from_edges",
                topology__path="graphs/ring.txt")
     run(cfg, tmp_path / "run")
     recorded = load_json(tmp_path / "run" / "config.json")["topology"]["path"]

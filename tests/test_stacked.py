@@ -21,7 +21,7 @@ from p2pfl.engine.checkpoint import load_checkpoint
 from p2pfl.report.results import read_metrics
 
 ALGORITHMS = {  # the four families: Push-Sum, Push-Sum with SAM and momentum, Gossip, server
-    "sgp": {},
+    "osgp": {},
     "dfedsgpsm": {"algorithm__momentum": 0.9, "algorithm__rho": 0.05},
     "dfedavgm": {"algorithm__momentum": 0.9},
     "fedavg": {"topology__name": "star"},

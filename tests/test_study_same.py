@@ -28,9 +28,10 @@ def _form(name: str, **options: object):
 
 
 def test_round_forms_pair_gossip_and_push_sum_algorithms_with_the_same_options() -> None:
-    sgp, dfedavg = _form("sgp"), _form("dfedavg")
+    sgp, dfedavg = _form("osgp"), _form("dfedavg")
     assert sgp.same_options(dfedavg) and sgp.push_sum and not dfedavg.push_sum
-    assert _form("osgp").same_options(sgp) and _form("dpsgd", dpsgd_order="atc").same_options(sgp)
+    assert _form("sgp", local_steps=1).same_options(_form("dfedavg", local_steps=1))
+    assert _form("dpsgd", order="atc").same_options(sgp)
     assert _form("dfedavgm", momentum=0.9).same_options(_form("dfedsgpm", momentum=0.9))
     assert not _form("dfedavgm", momentum=0.9).same_options(_form("dfedsgpm", momentum=0.5))
     assert _form("dfedavgm", momentum=0.0).same_options(dfedavg)  # momentum 0 is plain SGD
@@ -42,7 +43,7 @@ def test_round_forms_pair_gossip_and_push_sum_algorithms_with_the_same_options()
         sgp)
     assert not _form("dfedavg", lr=0.05).same_options(sgp)
     # other rounds: combine-then-adapt, a sampled server, compression, own methods
-    for name, options in (("dpsgd", {}), ("dsgt", {"tracking_order": "cta"}), ("fedavg", {}),
+    for name, options in (("dpsgd", {}), ("dsgt", {"order": "cta"}), ("fedavg", {}),
                           ("choco", {}), ("push_pull", {}), ("dfedsgpsm_s", {})):
         cls = ALGORITHMS[name]
         cfg = with_overrides(small_config(), {"algorithm.name": name, **{
@@ -96,20 +97,20 @@ def test_a_study_runs_a_repeated_cell_once_and_reuses_what_its_run_gives(
                                                   "data.synthetic_train": 200})
     said: list[str] = []
     result = run_study(cfg, ["ring"], tmp_path / "s", seeds=[4],
-                       algorithms=["sgp", "dfedavg", "dsgt", "push_diging"], echo=said.append)
+                       algorithms=["osgp", "dfedavg", "dsgt", "push_diging"], echo=said.append)
     rows = {r["algorithm"]: r for r in csv.DictReader((tmp_path / "s" / "study.csv").open())}
     assert {k: r["same_as"] for k, r in rows.items()} == {
-        "sgp": "", "dfedavg": "sgp on ring (seed 4)", "dsgt": "",
+        "osgp": "", "dfedavg": "osgp on ring (seed 4)", "dsgt": "",
         "push_diging": "dsgt on ring (seed 4)"}
-    assert rows["dfedavg"]["run_dir"] == rows["sgp"]["run_dir"]
-    assert rows["dfedavg"]["final_acc"] == rows["sgp"]["final_acc"]
-    assert sorted(p.name for p in (tmp_path / "s").iterdir() if p.is_dir()) == ["dsgt", "sgp"]
+    assert rows["dfedavg"]["run_dir"] == rows["osgp"]["run_dir"]
+    assert rows["dfedavg"]["final_acc"] == rows["osgp"]["final_acc"]
+    assert sorted(p.name for p in (tmp_path / "s").iterdir() if p.is_dir()) == ["dsgt", "osgp"]
     assert len(said) == 2 and said[0].startswith(
-        "study: dfedavg on ring is the same computation as sgp (seed 4): the same round")
+        "study: dfedavg on ring is the same computation as osgp (seed 4): the same round")
     histories = result.histories
     for algorithm in ("dfedavg", "push_diging"):  # the runs the study did not do
         alone = run(with_overrides(cfg, {"algorithm.name": algorithm, "seed": 4}),
                     tmp_path / algorithm, progress=False, figures=False)
         assert _close(_metrics(alone), _metrics(histories[(algorithm, "ring", 4)]))
-    assert not _close(_metrics(histories[("sgp", "ring", 4)]),  # the comparison can fail
+    assert not _close(_metrics(histories[("osgp", "ring", 4)]),  # the comparison can fail
                       _metrics(histories[("dsgt", "ring", 4)]))

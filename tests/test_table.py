@@ -232,7 +232,7 @@ def test_compare_continues_a_killed_run_and_extends_a_finished_one(tmp_path, cap
     config = tmp_path / "c.toml"
     config.write_text(tiny_toml("""[[compare]]
 label = "sgp"
-"algorithm.name" = "sgp"
+"algorithm.name" = "osgp"
 """, topology="exponential", extra="[engine]\ncheckpoint_every = 1"))
     whole, out = tmp_path / "whole", tmp_path / "parts"
     base = ["compare", str(config), "--quiet", "--set"]

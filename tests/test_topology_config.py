@@ -37,7 +37,7 @@ def test_every_topology_runs_one_round(name: str, tmp_path) -> None:
     schedule = T.build_schedule(name, n, **fields)
     rounds = min(schedule.period or 20, 20)  # a time-varying one is connected over its rounds
     cfg = small_config(rounds=rounds, data__num_nodes=n, topology__name=name,
-                       algorithm__name="sgp" if schedule.directed else "dfedavg",
+                       algorithm__name="osgp" if schedule.directed else "dfedavg",
                        algorithm__local_steps=1, data__synthetic_train=200,
                        data__synthetic_test=50,
                        **{f"topology__{k}": v for k, v in fields.items()})
@@ -118,7 +118,7 @@ def test_an_override_naming_another_topology_starts_from_its_defaults() -> None:
     from p2pfl.config import with_overrides
 
     cfg = small_config(topology__name="random_out", topology__k=3, topology__link_drop=0.1,
-                       algorithm__name="sgp")
+                       algorithm__name="osgp")
     ring = with_overrides(cfg, {"topology.name": "exponential", "topology.base": 3})
     assert (ring.topology.name, ring.topology.base, ring.topology.link_drop) == (
         "exponential", 3, 0.1)
@@ -174,7 +174,7 @@ def test_engine_errors_name_the_topology_field(fields: dict, field: str, message
 
 
 def test_full_run_on_a_time_varying_topology(tmp_path) -> None:
-    cfg = small_config(rounds=2, data__num_nodes=6, algorithm__name="sgp",
+    cfg = small_config(rounds=2, data__num_nodes=6, algorithm__name="osgp",
                        topology__name="random_regular_schedule", topology__d=3,
                        topology__window=2, algorithm__local_steps=1)
     history = run(cfg, tmp_path / "run")

@@ -46,7 +46,7 @@ def _drifting(t: int) -> nx.DiGraph:
 
 
 def _sgp(**overrides):
-    return small_config(**{"algorithm__name": "sgp", "rounds": 4, **overrides})
+    return small_config(**{"algorithm__name": "osgp", "rounds": 4, **overrides})
 
 
 def test_a_hand_built_digraph_runs_and_is_recorded(tmp_path):

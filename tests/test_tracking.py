@@ -123,7 +123,7 @@ def test_each_round_is_the_papers_and_the_trackers_average_the_current_gradients
     """3 nodes, 6 rounds: the models and trackers equal the hand iteration at every round, and
     mean_i y_i^k = mean_i grad f_i(x_i^k) at the models of round k (a tracker one step behind,
     g(x^{k-1}) in place of g(x^k), fails both)."""
-    extra = {"algorithm__tracking_order": order} if name != "push_diging" else {}
+    extra = {"algorithm__order": order} if name != "push_diging" else {}
     ctx, algorithm, a, b = quadratic_run(name, graph, **extra)
     x0 = flatten(ctx.population.params).numpy().copy()
     expected = reference(name, order, graph, x0, a, b, 0.1, 6)
@@ -142,7 +142,7 @@ def test_gt_dsgd_is_algorithm_1_of_xin_khan_kar_and_neither_other_order():
     """GT-DSGD (Xin, Khan, Kar 2021, Algorithm 1) in its own indexing, on the 3-node path with
     Metropolis-Hastings W = [[2/3, 1/3, 0], [1/3, 1/3, 1/3], [0, 1/3, 2/3]]:
     y_{k+1} = W (y_k + g_k - g_{k-1}), x_{k+1} = W (x_k - lr y_{k+1}), y_0 = 0, g_{-1} = 0,
-    g_k the gradient at x_k. tracking_order = "atc_xy" follows it for 4 rounds (1e-12); DSGT
+    g_k the gradient at x_k. order = "atc_xy" follows it for 4 rounds (1e-12); DSGT
     ("atc") and DIGing ("cta"), which mix the gradient difference after the tracker and step
     before mixing it, are off by more than 1e-3 from round 2 on."""
     W = np.array([[2, 1, 0], [1, 1, 1], [0, 1, 2]]) / 3
@@ -150,7 +150,7 @@ def test_gt_dsgd_is_algorithm_1_of_xin_khan_kar_and_neither_other_order():
     runs = {}
     for order in ("atc_xy", "atc", "cta"):
         ctx, algorithm, a, b = quadratic_run("dsgt", nx.path_graph(3),
-                                             algorithm__tracking_order=order)
+                                             algorithm__order=order)
         models = []
         for t in range(rounds):
             play(algorithm, ctx, t, nx.path_graph(3))
@@ -173,7 +173,7 @@ def test_gt_dsgd_with_offline_nodes_keeps_the_invariant_and_reaches_the_minimum(
     """20 % of the nodes offline a round (they keep x, v and g): mean v = mean g every round,
     and the exact minimum sum a_i b_i / sum a_i at the end (a 5-cycle, 300 rounds)."""
     graph = nx.cycle_graph(5)
-    ctx, algorithm, a, b = quadratic_run("dsgt", graph, algorithm__tracking_order="atc_xy",
+    ctx, algorithm, a, b = quadratic_run("dsgt", graph, algorithm__order="atc_xy",
                                          topology__node_drop=0.2)
     offline = 0
     for t in range(300):
@@ -187,8 +187,8 @@ def test_gt_dsgd_with_offline_nodes_keeps_the_invariant_and_reaches_the_minimum(
 
 
 def test_push_pull_refuses_the_gt_dsgd_order():
-    with pytest.raises(ConfigError, match="^algorithm.tracking_order: 'atc_xy' is GT-DSGD's"):
-        build(small_config(algorithm__name="push_pull", algorithm__tracking_order="atc_xy",
+    with pytest.raises(ConfigError, match="^algorithm.order: 'atc_xy' is GT-DSGD's"):
+        build(small_config(algorithm__name="push_pull", algorithm__order="atc_xy",
                            topology__name="exponential", topology__directed=True))
 
 
@@ -281,7 +281,7 @@ def test_gt_dsgd_sends_one_copy_in_each_of_two_exchanges(tmp_path, monkeypatch):
     skip_plots(monkeypatch)
     sent = {}
     for order in ("atc", "atc_xy"):
-        cfg = small_config(algorithm__name="dsgt", algorithm__tracking_order=order, rounds=1,
+        cfg = small_config(algorithm__name="dsgt", algorithm__order=order, rounds=1,
                            network__enabled=True)
         record = run(cfg, tmp_path / order)[0]
         ctx, _ = build(cfg)

@@ -33,10 +33,10 @@ Neighbour selection ``(losses, candidates, k, rng) -> [n, k]``: select_random,
 By name (configs): a named topology is its builder, registered with ``@register`` (its
     signature is its options, its docstring its help): REGISTRY, TOPOLOGIES,
     build_schedule(name, n, seed=0, window=1, selection="random", **options); errors:
-    ParameterError
+    ParameterError (and did_you_mean, which suggests a close name in every error of the library)
 """
 
-from topologies._common import ParameterError, messages
+from topologies._common import ParameterError, did_you_mean, messages
 from topologies.builders import (
     complete,
     directed_ring,
@@ -125,7 +125,7 @@ __all__ = [
     "loss_softmax", "get_selector",
     # by name, for configs
     "TOPOLOGIES", "REGISTRY", "NamedTopology", "register", "named", "build_schedule",
-    "ParameterError", "messages",
+    "ParameterError", "did_you_mean", "messages",
 ]
 
 TOPOLOGIES: tuple[str, ...] = tuple(REGISTRY)  # the library's; REGISTRY also has one's own

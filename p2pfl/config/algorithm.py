@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from dataclasses import fields
 from typing import Any
 
 from p2pfl.config.sections import ConfigError, coerce
 from p2pfl.options import AlgorithmOptions, field_types
-from topologies._common import did_you_mean
+from topologies import did_you_mean
 
 
 def declared_options() -> dict[str, tuple[dataclasses.Field, type]]:
@@ -32,6 +33,23 @@ def _any_options() -> type[AlgorithmOptions]:
     return dataclasses.make_dataclass("AnyAlgorithmOptions", extra, bases=(AlgorithmOptions,))
 
 
+def _renamed(values: dict[str, Any], prefix: str) -> dict[str, Any]:
+    """`values` with the option names of the release before (algorithms.options.RENAMED) under
+    their new names, each with a FutureWarning; a new name given beside its old one wins."""
+    from algorithms.options import RENAMED
+
+    out = {}
+    for key, value in values.items():
+        if key in RENAMED:
+            warnings.warn(f"{prefix}.{key} is now {prefix}.{RENAMED[key]} (the old name goes in "
+                          "the next release)", FutureWarning, stacklevel=5)
+            if RENAMED[key] in values:
+                continue
+            key = RENAMED[key]
+        out[key] = value
+    return out
+
+
 def build_algorithm(values: Any, prefix: str, compare_root: bool) -> AlgorithmOptions:
     """The [algorithm] table read into its algorithm's options class. A field that only other
     algorithms declare is refused unless it is at its default (then it changes nothing)."""
@@ -46,6 +64,7 @@ def build_algorithm(values: Any, prefix: str, compare_root: bool) -> AlgorithmOp
     cls = _any_options() if compare_root else ALGORITHMS[name].Options
     own, declared = field_types(cls), declared_options()
     kwargs: dict[str, Any] = {}
+    values = _renamed(values, prefix)
     for key, value in values.items():
         if key in own:
             kwargs[key] = coerce(value, own[key], f"{prefix}.{key}")

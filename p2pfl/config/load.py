@@ -28,8 +28,7 @@ from p2pfl.config.sections import (
 )
 from p2pfl.config.topology import build_topology
 from p2pfl.options import check_number, check_values
-from topologies import ParameterError
-from topologies._common import did_you_mean
+from topologies import ParameterError, did_you_mean
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -111,6 +110,7 @@ def _with_implied(cfg: Config) -> Config:
         return cfg  # a [[compare]] root is never run; an unknown name fails in validation
     algorithm = ALGORITHMS[cfg.algorithm.name]
     implied = {"topology.selection": "random", "algorithm.variant": algorithm.default_variant,
+               **({"algorithm.order": algorithm.paper_order} if algorithm.orders else {}),
                **algorithm.implied(cfg)}
     for dotted, value in implied.items():
         section, key = dotted.split(".")

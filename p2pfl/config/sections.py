@@ -139,7 +139,7 @@ class Config:
     data: DataConfig = field(default_factory=DataConfig)
     model: ModelConfig = field(default_factory=ModelConfig)
     topology: TopologyConfig = field(default_factory=lambda: topology_options("random_out")())
-    algorithm: AlgorithmOptions = field(default_factory=lambda: algorithm_options("sgp")())
+    algorithm: AlgorithmOptions = field(default_factory=lambda: algorithm_options("osgp")())
     eval: EvalConfig = field(default_factory=EvalConfig)
     engine: EngineConfig = field(default_factory=EngineConfig)
     network: NetworkConfig = field(default_factory=NetworkConfig)

@@ -14,7 +14,7 @@ from typing import Any
 
 import topologies as T
 from p2pfl.config.sections import COMMON, ConfigError, TopologyConfig, coerce, topology_options
-from topologies._common import did_you_mean
+from topologies import did_you_mean
 
 # Every key of the flat [topology] record of the release before, with its default there: a key
 # at that default changed nothing and is dropped without a word.
