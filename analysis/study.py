@@ -1,4 +1,5 @@
-"""The study: algorithms x topologies x sweeps x seeds, related to diameter and spectral gap.
+"""The study: algorithms x topologies x sweeps x seeds, and which topology metric predicts
+convergence.
 
     import analysis.study as S
     result = S.run(cfg, ["ring", "exponential", "complete"], "runs/study", seeds=[0, 1, 2],
@@ -8,8 +9,10 @@
 Each cell (algorithm, topology, seed) runs `p2pfl.run` into OUT/<algorithm>/<label>/seed<k>/
 (OUT/<label>/seed<k>/ when no `algorithms` are given: the config's algorithm) with only
 `algorithm.*`, `topology.*` (and, in a sweep over the number of nodes, `data.num_nodes`) and the
-seed changed; each is measured with `summary` on the schedule and mixing the algorithm actually
-uses (a time-varying schedule by its window-union diameter and per-round rate). A rerun keeps the
+seed changed; each is measured on the schedule and mixing the algorithm actually uses, with the
+cell's own partition (analysis.study_measure: diameter, spectral gap per round and per period,
+mixing time, effective neighbours, heterogeneity, ...), and each metric is rank-correlated with
+the rounds to target over the cells (analysis.study_rank). A rerun keeps the
 finished cells (one with more rounds counts up to the study's rounds), resumes the interrupted
 ones and extends shorter ones. Writes, into OUT (analysis.study_results, analysis.study_figures):
 study.csv (one row per cell), study_mean.csv (one per algorithm and topology: mean and sd over
@@ -18,8 +21,9 @@ time into its rounds' training and what lies outside them: evaluation, start-up 
 building, checkpoints) and the tables and figures.
 
 One target serves every cell, so that studies compare: a test accuracy (`target`) or a test loss
-(`target_loss`) given once, else the best accuracy that the weakest run reached (every finished
-run reaches it); `StudyResult.target_note` states which.
+(`target_loss`) given once, else 0.9 x the best mean final accuracy (`common_target`);
+`StudyResult.target_note` states which. A run that never reaches it is censored
+(analysis.study_results, analysis.study_rank).
 
 Every cell is planned before the first one starts: an unknown name, a wrong parameter or object,
 or a folder that holds a run of another config or object stops the study. A topology the

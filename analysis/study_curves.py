@@ -70,9 +70,13 @@ def _colormap(larger_is_better: bool) -> ListedColormap:
 
 
 def _name(m: dict[str, Any], color_by: str) -> str:
-    """A curve's legend label: the topology, and on a gap scale whether it averages exactly."""
+    """A curve's legend label: the topology, on a gap scale whether it averages exactly, and
+    whose runs it reused."""
     column = special(m, color_by) if color_by in GAPS else None
-    return m["label"] + (f" (exact averaging in {column[0]})" if column else "")
+    extras = [f"exact averaging in {column[0]}"] if column else []
+    if m.get("same_runs_as"):
+        extras.append(f"the runs of {m['same_runs_as']}")
+    return m["label"] + (f" ({'; '.join(extras)})" if extras else "")
 
 
 def plot_curves(means: list[dict[str, Any]], histories: dict[tuple[str, str, int], Any],

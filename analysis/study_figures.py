@@ -113,7 +113,8 @@ def plot_study(result: Any, out: Path, title: str = "") -> list[Path]:
     files = plot_convergence_vs_topology(means, out / "convergence_vs_topology", result.target,
                                          rounds, title, metric,
                                          getattr(result, "x", DEFAULT_X), gamma,
-                                         getattr(result, "target_note", ""))
+                                         getattr(result, "target_note", ""),
+                                         tuple(getattr(result, "correlations", ())))
     ok = {(r.get("algorithm", ""), r["label"], r["seed"]) for r in result.rows
           if r["status"] == "ok"}
     finished = {run: h for run, h in result.histories.items() if run in ok}  # as the means

@@ -44,6 +44,7 @@ from p2pfl.config import ConfigError
 from topologies._common import did_you_mean
 
 HORIZON = 100  # rounds of an aperiodic schedule measured (at most the run's rounds)
+ZERO = 1e-20  # a heterogeneity below this is the rounding of an exact 0 (W = J): about 1e-34
 CELL_METRICS = ("kind", "period", "diameter", "spectral_gap_per_round",
                 "spectral_gap_per_period", "mixing_time", "exact_averaging_rounds",
                 "effective_neighbors", "heterogeneity", "edges", "min_B", "object_class",
@@ -176,11 +177,12 @@ def heterogeneity(schedule: Any, mixing: str, counts: np.ndarray, rounds: int) -
         return None
     make = T.column_stochastic if mixing == "column_stochastic" else T.doubly_stochastic
     try:
-        return float(np.mean([neighborhood_heterogeneity(make(schedule.at(t), sparse=True),
-                                                         counts / sizes)
-                              for t in range(rounds)]))
+        tau = float(np.mean([neighborhood_heterogeneity(make(schedule.at(t), sparse=True),
+                                                        counts / sizes)
+                             for t in range(rounds)]))
     except ValueError:
         return None
+    return tau if tau > ZERO else 0.0
 
 
 def measure(cfg: Any, obj: object | None = None, counts: np.ndarray | None = None,

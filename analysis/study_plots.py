@@ -12,7 +12,9 @@ apart by marker (and colour, with one algorithm) in the legend, algorithms by co
   rounds further right), labelled "exact: k rds"; a topology that never averages exactly is
   drawn in a "never" column on the axis of rounds to exact averaging.
 - Rounds to target that some seeds never reached are a lower bound (analysis.study_results):
-  drawn with an upward arrow; a dotted line marks the last round.
+  drawn with an upward arrow, and a dotted line marks the last round.
+- A topology whose cells all reused another's runs (a sweep value equal to a topology of the
+  study) is drawn on top of it; the legend says "the runs of <topology>".
 """
 
 from __future__ import annotations
@@ -81,6 +83,10 @@ class Axis:
         self.log = bool(values) and min(values) > 0 and key not in LINEAR and (
             key in GAPS or max(values) >= GEOMETRIC * min(values))
         low, high = (min(values), max(values)) if values else (0.5, 1.0)
+        sds = [(v, m.get(f"{key}_sd") or 0.0) for m in means
+               if (v := numeric.get(_key(m))) is not None]  # the x error bars fit in too
+        low = min([low, *(v - sd for v, sd in sds if v - sd > 0 or not self.log)])
+        high = max([high, *(v + sd for v, sd in sds)])
         if self.log:  # a gap below 1 has no exact averaging: its range stops at 1
             self.low, self.edge = low / 1.5, min(high * 1.5, 1.0) if key in GAPS else high * 1.5
         else:
@@ -150,9 +156,12 @@ def _rounds(m: dict[str, Any], rounds: int) -> tuple[float | None, bool]:
 def plot_convergence_vs_topology(means: list[dict[str, Any]], path: Path, target: float | None,
                                  rounds: int, title: str = "", metric: str = "test_acc",
                                  x: tuple[str, ...] = ("diameter", "spectral_gap_per_round"),
-                                 gamma: float = 0.9, note: str = "") -> list[Path]:
+                                 gamma: float = 0.9, note: str = "",
+                                 correlations: tuple[dict[str, Any], ...] = ()) -> list[Path]:
     """2 x len(x): final accuracy and rounds to `target` against each metric of `x` (module
-    docstring); `note`: how the target was chosen (the title's second line)."""
+    docstring); `note`: how the target was chosen (the caption); `correlations`: the rank
+    correlations (analysis.study_rank), Kendall's tau of each metric with rounds to target
+    above its panel."""
     means = [m for m in means if m["status"] == "ok"]
     algorithms = list(dict.fromkeys(m.get("algorithm", "") for m in means))
     topologies = list(dict.fromkeys(m["label"] for m in means))
@@ -190,12 +199,13 @@ def plot_convergence_vs_topology(means: list[dict[str, Any]], path: Path, target
             ax.set_ylabel(target_label(target, metric) if y_key == "rounds_to_target"
                           else RESULTS[y_key])
             ax.grid(alpha=0.3)
-        axes[1][col].axhline(rounds, color="0.4", linestyle=":", linewidth=1)
         if any(m.get("rounds_to_target_lower_bound") for m in means):
+            axes[1][col].axhline(rounds, color="0.4", linestyle=":", linewidth=1)
             axes[1][col].set_ylim(top=max(axes[1][col].get_ylim()[1], rounds + 1 + 2 * arrow))
         round_axis(axes[1][col], "y")
+        axes[1][col].set_title(_tau_text(correlations, key, len(algorithms) > 1), fontsize=8)
     handles = _legend(means, algorithms, topologies, rounds)
-    fig.legend([h for h, _ in handles], [label for _, label in handles], loc="outside right upper",
+    fig.legend([h for h, _ in handles], [label for _, label in handles], loc="outside right center",
                fontsize=8)
     seeds = max((m["finished"] for m in means), default=1)
     stats = f"mean ± sd over {seeds} seeds" if seeds > 1 else "one seed"
@@ -203,6 +213,17 @@ def plot_convergence_vs_topology(means: list[dict[str, Any]], path: Path, target
     if note:
         fig.supxlabel(f"target: {note}", fontsize=9)
     return save(fig, path)
+
+
+def _tau_text(correlations: tuple[dict[str, Any], ...], key: str, several: bool) -> str:
+    """'Kendall tau +0.39 (27 cells, 2 censored)' of `key`, per algorithm when several."""
+    parts = []
+    for c in correlations:
+        if c["metric"] == key and c["kendall_tau"] is not None:
+            who = f"{c['algorithm']}: " if several else ""
+            parts.append(f"{who}Kendall tau {c['kendall_tau']:+.2f} ({c['n']} cells, "
+                         f"{c['censored']} censored)")
+    return "\n".join(parts)
 
 
 def _legend(means: list[dict[str, Any]], algorithms: list[str], topologies: list[str],
@@ -220,6 +241,8 @@ def _legend(means: list[dict[str, Any]], algorithms: list[str], topologies: list
             look = {**look, "color": "0.3", "markeredgecolor": "0.3",
                     "markerfacecolor": "white" if look["markerfacecolor"] == "white" else "0.75"}
         extras = ["time-varying"] if first["kind"] == TIME_VARYING else []
+        if first.get("same_runs_as"):
+            extras.append(f"the runs of {first['same_runs_as']}")
         if not several and first["reached"] < first["finished"]:
             extras.append(f"target: {first['reached']}/{first['finished']} seeds")
         handles.append((Line2D([], [], **look),
@@ -228,5 +251,5 @@ def _legend(means: list[dict[str, Any]], algorithms: list[str], topologies: list
         handles.append((Line2D([], [], marker="^", color="0.3", linestyle="none"),
                         "lower bound: seeds that never reached\nthe target counted at "
                         f"{rounds + 1} rounds"))
-    handles.append((Line2D([], [], color="0.4", linestyle=":"), f"last round ({rounds})"))
+        handles.append((Line2D([], [], color="0.4", linestyle=":"), f"last round ({rounds})"))
     return handles

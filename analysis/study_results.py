@@ -40,7 +40,7 @@ AVERAGED = ("diameter", "spectral_gap_per_round", "spectral_gap_per_period", "mi
             "final_acc", "best_acc", "rounds_to_target", "seconds_to_target")
 MEAN_COLUMNS = ("algorithm", "label", "sweep", "vary", "value", "kind", "seeds", "finished",
                 "reached", *(f"{key}_{stat}" for key in AVERAGED for stat in ("mean", "sd")),
-                "rounds_to_target_lower_bound", "rounds_to_target_median")
+                "rounds_to_target_lower_bound", "rounds_to_target_median", "same_runs_as")
 SHOWN = ("diameter", "spectral_gap_per_round", "effective_neighbors", "heterogeneity")
 
 
@@ -80,8 +80,10 @@ def means(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One row per (algorithm, label) (in first-seen order): the mean and sd over the seeds that
     finished, rounds and seconds to target censored (module docstring); `reached` counts the
     seeds that reached the target. An infinite value (diameter, rounds to exact averaging)
-    makes the mean infinite."""
+    makes the mean infinite. `same_runs_as`: the earlier topology of the same algorithm whose
+    runs these are (every finished cell reused one of its runs: a sweep value equal to it)."""
     keys = list(dict.fromkeys((r.get("algorithm", ""), r["label"]) for r in rows))
+    runs_of: dict[tuple[str, str], set[str]] = {}
     out = []
     for algorithm, label in keys:
         runs = [r for r in rows if (r.get("algorithm", ""), r["label"]) == (algorithm, label)]
@@ -101,6 +103,10 @@ def means(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 row[f"{key}_mean"], row[f"{key}_sd"] = _stats(values)
         row.update(_censored(ok))
         row["status"] = "ok" if ok else runs[0]["status"]
+        mine = {r["run_dir"] for r in ok if r.get("run_dir")}
+        row["same_runs_as"] = next((other for (a, other), theirs in runs_of.items()
+                                    if a == algorithm and mine and theirs == mine), None)
+        runs_of[(algorithm, label)] = mine
         out.append(row)
     return out
 

@@ -113,6 +113,7 @@ def test_study_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
         assert ok[("ring num_nodes=4", seed)]["same_as"] == f"dfedavg on ring (seed {seed})"
         assert ok[("ring num_nodes=4", seed)]["run_dir"] == ok[("ring", seed)]["run_dir"]
     assert not (out / "ring-num_nodes-4").exists() and (out / "ring-num_nodes-6").is_dir()
+    assert means["ring num_nodes=4"]["same_runs_as"] == "ring" and not means["ring"]["same_runs_as"]
     assert ("study: dfedavg on ring num_nodes=4 is the same computation as dfedavg on ring "
             "(seeds 0, 2): the same config; run once") in printed
     # the time split: the runs' own round and evaluation seconds, the parts adding up to the wall

@@ -178,9 +178,12 @@ def _points(ax: Any) -> dict[str, tuple[float, float]]:
 
 def test_convergence_vs_topology(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     means = _means()
+    tau = {"algorithm": "", "metric": "diameter", "kendall_tau": 0.5, "n": 21, "censored": 3}
     fig = drawn(monkeypatch, lambda: plot_convergence_vs_topology(
-        means, tmp_path / "conv", 0.75, 40, "title", note="75 % (given)"))
+        means, tmp_path / "conv", 0.75, 40, "title", note="75 % (given)", correlations=(tau,)))
     acc_d, acc_gap, rounds_d, rounds_gap = fig.axes
+    assert rounds_d.get_title() == "Kendall tau +0.50 (21 cells, 3 censored)"
+    assert rounds_gap.get_title() == ""  # no coefficient given for the gap
     for ax in (acc_d, acc_gap, rounds_d, rounds_gap):
         assert sum(isinstance(c, ErrorbarContainer) for c in ax.containers) == 7
         joined = [line for line in ax.get_lines() if len(set(line.get_xdata())) > 1
