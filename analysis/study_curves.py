@@ -133,7 +133,9 @@ def plot_curves(means: list[dict[str, Any]], histories: dict[tuple[str, str, int
         ax.grid(alpha=0.3, which="both")
     bar = fig.colorbar(plt.cm.ScalarMappable(norm=norm, cmap=cmap), ax=list(axes),
                        location="bottom", shrink=0.5, aspect=40, pad=0.02)
-    bar.set_label(f"{metric_label(color_by, gamma)}: dark = better connected")
+    better = ("closer to the global class mix" if color_by == "heterogeneity"
+              else "better connected")
+    bar.set_label(f"{metric_label(color_by, gamma)}: dark = {better}")
     if isinstance(norm, LogNorm):
         log_ticks(bar.ax.xaxis, norm.vmin, norm.vmax)
     else:

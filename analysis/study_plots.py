@@ -118,7 +118,8 @@ class Axis:
         else:
             ticks = MaxNLocator(5, integer=self.key in INTEGER,
                                 steps=[1, 2, 2.5, 5, 10]).tick_values(self.low, self.edge)
-        ticks = [t for t in ticks if self.low <= t <= self.edge] if self.x else []
+        top = self.edge * (1 - 1e-9) if self.columns else self.edge  # the break: no tick
+        ticks = [t for t in ticks if self.low <= t <= top] if self.x else []
         labels = [f"{t:g}" for t in ticks]
         if self.columns:
             ax.axvspan(self.edge, self.high, color="0.5", alpha=0.12, linewidth=0)
@@ -138,11 +139,15 @@ class Axis:
 def _look(i: int, m: dict[str, Any], algorithms: list[str]) -> dict[str, Any]:
     """Marker and colour of topology `i` (of its algorithm's `m`): with one algorithm, a colour
     and a marker per topology; with several, the algorithm's colour and the topology's marker
-    (hollow from the ninth topology on)."""
+    (hollow from the ninth topology on), each algorithm's markers smaller than the one
+    before, so that two algorithms' points at one place (the same runs) show as nested
+    markers."""
     several = len(algorithms) > 1
-    color = f"C{algorithms.index(m.get('algorithm', '')) % 10 if several else i % 10}"
+    series = algorithms.index(m.get("algorithm", "")) if several else 0
+    color = f"C{series % 10 if several else i % 10}"
     hollow = several and i // len(MARKERS) % 2 == 1
-    return dict(marker=MARKERS[i % len(MARKERS)], color=color, markersize=8, linestyle="none",
+    return dict(marker=MARKERS[i % len(MARKERS)], color=color, linestyle="none",
+                markersize=max(11 - 3 * series, 4) if several else 8,
                 markeredgecolor=color,
                 markerfacecolor="white" if hollow else to_rgba(color, 0.35))
 
@@ -238,7 +243,7 @@ def _legend(means: list[dict[str, Any]], algorithms: list[str], topologies: list
         first = next(m for m in means if m["label"] == label)
         look = _look(i, first, algorithms)
         if several:
-            look = {**look, "color": "0.3", "markeredgecolor": "0.3",
+            look = {**look, "color": "0.3", "markeredgecolor": "0.3", "markersize": 8,
                     "markerfacecolor": "white" if look["markerfacecolor"] == "white" else "0.75"}
         extras = ["time-varying"] if first["kind"] == TIME_VARYING else []
         if first.get("same_runs_as"):

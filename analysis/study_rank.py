@@ -130,10 +130,14 @@ def correlation_text(correlations: list[dict[str, Any]], target: str, gamma: flo
         if best is None:
             lines.append(f"{who}no metric could be ranked (too few cells, or no spread)")
         else:
+            tied = [metric_label(c["metric"], gamma) for c in correlations
+                    if c["algorithm"] == algorithm and c is not best
+                    and c["kendall_tau"] is not None
+                    and abs(abs(c["kendall_tau"]) - abs(best["kendall_tau"])) < 1e-9]
             lines.append(f"{who}strongest rank correlation: "
                          f"{metric_label(best['metric'], gamma)} (Kendall tau "
                          f"{best['kendall_tau']:+.2f}, {best['n']} cells, {best['censored']} "
-                         "censored)")
+                         f"censored{'; as strong: ' + ', '.join(tied) if tied else ''})")
     diverged = {c["algorithm"]: c["diverged"] for c in correlations if c["diverged"]}
     lines += [f"{a + ': ' if several else ''}{k} diverged cell{'s' * (k > 1)} left out"
               for a, k in diverged.items()]
