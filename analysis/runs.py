@@ -1,13 +1,14 @@
 """Finished (or running) runs as one table a researcher plots with anything: one row per run and
-round, with the run's algorithm, topology, seed, the topology's diameter and spectral gap, its
-metrics and every config field.
+round, with the run's algorithm, topology, seed, the topology's diameter and spectral gap per
+round, its metrics and every config field.
 
     import analysis as A, seaborn as sns
     df = A.load_runs(["runs/study_grid"])               # a pandas.DataFrame
     sns.lineplot(df, x="round", y="test_acc", hue="algorithm", style="topology")
 
 A run of a study (`p2pfl study`, analysis.study) takes its algorithm, topology, diameter and
-spectral gap from the study's study.csv: the study's labels ("exponential:directed=false", a
+spectral gap per round from the study's study.csv (`spectral_gap` in one written before
+the gap was named per round): the study's labels ("exponential:directed=false", a
 topology object's label) and what the study measured; a cell the study ran once for another
 (`same_as` in study.csv) gets that run's rows under its own algorithm and topology, `same_as`
 naming the cell that ran (its config fields are that run's). Other runs: the config's algorithm
@@ -26,8 +27,8 @@ from pathlib import Path
 from typing import Any
 
 FIRST = ("run_dir", "algorithm", "topology", "num_nodes", "seed", "same_as", "diameter",
-         "spectral_gap", "round")  # the leading columns; metrics follow, then every config
-# field "table.key"
+         "spectral_gap_per_round", "round")  # the leading columns; metrics follow, then every
+# config field "table.key"
 STUDY_DEPTH = 3  # a study's run is OUT/<algorithm>/<label>/seed<k>, or OUT/<label>/seed<k>
 Row = dict[str, str]
 
@@ -85,13 +86,14 @@ class Studies:
 
 
 def topology_metrics(config: dict[str, Any]) -> dict[str, Any]:
-    """Diameter, spectral gap and kind of the topology that the run of `config` (a config.json)
-    used, measured as the study measures it; None for each where it cannot be rebuilt (a
-    topology given as an object, a config of another version) or the algorithm cannot use it."""
-    from analysis.study import measure
+    """Diameter, spectral gap per round and kind of the topology that the run of `config` (a
+    config.json) used, measured as the study measures it; None for each where it cannot be
+    rebuilt (a topology given as an object, a config of another version) or the algorithm
+    cannot use it."""
+    from analysis.study_measure import measure
     from p2pfl.config import ConfigError, config_from_dict
 
-    empty = {"diameter": None, "spectral_gap": None, "kind": None}
+    empty = {"diameter": None, "spectral_gap_per_round": None, "kind": None}
     if config.get("topology", {}).get("name") == "object":
         return empty
     try:
@@ -108,7 +110,9 @@ def _study_info(row: Row) -> dict[str, Any]:
     """The columns a study.csv row gives a run."""
     return {"algorithm": row["algorithm"], "topology": row["label"],
             "seed": _number(row["seed"]), "diameter": _number(row["diameter"]),
-            "spectral_gap": _number(row["spectral_gap"]), "same_as": row.get("same_as") or None}
+            "spectral_gap_per_round": _number(row.get("spectral_gap_per_round",
+                                                      row.get("spectral_gap", ""))),
+            "same_as": row.get("same_as") or None}
 
 
 def run_records(paths: Sequence[str | Path], measure: bool = True) -> list[dict[str, Any]]:
@@ -128,7 +132,7 @@ def run_records(paths: Sequence[str | Path], measure: bool = True) -> list[dict[
         info = {"run_dir": str(run_dir), "algorithm": fields.get("algorithm.name"),
                 "topology": fields.get("topology.name"),
                 "num_nodes": fields.get("data.num_nodes"), "seed": fields.get("seed"),
-                "same_as": None, "diameter": None, "spectral_gap": None}
+                "same_as": None, "diameter": None, "spectral_gap_per_round": None}
         study = studies.find(run_dir)
         reused: list[Row] = []
         if study is not None:
@@ -140,7 +144,7 @@ def run_records(paths: Sequence[str | Path], measure: bool = True) -> list[dict[
                              sort_keys=True, default=str)
             if key not in measured:
                 measured[key] = topology_metrics(config)
-            info |= {k: measured[key][k] for k in ("diameter", "spectral_gap")}
+            info |= {k: measured[key][k] for k in ("diameter", "spectral_gap_per_round")}
         records = read_metrics(run_dir / "metrics.jsonl")
         for cell in [info, *(info | _study_info(row) for row in reused)]:
             for record in records:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from analysis.study_measure import CELL_METRICS
 from analysis.study_spec import Entry
 
 History = list[dict[str, Any]]
@@ -17,8 +18,10 @@ History = list[dict[str, Any]]
 
 @dataclass
 class Planned:
-    """One cell of the study: its config and folder, and its topology metrics (None, with
-    `skipped` saying why, if the algorithm cannot use the topology)."""
+    """One cell of the study: its config and folder, its topology metrics (None, with
+    `skipped` saying why, if the algorithm cannot use the topology), the topology object it
+    runs on (None: the config's named topology; a factory's object is built for the cell) and
+    its partition's class counts [n, K]."""
 
     algorithm: str
     entry: Entry
@@ -27,6 +30,8 @@ class Planned:
     run_dir: Path
     metrics: dict[str, Any] | None
     skipped: str = ""
+    obj: object | None = None
+    counts: Any = None
 
 
 def cell_name(run: Planned) -> str:
@@ -104,14 +109,14 @@ def _start(run: Planned, bar: Progress) -> tuple[dict[str, Any], dict[str, Any] 
     if run.metrics is None:
         row["status"] = f"skipped: {run.skipped}"
         return row, None
-    row.update({k: run.metrics.get(k) for k in ("kind", "diameter", "spectral_gap", "min_B")})
+    row.update({k: run.metrics.get(k) for k in CELL_METRICS})
     row["run_dir"] = str(run_dir)
-    if reusable(run_dir, cfg, entry.obj):
+    if reusable(run_dir, cfg, run.obj):
         bar.start(run, cfg.rounds)
         return row, None
     bar.start(run, len(_history(run_dir, cfg.rounds)))
     return row, {"cfg": cfg, "out_dir": run_dir, "progress": bar.round, "label": cell_name(run),
-                 "resume": (run_dir / "config.json").exists(), "topology": entry.obj,
+                 "resume": (run_dir / "config.json").exists(), "topology": run.obj,
                  "figures": False}
 
 

@@ -1,11 +1,20 @@
 """A study's numbers: the mean and sd over seeds of each (algorithm, topology), the files, the
 printed table.
 
-study.csv: one row per cell (algorithm, topology, seed); `same_as` names the cell whose run a
-cell reused, being the same computation (analysis.study_same), and `run_dir` is then that run's.
+study.csv: one row per cell (algorithm, topology, seed) with its topology's metrics
+(analysis.study_measure) and its results; `same_as` names the cell whose run a cell reused,
+being the same computation (analysis.study_same), and `run_dir` is then that run's.
 study_mean.csv: one row per algorithm and topology with the mean and sample sd (over its seeds
-that finished) of diameter, spectral gap, final and best accuracy and rounds to target, and how
-many seeds reached the target. sd is empty with one seed.
+that finished) of each metric and result, and how many seeds reached the target. sd is empty
+with one seed.
+
+Rounds to target are censored: a run that never reached the target is known only to need more
+than its rounds R. The mean and sd over the seeds are given only when every finished seed
+reached it; otherwise `rounds_to_target_mean` is a lower bound, each censored seed counted at
+R + 1 (`rounds_to_target_lower_bound` is true, the sd empty, the table prints ">= mean", and
+"> R" when no seed reached it), and `rounds_to_target_median` is the median with the censored
+seeds at +inf (inf when half of them or more never reached it). The mean simulated seconds to
+target are given only when every seed reached it.
 """
 
 from __future__ import annotations
@@ -19,13 +28,20 @@ from typing import Any
 
 import numpy as np
 
-COLUMNS = ("algorithm", "label", "sweep", "vary", "value", "seed", "status", "kind", "diameter",
-           "spectral_gap", "min_B", "final_acc", "best_acc", "best_loss", "rounds_to_target",
-           "seconds_to_target", "rounds", "run_dir", "same_as")
-AVERAGED = ("diameter", "spectral_gap", "final_acc", "best_acc", "rounds_to_target",
-            "seconds_to_target")
+from analysis.study_measure import CELL_METRICS, GAPS, metric_label
+from analysis.study_rank import CENSORING, SIGN, correlation_text
+
+RESULTS = ("final_acc", "best_acc", "best_loss", "rounds_to_target", "seconds_to_target",
+           "rounds")
+COLUMNS = ("algorithm", "label", "sweep", "vary", "value", "seed", "status", *CELL_METRICS,
+           *RESULTS, "run_dir", "same_as")
+AVERAGED = ("diameter", "spectral_gap_per_round", "spectral_gap_per_period", "mixing_time",
+            "exact_averaging_rounds", "effective_neighbors", "heterogeneity", "edges",
+            "final_acc", "best_acc", "rounds_to_target", "seconds_to_target")
 MEAN_COLUMNS = ("algorithm", "label", "sweep", "vary", "value", "kind", "seeds", "finished",
-                "reached", *(f"{key}_{stat}" for key in AVERAGED for stat in ("mean", "sd")))
+                "reached", *(f"{key}_{stat}" for key in AVERAGED for stat in ("mean", "sd")),
+                "rounds_to_target_lower_bound", "rounds_to_target_median", "same_runs_as")
+SHOWN = ("diameter", "spectral_gap_per_round", "effective_neighbors", "heterogeneity")
 
 
 def _stats(values: list[float]) -> tuple[float | None, float | None]:
@@ -36,11 +52,38 @@ def _stats(values: list[float]) -> tuple[float | None, float | None]:
     return mean, (float(np.std(values, ddof=1)) if len(values) > 1 else None)
 
 
+def _censored(ok: list[dict[str, Any]]) -> dict[str, Any]:
+    """rounds_to_target and seconds_to_target over the finished seeds `ok`, censored (module
+    docstring)."""
+    out: dict[str, Any] = dict.fromkeys(("rounds_to_target_mean", "rounds_to_target_sd",
+                                         "rounds_to_target_median", "seconds_to_target_mean",
+                                         "seconds_to_target_sd"))
+    out["rounds_to_target_lower_bound"] = False
+    values = [r.get("rounds_to_target") for r in ok]
+    if not any("rounds_to_target" in r for r in ok):  # no target
+        return out
+    if all(v is not None for v in values):
+        out["rounds_to_target_mean"], out["rounds_to_target_sd"] = _stats(values)
+        seconds = [r.get("seconds_to_target") for r in ok]
+        if all(v is not None for v in seconds):
+            out["seconds_to_target_mean"], out["seconds_to_target_sd"] = _stats(seconds)
+    elif all(r.get("rounds") for r in ok):
+        out["rounds_to_target_mean"] = float(np.mean(
+            [r["rounds"] + 1 if v is None else v for r, v in zip(ok, values)]))
+        out["rounds_to_target_lower_bound"] = True
+    out["rounds_to_target_median"] = float(np.median(
+        [math.inf if v is None else v for v in values])) if values else None
+    return out
+
+
 def means(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One row per (algorithm, label) (in first-seen order): the mean and sd over the seeds that
-    finished. rounds_to_target is averaged over the seeds that reached the target; `reached`
-    counts them. An infinite diameter stays infinite."""
+    finished, rounds and seconds to target censored (module docstring); `reached` counts the
+    seeds that reached the target. An infinite value (diameter, rounds to exact averaging)
+    makes the mean infinite. `same_runs_as`: the earlier topology of the same algorithm whose
+    runs these are (every finished cell reused one of its runs: a sweep value equal to it)."""
     keys = list(dict.fromkeys((r.get("algorithm", ""), r["label"]) for r in rows))
+    runs_of: dict[tuple[str, str], set[str]] = {}
     out = []
     for algorithm, label in keys:
         runs = [r for r in rows if (r.get("algorithm", ""), r["label"]) == (algorithm, label)]
@@ -49,16 +92,21 @@ def means(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         row: dict[str, Any] = {"algorithm": algorithm, "label": label,
                                "sweep": first.get("sweep", ""),
                                "vary": first.get("vary", ""), "value": first.get("value"),
-                               "kind": next((r["kind"] for r in ok), first.get("kind")),
+                               "kind": next((r.get("kind") for r in ok), first.get("kind")),
                                "seeds": len(runs), "finished": len(ok),
                                "reached": sum(r.get("rounds_to_target") is not None for r in ok)}
-        for key in AVERAGED:
+        for key in AVERAGED[:-2]:
             values = [float(r[key]) for r in ok if r.get(key) is not None]
             if values and not all(math.isfinite(v) for v in values):
                 row[f"{key}_mean"], row[f"{key}_sd"] = math.inf, None
             else:
                 row[f"{key}_mean"], row[f"{key}_sd"] = _stats(values)
+        row.update(_censored(ok))
         row["status"] = "ok" if ok else runs[0]["status"]
+        mine = {r["run_dir"] for r in ok if r.get("run_dir")}
+        row["same_runs_as"] = next((other for (a, other), theirs in runs_of.items()
+                                    if a == algorithm and mine and theirs == mine), None)
+        runs_of[(algorithm, label)] = mine
         out.append(row)
     return out
 
@@ -114,11 +162,27 @@ def write_study(out: Path, cfg: Any, result: Any, began: float, bar: Any) -> lis
     figures = plot_study(result, out, title)
     done = time.perf_counter()
     result.time = study_time(done - began, bar.rounds_s(), bar.evaluation_s, done - writing)
-    write_json_atomic(files[2], {"target": result.target, "target_metric": result.target_metric,
-                                 "target_note": result.target_note, "algorithms": algorithms,
-                                 "rows": result.rows, "means": result.means,
-                                 "time": result.time})
+    write_json_atomic(files[2], {
+        "target": result.target, "target_metric": result.target_metric,
+        "target_note": result.target_note, "algorithms": algorithms, "gamma": result.gamma,
+        "x": list(result.x), "rows": _inf_as_text(result.rows),
+        "means": _inf_as_text(result.means),
+        "rank_correlation": {"with": "rounds_to_target", "points": "one per finished cell, "
+                             "seeds pooled, per algorithm", "sign": SIGN,
+                             "censoring": CENSORING, "coefficients": result.correlations},
+        "time": result.time})
     return files + figures
+
+
+def _inf_as_text(obj: Any) -> Any:
+    """`obj` with every infinite float as the string "inf" (strict JSON writes it as null,
+    which would read as "no value": a diameter or rounds to exact averaging that are
+    infinite, a median of censored rounds)."""
+    if isinstance(obj, dict):
+        return {k: _inf_as_text(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_inf_as_text(v) for v in obj]
+    return "inf" if isinstance(obj, float) and math.isinf(obj) and obj > 0 else obj
 
 
 def algorithms_of(rows: list[dict[str, Any]]) -> list[str]:
@@ -126,13 +190,14 @@ def algorithms_of(rows: list[dict[str, Any]]) -> list[str]:
     return list(dict.fromkeys(r.get("algorithm", "") for r in rows))
 
 
-def target_text(result: Any) -> str:
-    """'80.0 % test accuracy' or 'test loss 0.5' (the study's common target), or 'target'."""
+def target_text(result: Any, short: bool = False) -> str:
+    """'80.0 % test accuracy' ('80.0 %' if short) or 'test loss 0.5' (the study's common
+    target), or 'target'."""
     if result.target is None:
         return "target"
     if getattr(result, "target_metric", "test_acc") == "test_loss":
         return f"test loss {result.target:g}"
-    return f"{100 * result.target:.1f} % test accuracy"
+    return f"{100 * result.target:.1f} %" + ("" if short else " test accuracy")
 
 
 def _cell(value: Any, sd: Any = None, scale: float = 1.0, digits: int | None = None) -> str:
@@ -150,22 +215,43 @@ def _cell(value: Any, sd: Any = None, scale: float = 1.0, digits: int | None = N
     return fmt(value) + ("" if noise else f" ± {fmt(sd)}")
 
 
+def rounds_cell(m: dict[str, Any]) -> str:
+    """Rounds to target of a mean row: 'mean ± sd', '>= mean' (a lower bound: some seeds never
+    reached it) or '> R' (none did), '-' without a target."""
+    mean = m.get("rounds_to_target_mean")
+    if mean is None:
+        return "-"
+    if not m.get("rounds_to_target_lower_bound"):
+        return _cell(mean, m.get("rounds_to_target_sd"), 1, 1)
+    return f"> {mean - 1:.0f}" if m["reached"] == 0 else f">= {mean:.1f}"
+
+
+def gap_cell(m: dict[str, Any], key: str = "spectral_gap_per_round") -> str:
+    """A gap of a mean row; one of a topology that averages exactly in k rounds (gap 1, as the
+    complete graph's) reads '1 (exact: k)'."""
+    exact = m.get("exact_averaging_rounds_mean")
+    text = _cell(m.get(f"{key}_mean"), m.get(f"{key}_sd"))
+    return f"{text} (exact: {exact:g})" if exact is not None and math.isfinite(exact) else text
+
+
 def format_table(result: Any) -> str:
     """The per-(algorithm, topology) means as aligned text (what `p2pfl study` prints), the
-    algorithm column when there are several, and the target stated."""
+    algorithm column when there are several, the target stated, then the rank correlations
+    (analysis.study_rank)."""
     several = len(algorithms_of(result.means)) > 1
-    heads = ("algorithm",) * several + ("topology", "kind", "seeds", "diameter", "spectral gap",
-                                        "final acc (%)", "rounds to target", "reached")
+    gamma = getattr(result, "gamma", 0.9)
+    heads = ("algorithm",) * several + (
+        "topology", "kind", "seeds", *(metric_label(k, gamma, head=True) for k in SHOWN),
+        "final acc (%)", f"rounds to {target_text(result, short=True)}", "reached")
     body = []
     for m in result.means:
         if m["status"] != "ok":
             continue
+        shown = [gap_cell(m, k) if k in GAPS else _cell(m.get(f"{k}_mean"), m.get(f"{k}_sd"))
+                 for k in SHOWN]
         body.append((m["algorithm"],) * several + (
-            m["label"], m["kind"] or "-", str(m["finished"]),
-            _cell(m["diameter_mean"], m["diameter_sd"]),
-            _cell(m["spectral_gap_mean"], m["spectral_gap_sd"]),
-            _cell(m["final_acc_mean"], m["final_acc_sd"], 100, 1),
-            _cell(m["rounds_to_target_mean"], m["rounds_to_target_sd"], 1, 1),
+            m["label"], m["kind"] or "-", str(m["finished"]), *shown,
+            _cell(m["final_acc_mean"], m["final_acc_sd"], 100, 1), rounds_cell(m),
             f"{m['reached']}/{m['finished']}"))
     widths = [max(len(h), *(len(b[i]) for b in body)) if body else len(h)
               for i, h in enumerate(heads)]
@@ -175,8 +261,17 @@ def format_table(result: Any) -> str:
     who = "{algorithm} on " if several else ""
     lines += [f"{who.format(**r)}{r['label']} (seed {r['seed']}): {r['status']}"
               for r in result.rows if r["status"] != "ok"]
+    if any("(exact: " in cell for b in body for cell in b):
+        lines.append("gap/round: 1 - the per-round rate; (exact: k): the topology averages "
+                     "exactly in k rounds, so its gap is 1 however large k is")
+    if any(m.get("rounds_to_target_lower_bound") for m in result.means):
+        lines.append("rounds to target: '>= x' is a lower bound (seeds that never reached the "
+                     "target counted at their rounds + 1), '> R': no seed reached it in R rounds")
     note = getattr(result, "target_note", "")
     lines.append(f"target: {note or target_text(result)}")
+    correlations = getattr(result, "correlations", [])
+    if correlations:
+        lines += ["", correlation_text(correlations, target_text(result, short=True), gamma)]
     if getattr(result, "time", None):
         lines.append(time_text(result.time))
     return "\n".join(lines)

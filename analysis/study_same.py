@@ -16,27 +16,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from analysis.study_cells import Planned
+from analysis.study_measure import CELL_METRICS, cell_schedule
 
 if TYPE_CHECKING:
     from algorithms.forms import RoundForm
 
 MATRIX_TOL = 1e-12  # |P - W| entry by entry: rounding of 1 - sum(...) on the diagonal, far below
 # any difference of weights a graph gives
-
-
-def cell_schedule(cfg: Any, algorithm: Any, obj: object | None) -> Any:
-    """The schedule the run of cfg builds (on `obj`, if given, checked as `p2pfl.run` checks
-    it); a wrong parameter or object is a ConfigError."""
-    from p2pfl.engine import schedule_for
-    from p2pfl.objects.topology import resolve_topology
-
-    if obj is None:
-        return schedule_for(cfg, algorithm)
-    return resolve_topology(cfg, Path(), False, obj)[1]
 
 
 def _rounds(cfg: Any, schedule: Any, obj: object | None) -> range | None:
@@ -47,7 +36,7 @@ def _rounds(cfg: Any, schedule: Any, obj: object | None) -> range | None:
     return None if obj is not None else range(cfg.rounds)
 
 
-def equal_mixing(cfg: Any, obj: object | None) -> str | None:
+def equal_mixing(cfg: Any, obj: object | None, counts: Any = None) -> str | None:
     """Why the gossip and the Push-Sum runs of `cfg` mix with the same matrix on every round
     (doubly stochastic, so the Push-Sum weights stay 1), or None where that does not hold or
     cannot be known before the run."""
@@ -57,7 +46,7 @@ def equal_mixing(cfg: Any, obj: object | None) -> str | None:
     topo = cfg.topology
     if cfg.network.enabled or topo.link_drop > 0 or topo.node_drop > 0:
         return None
-    schedule = cell_schedule(cfg, ALGORITHMS[cfg.algorithm.name](cfg.algorithm), obj)
+    schedule = cell_schedule(cfg, ALGORITHMS[cfg.algorithm.name](cfg.algorithm), obj, counts)[0]
     rounds = _rounds(cfg, schedule, obj)
     if schedule.needs_losses or schedule.directed or rounds is None:
         return None
@@ -74,7 +63,7 @@ def equal_mixing(cfg: Any, obj: object | None) -> str | None:
 def _key(cell: Planned) -> str:
     """Everything of a cell's config but its algorithm, and its topology object."""
     rest = {k: v for k, v in cell.cfg.to_dict().items() if k != "algorithm"}
-    return json.dumps(rest, sort_keys=True, default=repr) + f"|{id(cell.entry.obj)}"
+    return json.dumps(rest, sort_keys=True, default=repr) + f"|{id(cell.obj)}"
 
 
 def same_cells(planned: list[Planned]) -> dict[int, tuple[int, str]]:
@@ -101,7 +90,7 @@ def same_cells(planned: list[Planned]) -> dict[int, tuple[int, str]]:
                 why = f"the same round ({form.form}) with the same options"
             if form.push_sum != earlier.push_sum:
                 if key not in mixing:
-                    mixing[key] = equal_mixing(cell.cfg, cell.entry.obj)
+                    mixing[key] = equal_mixing(cell.cfg, cell.obj, cell.counts)
                 if mixing[key] is None:
                     continue
                 why += f"; {mixing[key]}"
@@ -137,8 +126,7 @@ def reused_row(cell: Planned, first: dict[str, Any], first_name: str) -> dict[st
     row.update({"algorithm": cell.algorithm, "label": cell.entry.label,
                 "sweep": cell.entry.sweep, "vary": cell.entry.vary, "value": cell.entry.value,
                 "seed": cell.seed, "same_as": first_name})
-    row.update({k: (cell.metrics or {}).get(k) for k in ("kind", "diameter", "spectral_gap",
-                                                          "min_B")})
+    row.update({k: (cell.metrics or {}).get(k) for k in CELL_METRICS})
     return row
 
 

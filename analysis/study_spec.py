@@ -3,10 +3,12 @@ table.
 
 A topology is a spec string (``"exponential:directed=false"``), a table of [topology] fields
 (``{"name": "exponential", "directed": False}``), or, from Python, a topology object (a networkx
-graph, a list of graphs, a callable t -> graph, a `topologies.Schedule`, mixing matrices) given
-with its label. A `Sweep` runs one family over several values of one thing: the number of nodes
-(``vary="num_nodes"``) or a topology parameter (``vary="k"``); its `topology` is the family's
-name, its fixed fields, or a callable value -> topology object.
+graph, a list of graphs, a callable t -> graph, a `topologies.Schedule`, mixing matrices) or a
+topology factory (a callable taking `class_counts`, and `n` and `seed` if it names them: built
+for each cell from its partition, `analysis.study_measure`) given with its label. A `Sweep` runs
+one family over several values of one thing: the number of nodes (``vary="num_nodes"``) or a
+topology parameter (``vary="k"``); its `topology` is the family's name, its fixed fields, or a
+callable value -> topology object or factory.
 
 An algorithm is a name (``"sgp"``) or a table of [algorithm] fields with an optional label
 (``{"name": "dfedsgpsm", "momentum": 0.9, "rho": 0.05}``), set over the experiment's own
@@ -35,6 +37,8 @@ from typing import Any
 
 import numpy as np
 
+from analysis.study_measure import check_gamma, is_factory
+from analysis.summary import GAMMA
 from p2pfl.config import (
     Config,
     ConfigError,
@@ -46,7 +50,8 @@ from p2pfl.config import (
 from topologies import did_you_mean
 
 NUM_NODES = "num_nodes"  # a sweep over the number of nodes sets data.num_nodes
-STUDY_FIELDS = ("seeds", "target", "target_loss", "algorithms", "topologies", "sweep", "stack")
+STUDY_FIELDS = ("seeds", "target", "target_loss", "algorithms", "topologies", "sweep", "stack",
+                "gamma")
 SWEEP_FIELDS = ("label", "vary", "values", "topology")
 OUTPUT_SUFFIXES = (".csv", ".json", ".png", ".pdf")  # the study's own files in its folder
 
@@ -65,7 +70,8 @@ class Sweep:
 @dataclass(frozen=True)
 class Entry:
     """One topology of the study: its label, the config overrides that select it, or the
-    Python object it runs on; a sweep's entry names its sweep and value."""
+    Python object it runs on, or the factory that builds one per cell from its partition; a
+    sweep's entry names its sweep and value."""
 
     label: str
     overrides: Mapping[str, Any] = field(default_factory=dict)
@@ -73,6 +79,14 @@ class Entry:
     sweep: str = ""
     vary: str = ""
     value: Any = None
+    factory: Callable[..., object] | None = None
+
+
+def object_entry(label: str, item: object, overrides: Mapping[str, Any] | None = None,
+                 **sweep: Any) -> Entry:
+    """The entry of a topology object, or of a factory (`is_factory`)."""
+    return Entry(label, overrides or {}, **{"factory" if is_factory(item) else "obj": item},
+                 **sweep)
 
 
 @dataclass(frozen=True)
@@ -86,8 +100,9 @@ class Algorithm:
 @dataclass(frozen=True)
 class StudySpec:
     """A `[study]` table: algorithms (names or tables), topologies (spec strings or tables),
-    sweeps, seeds, the common target (a test accuracy, or a test loss), and how many cells run
-    stacked at once (p2pfl.engine.stacked)."""
+    sweeps, seeds, the common target (a test accuracy, or a test loss), how many cells run
+    stacked at once (p2pfl.engine.stacked), and the gamma of the effective number of
+    neighbours."""
 
     topologies: Sequence[str | Mapping[str, Any]] = ()
     sweeps: Sequence[Sweep] = ()
@@ -96,6 +111,7 @@ class StudySpec:
     algorithms: Sequence[str | Mapping[str, Any]] = ()
     target_loss: float | None = None
     stack: int = 1
+    gamma: float = GAMMA
 
 
 def file_stem(label: str) -> str:
@@ -141,7 +157,7 @@ def _entry(item: Any, label: str | None, where: str) -> Entry:
     if label is None:
         raise ConfigError(where, f"a topology object ({type(item).__name__}) needs a label: "
                           "give the topologies as a dict {label: topology}")
-    return Entry(label, obj=item)
+    return object_entry(label, item)
 
 
 def _sweep_values(sweep: Sweep, where: str) -> list[Any]:
@@ -163,8 +179,8 @@ def _sweep_entries(sweep: Sweep, where: str) -> list[Entry]:
         label = f"{sweep.label} {sweep.vary}={value}"
         nodes = {"data.num_nodes": value} if sweep.vary == NUM_NODES else {}
         if callable(sweep.topology):
-            entries.append(Entry(label, nodes, obj=sweep.topology(value), sweep=sweep.label,
-                                 vary=sweep.vary, value=value))
+            entries.append(object_entry(label, sweep.topology(value), overrides=nodes,
+                                        sweep=sweep.label, vary=sweep.vary, value=value))
             continue
         family = ({"name": sweep.topology} if isinstance(sweep.topology, str)
                   else dict(sweep.topology))
@@ -313,7 +329,7 @@ def study_from_table(table: Any) -> StudySpec:
     study_algorithms(algorithms)
     return StudySpec(topologies, sweeps, seeds, check_target(table.get("target")), algorithms,
                      check_target_loss(table.get("target_loss")),
-                     check_stack(table.get("stack", 1)))
+                     check_stack(table.get("stack", 1)), check_gamma(table.get("gamma", GAMMA)))
 
 
 def load_study(path: str, overrides: Mapping[str, Any] | None = None

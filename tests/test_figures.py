@@ -13,12 +13,14 @@ import numpy as np
 import pytest
 from matplotlib.container import ErrorbarContainer
 from matplotlib.figure import Figure
+from matplotlib.markers import CARETUPBASE
 
 import analysis as A
 import topologies as T
 from analysis import plots
+from analysis.study_curves import plot_curves
 from analysis.study_figures import plot_sweep
-from analysis.study_plots import plot_convergence_vs_topology, plot_curves
+from analysis.study_plots import plot_convergence_vs_topology
 from p2pfl.report import figures
 from p2pfl.report.plots import plot_histories
 
@@ -144,46 +146,100 @@ def test_seed_bands_and_analysis_figures(monkeypatch: pytest.MonkeyPatch,
 
 
 def _means() -> list[dict[str, Any]]:
+    """Mean rows of 7 topologies over 3 seeds, 40 rounds: the complete graph and the one-peer
+    exponential graph average exactly (gap 1 per round, in 1 and 4 rounds); no seed of the
+    directed ring reached the target (a lower bound at 41 rounds)."""
     def row(label: str, kind: str, d: float, gap: float, acc: float, reach: float | None,
-            sweep: str = "", value: Any = None) -> dict[str, Any]:
+            sweep: str = "", value: Any = None, exact: float = math.inf) -> dict[str, Any]:
         return {"label": label, "status": "ok", "kind": kind, "sweep": sweep,
                 "vary": "out_degree" if sweep else "", "value": value, "seeds": 3,
                 "finished": 3, "reached": 0 if reach is None else 3,
                 "diameter_mean": d, "diameter_sd": 0.0 if kind == "static" else 0.5,
-                "spectral_gap_mean": gap, "spectral_gap_sd": 0.0,
+                "spectral_gap_per_round_mean": gap, "spectral_gap_per_round_sd": 0.0,
+                "exact_averaging_rounds_mean": exact, "effective_neighbors_mean": 16 * gap,
                 "final_acc_mean": acc, "final_acc_sd": 0.01,
-                "rounds_to_target_mean": reach, "rounds_to_target_sd": None if reach is None
-                else 1.5}
-    return [row("complete", "static", 1, 1.0, 0.8, 10),
+                "rounds_to_target_mean": 41.0 if reach is None else reach,
+                "rounds_to_target_lower_bound": reach is None,
+                "rounds_to_target_sd": None if reach is None else 1.5}
+    return [row("complete", "static", 1, 1.0, 0.8, 10, exact=1),
             row("ring", "static", 8, 0.05, 0.77, 23),
             row("directed_ring", "static", 15, 0.019, 0.76, None),
+            row("one_peer_exponential", "time-varying", 4, 1.0, 0.79, 12, exact=4),
             row("random_out out_degree=1", "time-varying", 5, 0.3, 0.78, 15, "random_out", 1),
             row("random_out out_degree=2", "time-varying", 3.5, 0.6, 0.79, 12, "random_out", 2),
             row("random_out out_degree=4", "time-varying", 2.5, 0.7, 0.79, 11, "random_out", 4)]
 
 
+def _points(ax: Any) -> dict[str, tuple[float, float]]:
+    """{marker colour: (x, y)} of the one-point lines (the error bars' markers) of `ax`."""
+    return {line.get_markeredgecolor(): (line.get_xdata()[0], line.get_ydata()[0])
+            for line in ax.get_lines() if len(line.get_xdata()) == 1}
+
+
 def test_convergence_vs_topology(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     means = _means()
+    tau = {"algorithm": "", "metric": "diameter", "kendall_tau": 0.5, "n": 21, "censored": 3}
     fig = drawn(monkeypatch, lambda: plot_convergence_vs_topology(
-        means, tmp_path / "conv", 0.75, 40, "title"))
+        means, tmp_path / "conv", 0.75, 40, "title", note="75 % (given)", correlations=(tau,)))
     acc_d, acc_gap, rounds_d, rounds_gap = fig.axes
-    for ax in (acc_d, acc_gap):
-        assert sum(isinstance(c, ErrorbarContainer) for c in ax.containers) == 6
-    for ax in (rounds_d, rounds_gap):  # directed_ring never reached: a triangle, no error bar
-        assert sum(isinstance(c, ErrorbarContainer) for c in ax.containers) == 5
-        assert [line.get_marker() for line in ax.get_lines()].count("^") == 1
-        assert all(float(t).is_integer() for t in tick_labels(ax, "y"))
+    assert rounds_d.get_title() == "Kendall tau +0.50 (21 cells, 3 censored)"
+    assert rounds_gap.get_title() == ""  # no coefficient given for the gap
+    for ax in (acc_d, acc_gap, rounds_d, rounds_gap):
+        assert sum(isinstance(c, ErrorbarContainer) for c in ax.containers) == 7
+        joined = [line for line in ax.get_lines() if len(set(line.get_xdata())) > 1
+                  and len(set(line.get_ydata())) > 1]
+        assert not joined  # no line joins two topologies (only the last round, the break)
     assert acc_gap.get_xscale() == "log" and acc_d.get_xscale() == "linear"
-    hollow = [line.get_markerfacecolor() for line in acc_d.get_lines()
-              if line.get_linestyle() == "None"]
-    assert hollow.count("none") == 3  # the three time-varying topologies
-    legend = [t.get_text() for t in acc_gap.get_legend().get_texts()]  # beside the data
-    assert legend[:3] == ["complete", "ring", "directed_ring (target: 0/3 seeds)"]
-    assert legend[-1].startswith("time-varying")
+    # every point at its true x: equal diameters are not spread sideways
+    diameters = {x for x, _ in _points(acc_d).values()}
+    assert diameters == {m["diameter_mean"] for m in means}
+    # gaps: the numeric ones at their value; the two exact-averaging schedules past the break,
+    # apart (1 round right of 4), never at the complete graph's x and never at a gap above 1
+    gaps = [x for x, _ in _points(acc_gap).values()]
+    numeric = sorted(x for x in gaps if x < 1)
+    assert numeric == sorted(m["spectral_gap_per_round_mean"] for m in means
+                             if m["exact_averaging_rounds_mean"] == math.inf)
+    complete, one_peer = _points(acc_gap)["C0"][0], _points(acc_gap)["C3"][0]
+    assert max(numeric) < one_peer < complete
+    labels = tick_labels(acc_gap, "x")
+    assert labels[-2:] == ["4 rds", "1 rd"] and all(float(t) <= 1 for t in labels[:-2])
+    # the directed ring never reached the target: a lower bound at 41 rounds, an upward arrow
+    x, y = _points(rounds_d)["C2"]
+    assert (x, y) == (15, 41.0)
+    arrows = [c for c in rounds_d.containers if isinstance(c, ErrorbarContainer) and c.has_yerr
+              and c[1] and c[1][0].get_marker() == CARETUPBASE]  # matplotlib's lower limit
+    assert len(arrows) == 1 and rounds_d.get_ylim()[1] > 41
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert legend[:4] == ["complete", "ring", "directed_ring (target: 0/3 seeds)",
+                          "one_peer_exponential (time-varying)"]
+    assert legend[-2].startswith("lower bound") and legend[-1] == "last round (40)"
     assert rounds_d.get_ylabel() == "rounds to 75.0 % test accuracy"
-    assert fig.get_suptitle().startswith("title: mean ± sd over 3 seeds")
-    assert "\n" not in fig.get_suptitle()  # one line
+    assert acc_gap.get_xlabel() == "spectral gap per round (1 - per-round rate)"
+    assert fig.get_suptitle() == "title: mean ± sd over 3 seeds"
+    assert fig.get_supxlabel() == "target: 75 % (given)"
     assert_readable(fig)
+
+
+def test_convergence_against_other_metrics(monkeypatch: pytest.MonkeyPatch,
+                                           tmp_path: Path) -> None:
+    means = _means()
+    means[4]["effective_neighbors_mean"] = None  # an aperiodic schedule has none
+    fig = drawn(monkeypatch, lambda: plot_convergence_vs_topology(
+        means, tmp_path / "conv", 0.75, 40, x=("effective_neighbors", "exact_averaging_rounds"),
+        gamma=0.95))
+    neff, exact = fig.axes[:2]
+    assert neff.get_xlabel() == ("effective neighbours (gamma 0.95)\n(no value: random_out "
+                                 "out_degree=1)")
+    assert sum(isinstance(c, ErrorbarContainer) for c in neff.containers) == 6
+    assert tick_labels(exact, "x")[-1] == "never"  # topologies that never average exactly
+    never = [x for x, _ in _points(exact).values() if x > 4]
+    assert len(never) == 5 and len(set(never)) == 1
+    assert_readable(fig)
+
+
+def _luminance(color: Any) -> float:
+    r, g, b, _ = color
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
 
 
 def test_curves_coloured_by_diameter_and_gap(monkeypatch: pytest.MonkeyPatch,
@@ -193,22 +249,35 @@ def test_curves_coloured_by_diameter_and_gap(monkeypatch: pytest.MonkeyPatch,
                  for m in means for seed in range(3)}
     histories.update({("", "complete", s): [{**r, "consensus_dist": 0.0}
                                             for r in history(20, .3, 1)] for s in range(3)})
-    for key, label in (("diameter", "diameter (hops)"),
-                       ("spectral_gap", "spectral gap (1 - SLEM)")):
+    for key, label, better in (("diameter", "diameter (hops)", min),
+                               ("spectral_gap_per_round",
+                                "spectral gap per round (1 - per-round rate)", max)):
         fig = drawn(monkeypatch, lambda k=key: plot_curves(means, histories, k, tmp_path / k))
         acc, consensus, bar = fig.axes
-        assert bar.get_xlabel() == label and tick_labels(bar, "x")
-        assert len(acc.get_lines()) == len(consensus.get_lines()) == 6
-        assert not acc.collections  # 6 topologies: no bands (they would hide each other)
+        assert bar.get_xlabel() == f"{label}: dark = better connected" and tick_labels(bar, "x")
+        assert len(acc.get_lines()) == 7
+        assert not acc.collections  # 7 topologies: no bands (they would hide each other)
         colors = [line.get_color() for line in acc.get_lines()]
         values = [m[f"{key}_mean"] for m in means]
-        order = np.argsort(values)  # the colour map is monotone in the metric
-        assert len({tuple(colors[i]) for i in order}) == len(set(values))
+        # one sense for every metric: the better connected, the darker
+        order = sorted(range(7), key=lambda i: values[i], reverse=better is max)
+        shades = [_luminance(colors[i]) for i in order]
+        assert shades == sorted(shades) and shades[0] < shades[-1]
         dashed = [line.get_linestyle() == "--" for line in acc.get_lines()]
         assert dashed == [m["kind"] == "time-varying" for m in means]
         assert consensus.get_yscale() == "log"
+        # the complete graph's consensus distance is 0: no curve at a made-up floor, but
+        # triangles on the bottom edge (in axes coordinates), said in the legend
+        marks, curve = consensus.get_lines()[:2]  # the complete graph's
+        assert curve.get_color() == marks.get_color() == colors[0]
+        assert np.isnan(curve.get_ydata()).all()
+        assert marks.get_marker() == "v" and set(marks.get_ydata()) == {0.0}
+        assert marks.get_transform() != consensus.transData
         legend = [t.get_text() for t in consensus.get_legend().get_texts()]
-        assert legend[0] == "complete (exact consensus: on the floor)"
+        assert legend[0].startswith("complete") and legend[0].endswith(
+            "\n(consensus distance 0: \u25bc on the bottom edge)")
+        if key == "spectral_gap_per_round":
+            assert legend[3] == "one_peer_exponential (exact averaging in 4 rds)"
         assert_readable(fig)
     few = means[:2]
     fig = drawn(monkeypatch, lambda: plot_curves(few, histories, "diameter", tmp_path / "few"))
@@ -219,7 +288,8 @@ def test_curves_of_one_topology_have_a_readable_colour_bar(monkeypatch: pytest.M
                                                            tmp_path: Path) -> None:
     ring = _means()[1]  # gap 0.05
     histories = {("", "ring", seed): history(20, 0.3, 1.0) for seed in range(3)}
-    fig = drawn(monkeypatch, lambda: plot_curves([ring], histories, "spectral_gap", tmp_path / "g"))
+    fig = drawn(monkeypatch, lambda: plot_curves([ring], histories, "spectral_gap_per_round",
+                                                 tmp_path / "g"))
     assert tick_labels(fig.axes[2], "x") == ["0.05", "0.07"]
 
 
@@ -230,7 +300,8 @@ def test_study_curves_average_the_finished_runs(monkeypatch: pytest.MonkeyPatch,
     from analysis.study_results import means
 
     rows = [{"label": "ring", "seed": 0, "status": "ok", "kind": "static", "diameter": 4,
-             "spectral_gap": 0.2, "final_acc": 0.8, "best_acc": 0.8, "rounds_to_target": 5},
+             "spectral_gap_per_round": 0.2, "final_acc": 0.8, "best_acc": 0.8,
+             "rounds_to_target": 5},
             {"label": "ring", "seed": 1, "status": "diverged: round 4"}]
     histories = {("", "ring", 0): history(9, 0.3, 1.0), ("", "ring", 1): history(3, 0.6, 1.0)}
     drawn_with: list[dict[tuple[str, str, int], Any]] = []
@@ -245,7 +316,8 @@ def test_study_time_curves_with_a_run_that_diverged_in_round_one(tmp_path: Path)
     from analysis.study_results import means
 
     rows = [{"label": "ring", "seed": 0, "status": "ok", "kind": "static", "diameter": 4,
-             "spectral_gap": 0.2, "final_acc": 0.8, "best_acc": 0.8, "rounds_to_target": 5},
+             "spectral_gap_per_round": 0.2, "final_acc": 0.8, "best_acc": 0.8,
+             "rounds_to_target": 5},
             {"label": "star", "seed": 0, "status": "diverged: round 1"}]
     timed = [{**r, "sim_time_s": 0.5 * r["round"]} for r in history(9, 0.3, 1.0)]
     result = StudyResult(rows, means(rows), 0.75, {("", "ring", 0): timed, ("", "star", 0): []})
@@ -268,10 +340,11 @@ def test_sweep_panels(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     fig = drawn(monkeypatch, lambda: plot_sweep(means, "random_out", tmp_path / "sweep", 0.75,
                                                 40))
     acc, rounds, diameter, gap = fig.axes
-    for ax in (acc, rounds, diameter):
+    for ax, bars in ((acc, 3), (rounds, 3), (diameter, 1)):
         assert tick_labels(ax, "x") == ["1", "2", "4"] and ax.get_xlabel() == "out_degree"
-        assert sum(isinstance(c, ErrorbarContainer) for c in ax.containers) == 1
-    assert gap.get_yscale() == "log" and gap.get_ylabel() == "spectral gap (1 - SLEM)"
+        assert sum(isinstance(c, ErrorbarContainer) for c in ax.containers) == bars
+    assert gap.get_yscale() == "log"
+    assert gap.get_ylabel() == "spectral gap per round (1 - per-round rate)"
     assert "sweep 'random_out' over out_degree" in fig.get_suptitle()
     assert_readable(fig)
 

@@ -28,7 +28,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                    "effective_neighbors_gamma)")
     a.add_argument("--json", action="store_true", help="print one JSON object")
     s = sub.add_parser("study", help="one run per algorithm, topology, sweep value and seed, "
-                       "then convergence vs diameter and spectral gap")
+                       "then which topology metric predicts convergence")
     s.add_argument("config", help="TOML experiment file with a [study] table (or none, with "
                    "--topologies), without [[compare]]")
     s.add_argument("--topologies", help="comma-separated names, options after colons, instead "
@@ -40,7 +40,13 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--stack", type=int, help="cells run at once as one stacked population "
                    "(default: the config's study.stack, else 1); for a GPU, where it is faster")
     s.add_argument("--target", help="test accuracy for 'rounds to target', 0.8 or 80 (percent)"
-                   " (default: the config's, else the best accuracy of the weakest run)")
+                   " (default: the config's, else 0.9 x the best mean final accuracy)")
+    s.add_argument("--gamma", type=float, help="decay of the effective number of neighbours, "
+                   "in [0, 1) (default: the config's study.gamma, else 0.9)")
+    s.add_argument("--x", help="comma-separated metrics on the x axes of "
+                   "convergence_vs_topology (default diameter,spectral_gap_per_round; also "
+                   "spectral_gap_per_period, mixing_time, effective_neighbors, heterogeneity, "
+                   "exact_averaging_rounds, edges)")
     s.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override a config field for every run (repeatable)")
     s.add_argument("--device", choices=("cpu", "cuda", "auto"), help="overrides config.device")
@@ -107,6 +113,7 @@ def analyze(args: argparse.Namespace) -> int:
 
 def study(args: argparse.Namespace) -> int:
     from analysis.study import run_study
+    from analysis.study_measure import DEFAULT_X, check_gamma, check_x
     from analysis.study_results import format_table
     from analysis.study_spec import check_seeds, check_stack, load_study
     from p2pfl.config import ConfigError, parse_overrides
@@ -135,12 +142,15 @@ def study(args: argparse.Namespace) -> int:
     target = parse_target(args.target) if args.target is not None else spec.target
     target_loss = None if args.target is not None else spec.target_loss
     algorithms = named or list(spec.algorithms)
+    gamma = spec.gamma if args.gamma is None else check_gamma(args.gamma, "--gamma")
+    x = check_x([k.strip() for k in args.x.split(",")], "--x") if args.x else DEFAULT_X
     try:
         result = run_study(cfg, topologies, args.out, seeds=seeds, sweeps=spec.sweeps,
                            algorithms=algorithms, target=target, target_loss=target_loss,
                            progress=not args.quiet,
                            stack=check_stack(args.stack, "--stack") if args.stack is not None
-                           else spec.stack)
+                           else spec.stack,
+                           gamma=gamma, x=x)
     except RunInterrupted as err:
         raise err.rerun("study") from None
     print(format_table(result))

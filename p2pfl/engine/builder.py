@@ -6,7 +6,6 @@ from __future__ import annotations
 import copy
 from collections.abc import Sequence
 
-import networkx as nx
 import numpy as np
 import torch
 import torch.distributed as dist
@@ -35,13 +34,12 @@ from p2pfl.core.trainer import Trainer, VectorizedTrainer
 from p2pfl.data import PARTITION_PARAMS, PARTITIONS, Dataset, check_partition, partition
 from p2pfl.engine.datasets import named_dataset
 from p2pfl.engine.stacked import Stack
+from p2pfl.engine.topology import check_topology, needs_class_counts, schedule_for
 from p2pfl.errors import UserCodeError
 from p2pfl.objects import Parts
-from p2pfl.objects.topology import schedule_name
 from p2pfl.scale.distributed import DistComm
 from p2pfl.scale.network import Clock
 
-CONNECTIVITY_WINDOW = 20  # rounds of a time-varying schedule checked for joint connectivity
 LOCAL_TEST_KEY = 2  # the "eval" stream key of the local test split (FedFSA's own split is 1)
 
 
@@ -111,6 +109,14 @@ def federated_data(cfg: Config, dtype: torch.dtype = torch.float32) -> Federated
     return _load_data(cfg, torch.device("cpu"), dtype)
 
 
+def class_counts(cfg: Config, dataset: Dataset | None = None) -> np.ndarray:
+    """Training samples of each class on each node of the run of `cfg`, int64 [num_nodes, K]:
+    its partition after the local test split (what `build` trains on), computed on the CPU
+    without a model; `dataset`: used instead of loading `cfg.data.name`. This is what a
+    topology built from the partition (a builder taking `class_counts`) is given."""
+    return _load_data(cfg, torch.device("cpu"), torch.float32, dataset).label_counts()
+
+
 def check_variants(cfgs: Sequence[tuple[str, Config]], named_topology: bool = True,
                    named_data: bool = True) -> None:
     """Before the first of several runs starts: the checks of `build` that need no model (the
@@ -121,77 +127,21 @@ def check_variants(cfgs: Sequence[tuple[str, Config]], named_topology: bool = Tr
     for name, cfg in cfgs:
         try:
             algorithm = ALGORITHMS[cfg.algorithm.name](cfg.algorithm)
+            counts = None
             if named_data:
                 d = cfg.data
                 key = (d.name, d.root, d.synthetic_train, d.synthetic_test,
                        cfg.seed if d.name == "synthetic" else None)
                 if key not in datasets:
                     datasets[key] = named_dataset(cfg, torch.float32)
-                _partition(cfg, datasets[key])
-            if named_topology:
-                check_topology(algorithm, schedule_for(cfg, algorithm), cfg.rounds)
+                if needs_class_counts(cfg):
+                    counts = class_counts(cfg, datasets[key])
+                else:
+                    _partition(cfg, datasets[key])
+            if named_topology and (counts is not None or not needs_class_counts(cfg)):
+                check_topology(algorithm, schedule_for(cfg, algorithm, counts), cfg.rounds)
         except ConfigError as err:
             raise ConfigError(f"{name} {err.field}", err.message) from None
-
-
-def schedule_for(cfg: Config, algorithm: Algorithm) -> T.Schedule:
-    """The topology schedule `cfg` names, for `algorithm` (a centralized one runs on a star of
-    num_nodes + 1 whose hub 0 is the server); a bad parameter is a one-line ConfigError."""
-    topo, n = cfg.topology, cfg.data.num_nodes
-    if algorithm.mixing == "server":
-        if topo.name != "star":
-            raise ConfigError("topology.name", f"{algorithm.name} is centralized and runs on "
-                              f"'star' (hub = server), got {topo.name!r}")
-        n += 1
-    params = {k: v for k, v in vars(topo).items()
-              if k not in ("name", "link_drop", "node_drop") and v is not None}
-    try:
-        return T.build_schedule(topo.name, n, **params, seed=stream_seed(cfg.seed, "topology"))
-    except T.ParameterError as err:
-        name = "data.num_nodes" if err.name == "n" else f"topology.{err.name}"
-        raise ConfigError(name, err.message) from None
-    except ValueError as err:
-        raise ConfigError("topology", str(err)) from None
-
-
-def check_mixing(algorithm: Algorithm, schedule: T.Schedule, t: int,
-                 graph: nx.Graph | None = None) -> None:
-    """Refuse round t's graph (`graph`, or the schedule's) if the algorithm cannot mix on it, or
-    if the schedule cannot make it: ConfigError naming the round (0-based here, as `at` counts)."""
-    try:
-        graph = schedule.at(t) if graph is None else graph
-        if graph.number_of_nodes() != schedule.n:
-            raise ValueError(f"the graph has {graph.number_of_nodes()} nodes, the schedule "
-                             f"says n = {schedule.n}")
-        if algorithm.mixing == "doubly_stochastic":
-            T.check_doubly_stochastic(T.doubly_stochastic(graph, sparse=True))
-        else:
-            T.check_column_stochastic(T.column_stochastic(graph, sparse=True))
-    except ValueError as err:
-        where = f" (the graph of round {t})" if t else ""
-        raise ConfigError("topology", f"{algorithm.name} needs "
-                          f"{algorithm.mixing.replace('_', '-')} mixing{where}: {err}") from None
-    except Exception as err:  # a schedule of one's own, failing in its own code
-        raise UserCodeError(schedule_name(schedule), err, t + 1) from err
-
-
-def unchecked_graphs(schedule: T.Schedule) -> bool:
-    """Whether graphs after check_topology's window still need check_mixing in their round: a
-    function of one's own without a period (the library's schedules build valid graphs)."""
-    return isinstance(schedule, T.FunctionSchedule) and schedule.period is None
-
-
-def check_topology(algorithm: Algorithm, schedule: T.Schedule, rounds: int) -> None:
-    """Refuse a topology whose mixing matrix or connectivity the algorithm cannot work with."""
-    if algorithm.mixing == "server":
-        return
-    window = 1 if schedule.period == 1 else min(rounds, schedule.period or CONNECTIVITY_WINDOW)
-    for t in range(window):  # every graph of a period (or of the first rounds) before round 0
-        check_mixing(algorithm, schedule, t)
-    if not T.is_strongly_connected(T.union_graph(schedule, 0, window)):
-        what = "graph" if window == 1 else f"union of the graphs of rounds 0..{window - 1}"
-        raise ConfigError("topology", f"the {what} is not strongly connected: {algorithm.name} "
-                          "cannot reach the network average")
 
 
 def build(cfg: Config, dataset: Dataset | None = None, parts: Parts | None = None,
@@ -221,8 +171,9 @@ def build(cfg: Config, dataset: Dataset | None = None, parts: Parts | None = Non
                                 a.last_batch), data.sizes, a.batch_size)
     except ValueError as err:
         raise ConfigError("algorithm.last_batch", str(err)) from None
-    if schedule is None:
-        schedule = schedule_for(cfg, algorithm)
+    if schedule is None:  # after the data: a topology may be built from its partition
+        schedule = schedule_for(cfg, algorithm,
+                                data.label_counts() if needs_class_counts(cfg) else None)
     elif algorithm.mixing == "server":
         raise ConfigError("topology", f"{algorithm.name} is centralized and runs on the star "
                           "(hub = server); a topology object is for decentralized algorithms")

@@ -30,11 +30,11 @@ from p2pfl.config import Config
 from p2pfl.context import RunContext
 from p2pfl.core.guard import cut_links, finite_rows
 from p2pfl.core.population import Params
-from p2pfl.engine.builder import CONNECTIVITY_WINDOW, check_mixing, unchecked_graphs
 from p2pfl.engine.checkpoint import save_checkpoint, save_shard
 from p2pfl.engine.evaluation import Evaluation
 from p2pfl.engine.network_time import NetworkTime
 from p2pfl.engine.rundir import History, finish
+from p2pfl.engine.topology import CONNECTIVITY_WINDOW, check_mixing, unchecked_graphs
 from p2pfl.errors import ConfigError, DivergenceError, PeerLost, RunInterrupted, UserCodeError
 from p2pfl.objects.topology import schedule_name
 from p2pfl.report.results import METRICS, append_jsonl
