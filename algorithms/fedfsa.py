@@ -12,7 +12,8 @@ NEXT participation (none before its first).
 
 The paper evaluates every method as personalised FL, each client holding out 30 % of its data:
 that is the run's `algorithm.personal_fraction = 0.3` (algorithms/personal.py), which every
-server algorithm takes.
+server algorithm takes; its head fine-tuning lasts the paper's E = 10 local epochs, which
+`algorithm.personal_epochs = 10` keeps in a run with fewer.
 """
 
 from __future__ import annotations

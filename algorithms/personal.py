@@ -2,7 +2,8 @@
 
 Each client holds out a share of its samples as its own test split and trains on the rest. On
 evaluation rounds every client fine-tunes the classifier head (the last layer) of the server
-model with plain SGD for the local epochs of the round and is tested on its split:
+model with plain SGD for the local epochs of the round (or `personal_epochs` epochs) and is
+tested on its split:
 `test_acc_personal` is the mean over clients, `test_acc_personal_global` the server model on
 the same splits. The fine-tuned copies are discarded: the run's state never sees them.
 """
@@ -18,7 +19,7 @@ from p2pfl.callbacks import Callback, RoundEnd
 from p2pfl.context import RunContext
 from p2pfl.core.federated import check_steps, steps_per_node
 from p2pfl.core.metrics import evaluate_own
-from p2pfl.core.population import broadcast
+from p2pfl.core.population import Params, broadcast
 from p2pfl.core.solver import LocalSolver
 from p2pfl.core.terms import LocalTerms
 from p2pfl.core.trainer import Trainer, VectorizedTrainer
@@ -34,10 +35,11 @@ class PersonalSplits:
     """The clients' held-out test splits and the trainer that fine-tunes the head on the rest.
 
     `data` is what the clients train on (each node's samples minus its split), `tests[i]` the
-    dataset rows of client i's split (int64 [n_test_i])."""
+    dataset rows of client i's split (int64 [n_test_i]). `epochs` > 0 fine-tunes for that many
+    epochs instead of the round's local epochs / steps."""
 
     def __init__(self, ctx: RunContext, fraction: float, batch_size: int, local_epochs: int,
-                 local_steps: int, last_batch: str) -> None:
+                 local_steps: int, last_batch: str, epochs: int = 0) -> None:
         if not ctx.trainer.vectorized:
             raise ConfigError("algorithm.personal_fraction", "the personalised evaluation runs "
                               "on the 'vectorized' executor only")
@@ -45,9 +47,12 @@ class PersonalSplits:
             self.data, self.tests = ctx.data.held_out(fraction, ctx.cfg.seed, SPLIT_KEY)
         except ValueError as err:
             raise ConfigError("algorithm.personal_fraction", str(err)) from None
+        self.epochs = epochs
         try:  # the held-out split leaves smaller nodes: each must still take a step
-            check_steps(steps_per_node(self.data.sizes, batch_size, local_epochs, local_steps,
-                                       last_batch), self.data.sizes, batch_size)
+            plans = [(local_epochs, local_steps)] + ([(epochs, 0)] if epochs else [])
+            for e, k in plans:
+                check_steps(steps_per_node(self.data.sizes, batch_size, e, k, last_batch),
+                            self.data.sizes, batch_size)
         except ValueError as err:
             raise ConfigError("algorithm.last_batch", str(err)) from None
         self.tuner = VectorizedTrainer(ctx.forward, self.data, ctx.trainer.chunk_size,
@@ -61,9 +66,12 @@ class PersonalSplits:
                                                    gradients=ctx.trainer.gradients,
                                                    batch_statistics=ctx.batch_statistics))
 
-    def accuracy(self, server: Server, ctx: RunContext, t: int) -> tuple[float, float]:
-        """Mean over all clients of the accuracy of (fine-tuned head, server model) on their
-        own splits after round t. The fine-tuning runs outside the divergence guard: it changes
+    def tune(self, server: Server, ctx: RunContext, t: int, epochs: int | None = None,
+             whole: bool = False) -> Params:
+        """Every client's copy of the server model after round t with its head (the parameters
+        of the last layer; every parameter if `whole`) fine-tuned on its training share for
+        `epochs` epochs (None: the evaluation's own, `self.epochs` or the round's local phase):
+        name -> [N, *shape]. The fine-tuning runs outside the divergence guard: it changes
         nothing the run keeps."""
         a, nodes = server.cfg, torch.arange(ctx.num_nodes, device=ctx.device)
         tuned = broadcast(server.server, ctx.num_nodes)
@@ -71,13 +79,25 @@ class PersonalSplits:
         head = tuple(k for k in server.server if k.rsplit(".", 1)[0] == last)
         lrs = torch.full((ctx.num_nodes,), server.lr(t), device=ctx.device, dtype=ctx.dtype)
         solver = LocalSolver(weight_decay=a.weight_decay, clip_norm=a.clip_norm)
-        self.tuner.train(tuned, nodes, server.plan(ctx, t, self.data), solver, lrs,
-                         LocalTerms(trainable=head))
-        acc = [evaluate_own(ctx.forward, models, ctx.data.x_train, ctx.data.y_train,
-                            self.tests, ctx.cfg.eval.batch_size, self.tuner.chunk_size,
+        epochs = self.epochs if epochs is None else epochs
+        plan = (self.data.plan(ctx.cfg.seed, t, a.batch_size, epochs, 0, a.last_batch)
+                if epochs else server.plan(ctx, t, self.data))
+        self.tuner.train(tuned, nodes, plan, solver, lrs,
+                         LocalTerms(trainable=None if whole else head))
+        return tuned
+
+    def own_accuracy(self, ctx: RunContext, models: Params) -> torch.Tensor:
+        """Accuracy of client i's model `models[k][i]` on client i's split: float32 [N]."""
+        return evaluate_own(ctx.forward, models, ctx.data.x_train, ctx.data.y_train, self.tests,
+                            ctx.cfg.eval.batch_size, self.tuner.chunk_size,
                             ctx.batch_statistics)
-               for models in (tuned, expand(server.server, ctx.num_nodes))]
-        return acc[0].mean().item(), acc[1].mean().item()
+
+    def accuracy(self, server: Server, ctx: RunContext, t: int) -> tuple[float, float]:
+        """Mean over all clients of the accuracy of (fine-tuned head, server model) on their
+        own splits after round t."""
+        acc = [self.own_accuracy(ctx, models).mean().item()
+               for models in (self.tune(server, ctx, t), expand(server.server, ctx.num_nodes))]
+        return acc[0], acc[1]
 
 
 class PersonalAccuracy(Callback):

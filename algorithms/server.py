@@ -85,6 +85,9 @@ class Server(Algorithm):
                                           doc="share of each client's data held out as its own "
                                           "test split for test_acc_personal (the server "
                                           "model's head fine-tuned per client); 0: none")
+        personal_epochs: int = option(0, low=0,
+                                      doc="epochs of that head fine-tuning; 0: the round's "
+                                      "local_epochs / local_steps")
 
     down: ClassVar[int] = 1
     up: ClassVar[int] = 1
@@ -97,6 +100,14 @@ class Server(Algorithm):
         return {"algorithm.weights": cls.paper_weights}
     uses_terms: ClassVar[bool] = True  # needs the vectorized trainer's LocalTerms
 
+    def check_options(self, cfg: Options) -> None:
+        """Also refuse fine-tuning epochs without a personalised evaluation to fine-tune in."""
+        super().check_options(cfg)
+        if cfg.personal_epochs and not cfg.personal_fraction:
+            raise ConfigError("algorithm.personal_epochs", f"{self.name} fine-tunes only in the "
+                              "personalised evaluation: set algorithm.personal_fraction > 0 or "
+                              "leave it at 0")
+
     def setup(self, ctx: RunContext) -> None:
         if self.uses_terms and not ctx.trainer.vectorized:
             raise ConfigError("engine.executor", f"{self.name} runs on the 'vectorized' "
@@ -108,7 +119,8 @@ class Server(Algorithm):
         if self.cfg.personal_fraction > 0:
             a = self.cfg
             self.personal = PersonalSplits(ctx, a.personal_fraction, a.batch_size,
-                                           a.local_epochs, a.local_steps, a.last_batch)
+                                           a.local_epochs, a.local_steps, a.last_batch,
+                                           a.personal_epochs)
             self.data, trainer = self.personal.data, self.personal.trainer(ctx)
         self.trainer = ctx.comm.clients_trainer(trainer)
 

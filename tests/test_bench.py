@@ -326,3 +326,32 @@ def test_capacity_search_when_the_budget_is_near_the_start(monkeypatch):
     result = C.search("mlp-100", 150 * 2**20, "cpu", echo=lambda line: None)  # 150 MiB
     assert result["largest_fitting"] == 147  # aimed between the two first, then 2 % above
     assert sorted(map(int, result["measured"])) == [100, 144, 147, 200]
+
+
+def test_personal_protocols_reload_a_run_and_match_its_logged_metrics(one_thread, tmp_path,
+                                                                      capsys):
+    """The logged fine-tuning and the server model on the clients' splits come out of the
+    reloaded checkpoint as the run logged them at its last round; the other protocols are
+    different evaluations of the same models."""
+    from bench.personal_protocols import load_run, main, protocols
+    from p2pfl.engine import run
+    from tests.conftest import small_config
+
+    cfg = small_config(**{"algorithm__name": "fedavg", "topology__name": "star",
+                          "data__num_nodes": 4, "algorithm__participation": 0.5,
+                          "algorithm__personal_fraction": 0.3, "rounds": 3,
+                          "eval__every": 1})
+    last = run(cfg, tmp_path / "fedavg", figures=False)[-1]
+    ctx, server, rounds = load_run(tmp_path / "fedavg")
+    row = protocols(ctx, server, rounds, epochs=2)
+    assert rounds == 3 and list(row) == ["server model", "head, as logged", "head, 2 epochs",
+                                         "whole model", "own local model"]
+    assert row["head, as logged"] == 100 * last["test_acc_personal"]
+    assert row["server model"] == 100 * last["test_acc_personal_global"]
+    assert all(0 <= v <= 100 for v in row.values())
+    assert main([str(tmp_path / "fedavg"), "--epochs", "2"]) == 0
+    assert f"| {tmp_path / 'fedavg'} | 3 | " in capsys.readouterr().out
+    run(small_config(**{"algorithm__name": "fedavg", "topology__name": "star",
+                        "data__num_nodes": 4, "rounds": 1}), tmp_path / "plain", figures=False)
+    assert main([str(tmp_path / "plain")]) == 2
+    assert "personal_fraction" in capsys.readouterr().err

@@ -488,6 +488,42 @@ def test_any_server_algorithm_takes_the_personalised_evaluation():
     assert metrics["test_acc_personal"] > metrics["test_acc_personal_global"]
 
 
+@pytest.mark.parametrize("epochs", [0, 3])
+def test_personalised_fine_tuning_is_plain_sgd_on_the_head(epochs):
+    """Each client's copy after the evaluation's fine-tuning, one client at a time in float64:
+    the body is the server's, the head (last layer) takes plain SGD steps (clip, weight decay,
+    the round's lr) over its training share, for the round's 2 local steps (personal_epochs 0)
+    or for personal_epochs epochs of ceil(n_i / B) steps."""
+    ctx, algorithm = build(_config("fedavg", rounds=1, algorithm__personal_fraction=0.3,
+                                   algorithm__personal_epochs=epochs))
+    play(algorithm, ctx, 0, ctx.schedule.at(0))
+    play(algorithm, ctx, 1, ctx.schedule.at(1))
+    tuned = algorithm.personal.tune(algorithm, ctx, 1)
+    a, data, model = algorithm.cfg, algorithm.personal.data, Flat(ctx).model
+    plan = (data.plan(ctx.cfg.seed, 1, a.batch_size, epochs) if epochs
+            else algorithm.plan(ctx, 1, data))
+    steps = 3 * -(-data.sizes // a.batch_size) if epochs else [2] * ctx.num_nodes
+    assert list(plan.steps_of) == list(steps)
+    lr = a.lr * a.lr_decay
+    for i in range(ctx.num_nodes):
+        params = {k: v.clone() for k, v in algorithm.server.items()}
+        for k in range(steps[i]):
+            rows = plan.ids[k, i, :plan.lengths[i, k]]
+            head = {n: params[n].detach().requires_grad_() for n in ("fc3.weight", "fc3.bias")}
+            logits = functional_call(model, params | head, (data.x_train[rows],))
+            grads = torch.autograd.grad(F.cross_entropy(logits, data.y_train[rows]),
+                                        list(head.values()))
+            norm = torch.sqrt(sum(g.square().sum() for g in grads)).item()
+            scale = min(1.0, a.clip_norm / (norm + CLIP_EPS))
+            for (n, w), g in zip(head.items(), grads):
+                params[n] = w.detach() - lr * (scale * g + a.weight_decay * w.detach())
+        for n, v in params.items():
+            torch.testing.assert_close(tuned[n][i], v, rtol=0, atol=1e-12)
+        assert not torch.equal(params["fc3.bias"], algorithm.server["fc3.bias"])
+    with pytest.raises(ConfigError, match="^algorithm.personal_epochs: fedavg fine-tunes only"):
+        build(_config("fedavg", algorithm__personal_epochs=2))
+
+
 def test_personalised_evaluation_needs_the_vectorized_executor():
     with pytest.raises(ConfigError, match="personal_fraction"):
         build(_config("fedavg", algorithm__personal_fraction=0.3, engine__executor="loop"))
