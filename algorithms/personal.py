@@ -42,7 +42,7 @@ class PersonalSplits:
             raise ConfigError("algorithm.personal_fraction", "the personalised evaluation runs "
                               "on the 'vectorized' executor only")
         try:
-            self.data, self.tests = ctx.data.held_out(fraction, ctx.cfg.seed, SPLIT_KEY)
+            self.data, self.tests = ctx.data.held_out(fraction, ctx.seed, SPLIT_KEY)
         except ValueError as err:
             raise ConfigError("algorithm.personal_fraction", str(err)) from None
         try:  # the held-out split leaves smaller nodes: each must still take a step
@@ -74,7 +74,7 @@ class PersonalSplits:
         self.tuner.train(tuned, nodes, server.plan(ctx, t, self.data), solver, lrs,
                          LocalTerms(trainable=head))
         acc = [evaluate_own(ctx.forward, models, ctx.data.x_train, ctx.data.y_train,
-                            self.tests, ctx.cfg.eval.batch_size, self.tuner.chunk_size,
+                            self.tests, ctx.eval_batch_size, self.tuner.chunk_size,
                             ctx.batch_statistics)
                for models in (tuned, expand(server.server, ctx.num_nodes))]
         return acc[0].mean().item(), acc[1].mean().item()
