@@ -143,7 +143,7 @@ class Algorithm(ABC):
     def plan(self, ctx: RunContext, t: int, data: FederatedData | None = None) -> BatchPlan:
         """The minibatches of round t of every node of `data` (default: the run's)."""
         a = self.cfg
-        return (data or ctx.data).plan(ctx.cfg.seed, t, a.batch_size, a.local_epochs,
+        return (data or ctx.data).plan(ctx.seed, t, a.batch_size, a.local_epochs,
                                        a.local_steps, a.last_batch)
 
     def train(self, ctx: RunContext, params: Params, nodes: torch.Tensor, t: int,

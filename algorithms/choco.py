@@ -92,12 +92,15 @@ class Choco(Gossip):
                 raise ConfigError(f"algorithm.{key}", f"compressor {cfg.compressor!r} does not "
                                   f"read {key}: leave it at {defaults[key]!r}")
 
-    def __init__(self, cfg: AlgorithmOptions) -> None:
+    def __init__(self, cfg: AlgorithmOptions, compressor: Compressor | None = None) -> None:
+        """`compressor`: a Compressor object of one's own, with `cfg.compressor` "object" (the
+        config records that one was given); otherwise the named one is built."""
         super().__init__(cfg)
-        self.compressor: Compressor | None = None
-        if cfg.compressor != OBJECT:
-            self.compressor = named_compressor(cfg.compressor, cfg.compress_fraction,
-                                               cfg.compress_bits)
+        if compressor is not None and cfg.compressor != OBJECT:
+            raise ConfigError("algorithm.compressor", f"is {cfg.compressor!r} but a compressor "
+                              "object was passed too: give one of them")
+        self.compressor = compressor if cfg.compressor == OBJECT else named_compressor(
+            cfg.compressor, cfg.compress_fraction, cfg.compress_bits)
 
     def message_bytes(self, num_params: int, dtype: torch.dtype) -> int:
         """The payload of one node's row: a draw of N(0, 1) values compressed (exact for every
@@ -116,9 +119,8 @@ class Choco(Gossip):
         super().setup(ctx)
         self._compressor()
         refuse_unless_single_vectorized(ctx, self.name)
-        topo = ctx.cfg.topology
         for key in ("link_drop", "node_drop"):
-            if getattr(topo, key) > 0:
+            if getattr(ctx, key) > 0:
                 raise ConfigError(f"topology.{key}", f"{self.name} needs every neighbour to "
                                   "receive every compressed update (their copies of x^ must "
                                   "agree): leave it at 0")
@@ -133,7 +135,7 @@ class Choco(Gossip):
         params = ctx.population.params
         compressor = self._compressor()
         payload = compressor.compress(flatten(params) - self.estimate,
-                                      torch_generator(ctx.cfg.seed, "compress", t))
+                                      torch_generator(ctx.seed, "compress", t))
         self.estimate += compressor.decompress(payload).to(self.estimate.dtype)
         W, _ = self.gossip_matrix(ctx, graph, faults)
         mixed = ctx.comm.product(W, {"x": self.estimate}, {"x": torch.empty_like(self.estimate)})

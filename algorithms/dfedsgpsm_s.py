@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import topologies as T
 from algorithms.dfedsgpsm import DFedSGPSM
 from p2pfl.context import RunContext
 from p2pfl.errors import ConfigError
@@ -33,11 +34,13 @@ class DFedSGPSMS(DFedSGPSM):
         return {"topology.selection": "loss_softmax"} if cfg.topology.name == "random_out" else {}
 
     def setup(self, ctx: RunContext) -> None:
-        topo = ctx.cfg.topology
-        if topo.name != "random_out":
+        schedule = ctx.schedule
+        inner = schedule.schedule if isinstance(schedule, T.UnionWindow) else schedule
+        if not isinstance(inner, T.RandomOut):
             raise ConfigError("topology.name", f"{self.name} selects its out-neighbours by loss "
-                              f"on 'random_out' (topology.k of them), got {topo.name!r}")
-        if topo.selection == "random":
+                              f"on 'random_out' (topology.k of them), got a "
+                              f"{type(inner).__name__} schedule")
+        if not schedule.needs_losses:
             raise ConfigError("topology.selection", f"{self.name} selects its out-neighbours by "
                               "loss: leave topology.selection unset (loss_softmax) or use "
                               "'loss_based'; random selection is plain 'dfedsgpsm'")

@@ -17,6 +17,7 @@ import torch
 from algorithms.client_state import ClientState, expand
 from p2pfl.core.mixing import Comm
 from p2pfl.core.population import Params
+from p2pfl.core.terms import Correction, Linear, Proximal
 
 
 class DriftDual:
@@ -27,12 +28,12 @@ class DriftDual:
         self.proximal = proximal
         self.drift = ClientState(like, num_clients)
 
-    def terms(self, nodes: torch.Tensor, start: Params) -> dict[str, Any]:
-        """LocalTerms fields: linear = alpha * h_i and, if proximal, alpha * (x - start)."""
-        linear = {k: self.alpha * v for k, v in self.drift.rows(nodes).items()}
+    def terms(self, nodes: torch.Tensor, start: Params) -> tuple[Correction, ...]:
+        """The local step's corrections: + alpha * h_i and, if proximal, + alpha * (x - start)."""
+        linear = Linear({k: self.alpha * v for k, v in self.drift.rows(nodes).items()})
         if not self.proximal:
-            return {"linear": linear}
-        return {"linear": linear, "prox": self.alpha, "anchor": expand(start, len(nodes))}
+            return (linear,)
+        return linear, Proximal(self.alpha, expand(start, len(nodes)))
 
     def absorb(self, nodes: torch.Tensor, trained: Params, start: Params) -> None:
         """h_i <- h_i + (x_i^K - start) for the clients that trained."""

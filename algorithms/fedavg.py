@@ -14,7 +14,7 @@ from algorithms.server import ClientRound, Server
 from algorithms.server_optim import ServerAdam, ServerSGD
 from p2pfl.context import RunContext
 from p2pfl.core.population import Params
-from p2pfl.core.terms import LocalTerms
+from p2pfl.core.terms import LocalTerms, Proximal
 from p2pfl.options import option
 
 
@@ -64,7 +64,7 @@ class FedProx(FedAvg):
 
     def local_terms(self, ctx: RunContext, nodes: torch.Tensor, start: Params,
                     t: int) -> LocalTerms:
-        return LocalTerms(prox=self.cfg.prox_mu, anchor=expand(start, len(nodes)))
+        return LocalTerms((Proximal(self.cfg.prox_mu, expand(start, len(nodes))),))
 
 
 class FedAdam(FedAvg):

@@ -15,7 +15,7 @@ from algorithms.options import ServerStep
 from algorithms.server import ClientRound, Server
 from p2pfl.context import RunContext
 from p2pfl.core.population import Params, row_scale
-from p2pfl.core.terms import LocalTerms
+from p2pfl.core.terms import Linear, LocalTerms, Scaled
 from p2pfl.options import option
 
 
@@ -38,7 +38,7 @@ class FedCM(Server):
                     t: int) -> LocalTerms:
         alpha = self.cfg.cm_alpha
         shared = {k: (1 - alpha) * v for k, v in self.momentum.items()}
-        return LocalTerms(grad_scale=alpha, linear=expand(shared, len(nodes)))
+        return LocalTerms((Scaled(alpha), Linear(expand(shared, len(nodes)))))  # a g + (1-a) D
 
     def aggregate(self, ctx: RunContext, r: ClientRound) -> None:
         update = self.mean_update(ctx, r)

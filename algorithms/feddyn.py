@@ -7,7 +7,7 @@ x^{t+1} = mean_{S_t} x_i^K + mean_{all N} h_i (alpha = dyn_alpha; the server lr 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import torch
@@ -17,9 +17,9 @@ from algorithms.dual import DriftDual
 from algorithms.options import Dual
 from algorithms.server import ClientRound, Server
 from p2pfl.context import RunContext
-from p2pfl.core.population import Params
+from p2pfl.core.population import Params, per_node_sq_norm
 from p2pfl.core.solver import SAM_EPS
-from p2pfl.core.terms import LocalTerms
+from p2pfl.core.terms import GradientAscent, LocalTerms, Perturbation, scaled
 from p2pfl.options import option
 
 
@@ -38,7 +38,7 @@ class FedDyn(Server):
 
     def local_terms(self, ctx: RunContext, nodes: torch.Tensor, start: Params,
                     t: int) -> LocalTerms:
-        return LocalTerms(**self.dual.terms(nodes, start))
+        return LocalTerms(self.dual.terms(nodes, start))
 
     def server_correction(self, ctx: RunContext, nodes: torch.Tensor) -> Params:
         """What the server adds to the mean client model: the mean drift of ALL clients."""
@@ -81,13 +81,32 @@ class FedSpeed(FedDyn):
                     t: int) -> LocalTerms:
         terms = super().local_terms(ctx, nodes, start, t)
         if self.cfg.variant == "paper":
-            terms = replace(terms, sam_mix=self.cfg.quasi_alpha)
+            terms = replace(terms, perturbation=GradientAscent(mix=self.cfg.quasi_alpha))
         return terms
 
     def server_correction(self, ctx: RunContext, nodes: torch.Tensor) -> Params:
         if self.cfg.variant == "paper":
             return self.dual.mean_over(ctx.comm, nodes)
         return super().server_correction(ctx, nodes)
+
+
+@dataclass(frozen=True)
+class CorrectedAscent(Perturbation):
+    """FedSMOO's ascent along the corrected gradient, a = g1 - mu_i - s: e = rho a /
+    (||a|| + eps), then mu_i += e - s (the dual `mu` [m, ...] is updated in place every step)."""
+
+    dual: Params = field(default_factory=dict)  # mu_i
+    shift: Params = field(default_factory=dict)  # s, the server's
+
+    def perturb(self, grads: Params | None, params: Params, rho: float) -> Params:
+        direction = {k: g - self.dual[k] - self.shift[k] for k, g in grads.items()}
+        perturb = scaled(direction, rho / (per_node_sq_norm(direction).sqrt() + SAM_EPS))
+        for k, e in perturb.items():
+            self.dual[k].add_(e - self.shift[k])
+        return perturb
+
+    def mutable(self) -> tuple[Params, ...]:
+        return (self.dual,)
 
 
 class FedSMOO(FedDyn):
@@ -110,13 +129,14 @@ class FedSMOO(FedDyn):
     def local_terms(self, ctx: RunContext, nodes: torch.Tensor, start: Params,
                     t: int) -> LocalTerms:
         terms = super().local_terms(ctx, nodes, start, t)
-        return replace(terms, ascent="corrected", dual=self.perturb_dual.rows(nodes),
-                       shift=expand(self.global_perturb, len(nodes)))
+        return replace(terms, perturbation=CorrectedAscent(
+            dual=self.perturb_dual.rows(nodes), shift=expand(self.global_perturb, len(nodes))))
 
     def aggregate(self, ctx: RunContext, r: ClientRound) -> None:
         super().aggregate(ctx, r)
-        self.perturb_dual.write(r.nodes, r.terms.dual)
-        mean = self.client_mean(ctx, r, r.terms.dual)
+        dual = r.terms.perturbation.dual
+        self.perturb_dual.write(r.nodes, dual)
+        mean = self.client_mean(ctx, r, dual)
         scale = self.cfg.rho / (sq_norm(mean).sqrt() + SAM_EPS)
         self.global_perturb = {k: v * scale for k, v in mean.items()}
 

@@ -26,11 +26,26 @@ import torch
 from algorithms.fedcm import FedCM
 from algorithms.server import ClientRound
 from p2pfl.context import RunContext
-from p2pfl.core.population import Params
-from p2pfl.core.terms import LocalTerms
+from p2pfl.core.population import Params, per_node_sq_norm, row_scale
+from p2pfl.core.solver import SAM_EPS
+from p2pfl.core.terms import LocalTerms, Perturbation
 from p2pfl.options import option
 
 UNSCORED = ("bias", "bn", "norm", "gn", "downsample", "shortcut")
+
+
+@dataclass(frozen=True)
+class LayerwiseAscent(Perturbation):
+    """e_k = radii[:, k] g1_k / (||g1|| + eps): one radius per parameter tensor k (in the
+    parameters' order) and row, the norm over all tensors (the ascent of the local step)."""
+
+    radii: torch.Tensor | None = None  # [m, number of parameter tensors]
+
+    def perturb(self, grads: Params | None, params: Params, rho: float) -> Params:
+        norm = per_node_sq_norm(grads).sqrt() + SAM_EPS
+        order = list(params)
+        return {k: g * row_scale(self.radii[:, order.index(k)] / norm, g)
+                for k, g in grads.items()}
 
 
 def _minmax(w: torch.Tensor) -> torch.Tensor:
@@ -91,8 +106,8 @@ class FedFSA(FedCM):
         a = self.cfg
         radii = torch.full(self.selected[nodes].shape, a.rho, device=ctx.device, dtype=ctx.dtype)
         radii[self.selected[nodes]] = a.rho_larger
-        return replace(super().local_terms(ctx, nodes, start, t), ascent="layerwise",
-                       radii=radii)
+        return replace(super().local_terms(ctx, nodes, start, t),
+                       perturbation=LayerwiseAscent(radii=radii))
 
     def aggregate(self, ctx: RunContext, r: ClientRound) -> None:
         normalise = self.cfg.variant == "reference_code"

@@ -102,7 +102,7 @@ class FedGloSS(Server):
 
     def local_terms(self, ctx: RunContext, nodes: torch.Tensor, start: Params,
                     t: int) -> LocalTerms:
-        return LocalTerms(**self.dual.terms(nodes, start))
+        return LocalTerms(self.dual.terms(nodes, start))
 
     def aggregate(self, ctx: RunContext, r: ClientRound) -> None:
         beta, n = 1.0 / self.cfg.dyn_alpha, ctx.num_nodes

@@ -13,19 +13,45 @@ The evaluated model is w, never e.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
+import torch.nn.functional as F
 
 from algorithms.client_state import clone, expand
 from algorithms.dual import DriftDual
 from algorithms.options import Dual
 from algorithms.server import ClientRound, Server
 from p2pfl.context import RunContext
+from p2pfl.core.federated import Batch
+from p2pfl.core.gradients import batch_mean
+from p2pfl.core.models import StackedForward
 from p2pfl.core.population import Params
-from p2pfl.core.terms import LocalTerms
+from p2pfl.core.terms import LocalTerms, Objective
 from p2pfl.options import option
+
+
+@dataclass(frozen=True)
+class Distillation(Objective):
+    """FedGMT's distillation from the EMA model: weight * tau^2 * KL(p_teacher || p_x), softmax
+    at temperature tau, batch mean; the teacher's forward builds no graph."""
+
+    teacher: Params = field(default_factory=dict)  # the EMA model, [m, ...] (expanded)
+    weight: float = 0.0
+    temperature: float = 1.0
+
+    def prepare(self, forward: StackedForward, batch: Batch) -> torch.Tensor:
+        with torch.no_grad():
+            return forward(self.teacher, batch.x)
+
+    def extra(self, logits: torch.Tensor, teacher_logits: torch.Tensor,
+              batch: Batch) -> torch.Tensor:
+        tau = self.temperature
+        log_p = F.log_softmax(logits / tau, dim=-1)
+        log_q = F.log_softmax(teacher_logits / tau, dim=-1)
+        kl = batch_mean((log_q.exp() * (log_q - log_p)).sum(dim=-1), batch.weight)
+        return self.weight * tau**2 * kl
 
 
 class FedGMT(Server):
@@ -54,8 +80,9 @@ class FedGMT(Server):
     def local_terms(self, ctx: RunContext, nodes: torch.Tensor, start: Params,
                     t: int) -> LocalTerms:
         a = self.cfg
-        return LocalTerms(**self.dual.terms(nodes, start), teacher=expand(self.ema, len(nodes)),
-                          distill_weight=a.distill_gamma, temperature=a.kl_temperature)
+        distill = None if a.distill_gamma <= 0 else Distillation(
+            expand(self.ema, len(nodes)), a.distill_gamma, a.kl_temperature)
+        return LocalTerms(self.dual.terms(nodes, start), objective=distill)
 
     def aggregate(self, ctx: RunContext, r: ClientRound) -> None:
         self.dual.absorb(r.nodes, r.trained, r.start)

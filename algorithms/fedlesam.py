@@ -11,8 +11,8 @@ x_i^old <- x^t. Nothing extra is sent. Bases: FedAvg (fedlesam), SCAFFOLD (fedle
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import Any, ClassVar
 
 import torch
 
@@ -24,7 +24,7 @@ from algorithms.server import ClientRound, Server
 from p2pfl.context import RunContext
 from p2pfl.core.population import Params, per_node_sq_norm, row_scale
 from p2pfl.core.solver import SAM_EPS
-from p2pfl.core.terms import LocalTerms
+from p2pfl.core.terms import LocalTerms, Perturbation
 from p2pfl.options import option
 
 
@@ -54,6 +54,19 @@ class LocalEstimate:
         self.seen.copy_(state["seen"])
 
 
+@dataclass(frozen=True)
+class FixedPerturbation(Perturbation):
+    """FedLESAM's perturbation, fixed for the round (estimated from the global update): the
+    gradient is taken at x + e only, one forward/backward a step, and the losses reported are
+    those at x + e."""
+
+    needs_gradient: ClassVar[bool] = False
+    offset: Params = field(default_factory=dict)  # e [m, ...]
+
+    def perturb(self, grads: Params | None, params: Params, rho: float) -> Params:
+        return {k: self.offset[k] for k in params}
+
+
 class _LESAM(Server):
     """Mixin: the base algorithm's local terms with the fixed FedLESAM perturbation."""
 
@@ -66,8 +79,8 @@ class _LESAM(Server):
     def local_terms(self, ctx: RunContext, nodes: torch.Tensor, start: Params,
                     t: int) -> LocalTerms:
         base = super().local_terms(ctx, nodes, start, t) or LocalTerms()
-        return replace(base, ascent="fixed",
-                       perturb=self.estimate.perturbation(nodes, start, self.cfg.rho))
+        perturb = self.estimate.perturbation(nodes, start, self.cfg.rho)
+        return replace(base, perturbation=FixedPerturbation(offset=perturb))
 
     def aggregate(self, ctx: RunContext, r: ClientRound) -> None:
         super().aggregate(ctx, r)

@@ -44,7 +44,7 @@ class PersonalSplits:
             raise ConfigError("algorithm.personal_fraction", "the personalised evaluation runs "
                               "on the 'vectorized' executor only")
         try:
-            self.data, self.tests = ctx.data.held_out(fraction, ctx.cfg.seed, SPLIT_KEY)
+            self.data, self.tests = ctx.data.held_out(fraction, ctx.seed, SPLIT_KEY)
         except ValueError as err:
             raise ConfigError("algorithm.personal_fraction", str(err)) from None
         self.epochs = epochs
@@ -80,7 +80,7 @@ class PersonalSplits:
         lrs = torch.full((ctx.num_nodes,), server.lr(t), device=ctx.device, dtype=ctx.dtype)
         solver = LocalSolver(weight_decay=a.weight_decay, clip_norm=a.clip_norm)
         epochs = self.epochs if epochs is None else epochs
-        plan = (self.data.plan(ctx.cfg.seed, t, a.batch_size, epochs, 0, a.last_batch)
+        plan = (self.data.plan(ctx.seed, t, a.batch_size, epochs, 0, a.last_batch)
                 if epochs else server.plan(ctx, t, self.data))
         self.tuner.train(tuned, nodes, plan, solver, lrs,
                          LocalTerms(trainable=None if whole else head))
@@ -89,7 +89,7 @@ class PersonalSplits:
     def own_accuracy(self, ctx: RunContext, models: Params) -> torch.Tensor:
         """Accuracy of client i's model `models[k][i]` on client i's split: float32 [N]."""
         return evaluate_own(ctx.forward, models, ctx.data.x_train, ctx.data.y_train, self.tests,
-                            ctx.cfg.eval.batch_size, self.tuner.chunk_size,
+                            ctx.eval_batch_size, self.tuner.chunk_size,
                             ctx.batch_statistics)
 
     def accuracy(self, server: Server, ctx: RunContext, t: int) -> tuple[float, float]:

@@ -17,7 +17,7 @@ from algorithms.options import ServerStep
 from algorithms.server import ClientRound, Server
 from p2pfl.context import RunContext
 from p2pfl.core.population import Params, row_scale
-from p2pfl.core.terms import LocalTerms
+from p2pfl.core.terms import Linear, LocalTerms
 
 
 class Scaffold(Server):
@@ -44,7 +44,7 @@ class Scaffold(Server):
         scale = self.correction_scale()
         rows = self.client_control.rows(nodes)
         linear = {k: scale * (self.control[k] - v) for k, v in rows.items()}
-        return LocalTerms(linear=linear)
+        return LocalTerms((Linear(linear),))  # g + c - c_i
 
     def aggregate(self, ctx: RunContext, r: ClientRound) -> None:
         old = self.client_control.rows(r.nodes)

@@ -136,7 +136,7 @@ class Server(Algorithm):
         until at least one is active.
         """
         n, r = ctx.num_nodes, self.cfg.participation
-        rng = numpy_rng(ctx.cfg.seed, "participation", t)
+        rng = numpy_rng(ctx.seed, "participation", t)
         if self.cfg.sampling == "bernoulli":
             chosen = np.flatnonzero(rng.random(n) < r)
             while len(chosen) == 0:

@@ -8,7 +8,7 @@ latest local phase. In the papers' form (one local step a round) round k is
 
 followed by the algorithm's mixing of x and of y (GT-DSGD mixes y^k first and steps x along the
 mixed tracker: algorithms/dsgt.py). The engine trains that step as an SGD step with
-the per-node linear term c_i = (M y^{k-1})_i - g_i^{k-1} (`LocalTerms.linear`): the direction is
+the per-node linear term c_i = (M y^{k-1})_i - g_i^{k-1} (a `Linear` correction): the direction is
 g_i(x_i^k) + c_i = y_i^k. After the phase the step taken gives y_i^k = (x_i^k - x_i^{k+1/2}) /
 (K_i lr_i) and g_i^k = y_i^k - c_i, so sum_i y_i^k = sum_i g_i^k whenever the mixing keeps sums
 (every column of M sums to 1). With K > 1 local steps (not in the papers) the correction is held
@@ -28,7 +28,7 @@ import torch
 from algorithms.base import value_bytes
 from p2pfl.context import RunContext
 from p2pfl.core.population import Params, row_scale
-from p2pfl.core.terms import LocalTerms
+from p2pfl.core.terms import Linear, LocalTerms
 from p2pfl.errors import ConfigError
 from p2pfl.options import AlgorithmOptions
 
@@ -100,7 +100,7 @@ class Tracking:
         correction = self.trackers.correction(nodes)
         before = {k: v.clone() for k, v in params.items()}
         losses = ctx.trainer.train(params, nodes, plan, self.solver, lr,
-                                   LocalTerms(linear=correction))
+                                   LocalTerms((Linear(correction),)))
         steps = torch.as_tensor(plan.node_steps(nodes), device=lr.device, dtype=lr.dtype)
         self.trackers.absorb(nodes, correction, before, params, steps * lr)
         return losses

@@ -46,7 +46,7 @@ def config(data: str, rounds: int) -> p2pfl.Config:
         "seed": 0, "rounds": rounds, "device": "auto",
         "data": {"name": data, "num_nodes": 16, "partition": "dirichlet", "alpha": 0.3},
         "topology": {"name": "one_peer_exponential"},
-        "algorithm": {"name": "sgp", "lr": 0.05, "local_epochs": 0, "local_steps": 20,
+        "algorithm": {"name": "osgp", "lr": 0.05, "local_epochs": 0, "local_steps": 20,
                       "batch_size": 32},
         "eval": {"local_samples": 500},
     })

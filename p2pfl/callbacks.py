@@ -46,12 +46,13 @@ class RoundEnd:
     graph: nx.Graph | None = None  # the round's graph as run (links of frozen nodes cut)
     faults: T.Faults | None = None  # its lost messages and offline nodes
     report: Any = None  # the algorithm's algorithms.RoundReport (who trained, their losses)
+    cfg: Any = None  # the run's p2pfl.config.Config (rounds, eval, everything it was run with)
 
     @property
     def evaluating(self) -> bool:
         """Whether round t is an evaluation round (every `eval.every` rounds, and the last)."""
-        done, cfg = self.t + 1, self.ctx.cfg
-        return done % cfg.eval.every == 0 or done == cfg.rounds
+        done = self.t + 1
+        return done % self.cfg.eval.every == 0 or done == self.cfg.rounds
 
     def average_model(self) -> Params:
         """The model whose accuracy is `test_acc`: name -> [*shape]."""

@@ -1,11 +1,11 @@
-"""What an algorithm sees of a run: data, population, trainer, communication, schedule, and the
-divergence guard (an algorithm that trains through a trainer of its own installs the guard on it:
-`ctx.guard.wrap(trainer)`)."""
+"""What an algorithm sees of a run: data, population, trainer, communication, schedule, the
+divergence guard (an algorithm that trains through a trainer of its own wraps it:
+`ctx.guard.wrap(trainer)`), the run's seed for its random streams, and what the network loses.
+Not the run's config: an algorithm reads its own options (`self.cfg`), set when it is built."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import networkx as nx
 import torch
@@ -21,13 +21,9 @@ from p2pfl.core.trainer import Trainer
 from p2pfl.scale.network import Clock
 from topologies import Schedule
 
-if TYPE_CHECKING:
-    from p2pfl.config import Config
-
 
 @dataclass
 class RunContext:
-    cfg: Config
     device: torch.device
     dtype: torch.dtype
     data: FederatedData
@@ -39,17 +35,20 @@ class RunContext:
     guard: Guard
     clock: Clock | None = None  # simulated network time, when [network] is enabled
     batch_statistics: bool = False  # the model normalises over the batch (no padded batches)
+    seed: int = 0  # the run's seed: its random streams are (seed, name, t) (p2pfl.core.seeding)
+    link_drop: float = 0.0  # probability that a message is lost, per message and round
+    node_drop: float = 0.0  # probability that a node is offline, per node and round
+    eval_batch_size: int = 1000  # samples per model in one evaluation batch
 
     def faults(self, t: int, graph: nx.Graph) -> T.Faults:
         """The lost messages and offline nodes of round t on `graph` (its node ids), drawn from
-        (seed, "faults", t) with `topology.link_drop` and `node_drop`; with overlap, a node still
-        busy with its local phase (a straggler) is offline for the round too."""
-        topo = self.cfg.topology
-        if topo.link_drop == 0 and topo.node_drop == 0:
+        (seed, "faults", t) with `link_drop` and `node_drop`; with overlap, a node still busy
+        with its local phase (a straggler) is offline for the round too."""
+        if self.link_drop == 0 and self.node_drop == 0:
             faults = T.Faults.none(graph.number_of_nodes(), sparse=True)
         else:
-            faults = T.sample_faults(graph, topo.link_drop, topo.node_drop,
-                                     seed=stream_seed(self.cfg.seed, "faults", t))
+            faults = T.sample_faults(graph, self.link_drop, self.node_drop,
+                                     seed=stream_seed(self.seed, "faults", t))
         if self.clock is not None and self.clock.net.overlap:
             faults = T.Faults(faults.links, faults.nodes | self.clock.busy(t))
         return faults

@@ -58,7 +58,7 @@ class TensorBoard(Callback):
         for key, value in scalars(end.record).items():
             self._writer.add_scalar(self.prefix + key, value, end.t + 1)
         self._writer.flush()
-        if end.t + 1 == end.ctx.cfg.rounds:
+        if end.t + 1 == end.cfg.rounds:
             self._writer.close()
             self._writer = None
         return None
@@ -86,9 +86,9 @@ class WandB(Callback):
             return None
         if self._run is None:
             self._run = self._wandb.init(project=self.project, mode=self.mode, dir=self.dir,
-                                         config=end.ctx.cfg.to_dict(), **self.init)
+                                         config=end.cfg.to_dict(), **self.init)
         self._run.log(scalars(end.record), step=end.t + 1)
-        if end.t + 1 == end.ctx.cfg.rounds:
+        if end.t + 1 == end.cfg.rounds:
             self._run.finish()
             self._run = None
         return None

@@ -20,7 +20,7 @@ def _module_and_params(ctx):
     """An nn.Module with the population's structure (for functional_call) and node 0's params."""
     from p2pfl.core.models import build_model
 
-    model = build_model(ctx.cfg.model.name, ctx.data.input_shape, ctx.data.num_classes)
+    model = build_model("mlp", ctx.data.input_shape, ctx.data.num_classes)  # small_config's
     return model.to(dtype=ctx.dtype)
 
 
@@ -74,7 +74,7 @@ def test_dfedavg_on_complete_graph_equals_fedavg_full_participation():
 def test_dfedavg_mixes_with_metropolis_hastings_after_local_steps():
     ctx, algorithm = build(small_config(algorithm__name="dfedavg", topology__name="ring"))
     probe, _ = build(small_config(algorithm__name="dfedavg", topology__name="ring"))
-    plan = probe.data.plan(probe.cfg.seed, 0, 16, 0, local_steps=3)
+    plan = probe.data.plan(probe.seed, 0, 16, 0, local_steps=3)
     lr = torch.full((6,), 0.1, dtype=torch.float64)
     probe.trainer.train(probe.population.params, probe.all_nodes(), plan, algorithm.solver, lr)
     W = torch.as_tensor(T.doubly_stochastic(T.ring(6)))
@@ -85,12 +85,11 @@ def test_dfedavg_mixes_with_metropolis_hastings_after_local_steps():
         torch.testing.assert_close(ctx.population.params[k], expected, rtol=0, atol=1e-12)
 
 
-def _numerator_sgp(ctx, rounds: int) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
+def _numerator_sgp(ctx, cfg, rounds: int) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
     """SGP written as in the paper: numerators x, weights w, gradient at z = x / w, step on x."""
     model = _module_and_params(ctx)
     x = {k: v.clone() for k, v in ctx.population.params.items()}
     w = torch.ones(ctx.num_nodes, dtype=torch.float64)
-    cfg = ctx.cfg
     for t in range(rounds):
         plan = ctx.data.plan(cfg.seed, t, cfg.algorithm.batch_size, 0, cfg.algorithm.local_steps)
         lr = cfg.algorithm.lr * cfg.algorithm.lr_decay**t
@@ -112,7 +111,7 @@ def test_sgp_equals_numerator_form_on_irregular_digraph():
     cfg = small_config(algorithm__name="osgp", topology__name="random_out",
                        topology__k=2, algorithm__local_steps=2)
     ctx, algorithm = build(cfg)
-    expected_z, expected_w = _numerator_sgp(ctx, rounds=3)
+    expected_z, expected_w = _numerator_sgp(ctx, cfg, rounds=3)
     for t in range(3):
         play(algorithm, ctx, t, ctx.schedule.at(t))
     assert (expected_w - 1).abs().max() > 0.05, "the test graph must make w non-uniform"

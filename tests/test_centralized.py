@@ -38,7 +38,7 @@ class Flat:
     """One client's model as ONE flat vector, evaluated with functional_call on an nn.Module."""
 
     def __init__(self, ctx) -> None:
-        self.model = build_model(ctx.cfg.model.name, ctx.data.input_shape,
+        self.model = build_model("mlp", ctx.data.input_shape,
                                  ctx.data.num_classes).to(dtype=ctx.dtype)
         self.layout = []
         offset = 0
@@ -73,7 +73,7 @@ def _unit(v: torch.Tensor, eps: float = SAM_EPS) -> torch.Tensor:
 
 def reference(ctx, algorithm, rounds: int) -> torch.Tensor:
     """The server model after `rounds` rounds, one client and one step at a time."""
-    a = every_option(ctx.cfg.algorithm)
+    a = every_option(algorithm.cfg)
     name, N, R = a.name, ctx.num_nodes, Flat(ctx)
     w = R.flat({k: v[0] for k, v in ctx.population.params.items()})
     zero = torch.zeros_like(w)
@@ -139,7 +139,7 @@ def reference(ctx, algorithm, rounds: int) -> torch.Tensor:
     for t in range(rounds):
         nodes = algorithm.sample(ctx, t).tolist()
         lr = a.lr * a.lr_decay**t
-        plan = data.plan(ctx.cfg.seed, t, a.batch_size, 0, a.local_steps)
+        plan = data.plan(ctx.seed, t, a.batch_size, 0, a.local_steps)
         start = w
         if name == "fedgloss" and a.server_rho > 0 and D.norm() > 0:
             start = w + a.server_rho * D / D.norm()
@@ -398,8 +398,8 @@ def test_only_sampled_clients_change_their_state():
 
 
 def test_fedfsa_holds_out_a_personal_split_and_logs_personal_accuracy():
-    ctx, algorithm = build(_config("fedfsa", algorithm__rho=0.1, rounds=1,
-                                   algorithm__personal_fraction=0.3))
+    cfg = _config("fedfsa", algorithm__rho=0.1, rounds=1, algorithm__personal_fraction=0.3)
+    ctx, algorithm = build(cfg)
     train, test = algorithm.data, algorithm.personal.tests
     for i in range(ctx.num_nodes):
         n = int(ctx.data.sizes[i])
@@ -409,7 +409,7 @@ def test_fedfsa_holds_out_a_personal_split_and_logs_personal_accuracy():
     play(algorithm, ctx, 0, ctx.schedule.at(0))
     before = {k: v.clone() for k, v in algorithm.server.items()}
     [personal] = algorithm.callbacks(ctx)
-    metrics = personal.after_round(RoundEnd(0, {}, [], ctx, algorithm))
+    metrics = personal.after_round(RoundEnd(0, {}, [], ctx, algorithm, cfg=cfg))
     assert 0 <= metrics["test_acc_personal_global"] <= 1
     assert metrics["test_acc_personal"] > metrics["test_acc_personal_global"]
     assert all(torch.equal(v, algorithm.server[k]) for k, v in before.items())
@@ -473,12 +473,13 @@ def test_any_server_algorithm_takes_the_personalised_evaluation():
     of their data only, and test_acc_personal_global is the server model on their splits."""
     plain_ctx, plain = build(_config("fedavg", rounds=1))
     assert plain.callbacks(plain_ctx) == [] and plain.data is plain_ctx.data
-    ctx, algorithm = build(_config("fedavg", rounds=1, algorithm__personal_fraction=0.3))
+    cfg = _config("fedavg", rounds=1, algorithm__personal_fraction=0.3)
+    ctx, algorithm = build(cfg)
     splits = algorithm.personal
     assert list(algorithm.data.sizes + [len(t) for t in splits.tests]) == list(ctx.data.sizes)
     play(algorithm, ctx, 0, ctx.schedule.at(0))
     [personal] = algorithm.callbacks(ctx)
-    metrics = personal.after_round(RoundEnd(0, {}, [], ctx, algorithm))
+    metrics = personal.after_round(RoundEnd(0, {}, [], ctx, algorithm, cfg=cfg))
     model = Flat(ctx).model
     by_hand = []
     for rows in splits.tests:

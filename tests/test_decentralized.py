@@ -83,10 +83,11 @@ class Reference:
     """The run's data, model and initial weights, read once; every node starts from them."""
 
     def __init__(self, name: str, **overrides) -> None:
-        ctx, _ = build(_config(name, **overrides))
-        self.ctx, self.cfg = ctx, ctx.cfg
-        self.a = every_option(ctx.cfg.algorithm)
-        self.model = build_model(ctx.cfg.model.name, ctx.data.input_shape,
+        self.cfg = _config(name, **overrides)
+        ctx, _ = build(self.cfg)
+        self.ctx = ctx
+        self.a = every_option(self.cfg.algorithm)
+        self.model = build_model(self.cfg.model.name, ctx.data.input_shape,
                                  ctx.data.num_classes).to(dtype=torch.float64)
         self.n = ctx.num_nodes
         self.x = [{k: v[i].clone() for k, v in ctx.population.params.items()}

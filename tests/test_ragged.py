@@ -159,7 +159,7 @@ def test_scaffold_control_uses_each_clients_own_steps() -> None:
                                   algorithm__participation=1.0))
     start = {k: v.clone() for k, v in algorithm.server.items()}
     play(algorithm, ctx, 0, ctx.schedule.at(0))
-    a = ctx.cfg.algorithm
+    a = algorithm.cfg
     steps = steps_per_node(ctx.data.sizes, a.batch_size, a.local_epochs, 0)
     assert len(set(steps.tolist())) > 1
     nodes = torch.arange(ctx.num_nodes)

@@ -89,6 +89,8 @@ def test_every_algorithm_resumes_exactly(tmp_path, name):
     mixing = ALGORITHMS[name].mixing
     extra = {"algorithm__participation": 0.5} if mixing == "server" else {}  # sampling matters
     extra["topology__name"] = TOPOLOGY_FOR[mixing]
+    if name == "sgp":  # SGP proper: one local step a round
+        extra["algorithm__local_steps"] = 1
     if name == "dfedsgpsm_s":  # its neighbours depend on the losses kept in its state
         extra.update(topology__name="random_out", topology__k=2,
                      topology__selection="loss_based")

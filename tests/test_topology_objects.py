@@ -140,7 +140,7 @@ def test_a_config_naming_object_without_one_is_refused(tmp_path):
 
 def test_compare_runs_every_variant_on_the_object(tmp_path):
     cfg = config_from_dict({**_sgp().to_dict(), "compare": [
-        {"label": "sgp", "algorithm.name": "sgp"},
+        {"label": "sgp", "algorithm.name": "osgp"},
         {"label": "momentum", "algorithm.name": "dfedsgpm", "algorithm.momentum": 0.9}]})
     histories = engine.run_compare(cfg, tmp_path / "cmp", topology=_hand_built())
     assert set(histories) == {"sgp", "momentum"}

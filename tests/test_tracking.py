@@ -38,8 +38,8 @@ class QuadraticTrainer(VectorizedTrainer):
             for k, x in params.items():
                 scale = self.a[nodes].view(-1, *[1] * (x.dim() - 1))
                 g = scale * (x - self.b[k][nodes])
-                if terms is not None and terms.linear is not None:
-                    g = g + terms.linear[k]
+                for correction in terms.corrections if terms is not None else ():
+                    g = correction.apply({k: g}, {k: x})[k]
                 x.sub_(lr.view_as(scale) * g)
         return torch.zeros(len(nodes), dtype=lr.dtype)
 
@@ -187,7 +187,7 @@ def test_gt_dsgd_with_offline_nodes_keeps_the_invariant_and_reaches_the_minimum(
 
 
 def test_push_pull_refuses_the_gt_dsgd_order():
-    with pytest.raises(ConfigError, match="^algorithm.order: 'atc_xy' is GT-DSGD's"):
+    with pytest.raises(ConfigError, match="^algorithm.order: push_pull has no 'atc_xy' order"):
         build(small_config(algorithm__name="push_pull", algorithm__order="atc_xy",
                            topology__name="exponential", topology__directed=True))
 

@@ -113,9 +113,8 @@ class VectorizedTrainer:
             if ragged:
                 for k, v in params.items():
                     v[rows] = chunk[k]
-                if chunk_terms is not None and chunk_terms.dual is not None:
-                    for k, v in terms.dual.items():
-                        v[rows] = chunk_terms.dual[k]
+                if chunk_terms is not None:
+                    terms.write_back(chunk_terms, rows)
         return mean_loss
 
     def _train_chunk(self, chunk: Params, nodes: torch.Tensor, plan: BatchPlan,
@@ -178,7 +177,6 @@ class VectorizedTrainer:
             for held, updated in ((rows, own), (buffers, own_buffers)):
                 for k, v in (held or {}).items():
                     v[group] = updated[k]
-            if own_terms is not None and own_terms.dual is not None:
-                for k, v in terms.dual.items():
-                    v[group] = own_terms.dual[k]
+            if own_terms is not None:
+                terms.write_back(own_terms, group)
         return losses

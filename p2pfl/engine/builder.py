@@ -160,9 +160,8 @@ def build(cfg: Config, dataset: Dataset | None = None, parts: Parts | None = Non
     schedule = parts.schedule
     device = resolve_device(cfg.device)
     dtype = getattr(torch, cfg.engine.dtype)
-    algorithm = ALGORITHMS[cfg.algorithm.name](cfg.algorithm)
-    if parts.compressor is not None:
-        algorithm.compressor = parts.compressor
+    objects = {} if parts.compressor is None else {"compressor": parts.compressor}
+    algorithm = ALGORITHMS[cfg.algorithm.name](cfg.algorithm, **objects)
     data = _load_data(cfg, device, dtype,
                       parts.dataset if parts.dataset is not None else dataset, parts.partition)
     a = cfg.algorithm
@@ -225,10 +224,10 @@ def build(cfg: Config, dataset: Dataset | None = None, parts: Parts | None = Non
         trainer = stack.member(trainer, None if cfg.engine.compile else
                                (type(model), repr(model), dtype, device, bf16))
     guard = Guard(cfg.data.num_nodes, device, cfg.engine.max_loss)
-    ctx = RunContext(cfg, device, dtype, data, population, forward, guard.wrap(trainer),
-                     comm, schedule, guard,
-                     _clock(cfg, algorithm, schedule, data, population),
-                     uses_batch_statistics(model))
+    ctx = RunContext(device, dtype, data, population, forward, guard.wrap(trainer), comm,
+                     schedule, guard, _clock(cfg, algorithm, schedule, data, population),
+                     uses_batch_statistics(model), cfg.seed, cfg.topology.link_drop,
+                     cfg.topology.node_drop, cfg.eval.batch_size)
     algorithm.setup(ctx)
     return ctx, algorithm
 

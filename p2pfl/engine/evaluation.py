@@ -16,14 +16,14 @@ from p2pfl.core.metrics import evaluate, evaluate_own, evaluate_sums, squared_di
 from p2pfl.core.seeding import numpy_rng
 
 
-def eval_subset(ctx: RunContext) -> tuple[torch.Tensor, torch.Tensor]:
-    """The seeded test subset (`eval.local_samples`) on which every node's own model is
+def eval_subset(ctx: RunContext, local_samples: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The seeded test subset (`local_samples`, 0: all) on which every node's own model is
     evaluated: inputs [s, *input_shape], labels [s]."""
     n_test = len(ctx.data.y_test)
-    size = ctx.cfg.eval.local_samples or n_test
+    size = local_samples or n_test
     if size >= n_test:
         return ctx.data.x_test, ctx.data.y_test
-    idx = numpy_rng(ctx.cfg.seed, "eval").choice(n_test, size=size, replace=False)
+    idx = numpy_rng(ctx.seed, "eval").choice(n_test, size=size, replace=False)
     idx = torch.as_tensor(np.sort(idx), device=ctx.device)
     return ctx.data.x_test[idx], ctx.data.y_test[idx]
 
@@ -42,14 +42,14 @@ class Evaluation(Callback):
     `data.local_test` > 0, also each node's model (`Algorithm.node_models`) on the node's own
     test split: `node_spread` of those accuracies."""
 
-    def __init__(self, ctx: RunContext) -> None:
-        self.local_eval = eval_subset(ctx)
+    def __init__(self, ctx: RunContext, local_samples: int) -> None:
+        self.local_eval = eval_subset(ctx, local_samples)
 
     def after_round(self, end: RoundEnd) -> Mapping[str, float] | None:
         if not end.evaluating:
             return None
         start = time.perf_counter()
-        ctx, ev = end.ctx, end.ctx.cfg.eval
+        ctx, ev = end.ctx, end.cfg.eval
         chunk = ctx.trainer.eval_chunk_size if ctx.trainer.vectorized else 1
         average = end.average_model()
         # the test set in whole batches, split over the processes (one process: all of it)
@@ -84,7 +84,7 @@ class Evaluation(Callback):
         held = ctx.all_nodes()
         tests = [ctx.data.local_test[i] for i in held.tolist()]
         acc = evaluate_own(ctx.forward, end.algorithm.node_models(ctx), ctx.data.x_train,
-                           ctx.data.y_train, tests, ctx.cfg.eval.batch_size, chunk,
+                           ctx.data.y_train, tests, ctx.eval_batch_size, chunk,
                            ctx.batch_statistics)
         every = torch.zeros(ctx.num_nodes, device=ctx.device, dtype=torch.float64)
         every[held] = acc.double()

@@ -82,7 +82,8 @@ class Runner:
         self.observe = progress if callable(progress) else None
         self.guard = ctx.guard
         self.root = ctx.comm.rank == 0  # the process that writes (all of them compute)
-        self.callbacks = Runner.round_callbacks(ctx, algorithm, callbacks or [])
+        self.callbacks = Runner.round_callbacks(ctx, algorithm, callbacks or [],
+                                                cfg.eval.local_samples)
         self.bytes_per_value = torch.finfo(ctx.dtype).bits // 8
         self.stop_requested = False
         self.stopped: str | None = None  # a callback's StopRun reason
@@ -92,12 +93,12 @@ class Runner:
         self._checkpoint_cost = 0.0
 
     @staticmethod
-    def round_callbacks(ctx: RunContext, algorithm: Algorithm,
-                        callbacks: list[Callback]) -> list[Callback]:
+    def round_callbacks(ctx: RunContext, algorithm: Algorithm, callbacks: list[Callback],
+                        local_samples: int) -> list[Callback]:
         """The callbacks of a run in the order they run: evaluation, the algorithm's, the user's
         (their states are checkpointed in this order)."""
         timing = [] if ctx.clock is None else [NetworkTime(ctx.clock, algorithm.mixing == "server")]
-        return [Evaluation(ctx), *timing, *algorithm.callbacks(ctx), *callbacks]
+        return [Evaluation(ctx, local_samples), *timing, *algorithm.callbacks(ctx), *callbacks]
 
     def run(self) -> History:
         cfg = self.cfg
@@ -167,7 +168,7 @@ class Runner:
         if skipped:
             record["nodes_skipped"] = len(skipped)
         record.update(algorithm.metrics(ctx))
-        end = RoundEnd(t, record, self.history, ctx, algorithm, graph, faults, report)
+        end = RoundEnd(t, record, self.history, ctx, algorithm, graph, faults, report, self.cfg)
         self.stopped = call_all(self.callbacks, end, record)
         if ctx.comm.world > 1:  # what crossed processes: mixing rows, collective payloads
             sent = torch.tensor(ctx.comm.take_bytes(), dtype=torch.float64)

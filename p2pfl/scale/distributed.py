@@ -240,8 +240,8 @@ class ShardedTrainer:
         losses = (self.inner.train(rows, nodes[mine], plan, solver, lr[mine], *local_terms)
                   if mine.any() else lr.new_zeros(0))
         outputs = [(params, rows)]
-        if terms is not None and terms.dual is not None:
-            outputs.append((terms.dual, local_terms[0].dual))
+        if terms is not None:  # the terms' in-place state (LocalTerms.mutable)
+            outputs += list(zip(terms.mutable(), local_terms[0].mutable()))
         full = [v for whole, _ in outputs for v in whole.values()]
         width = sum(v[0].numel() for v in full)
         flat = torch.zeros(len(nodes), width + 1, device=lr.device, dtype=lr.dtype)
