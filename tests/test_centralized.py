@@ -501,7 +501,7 @@ def test_personalised_fine_tuning_is_plain_sgd_on_the_head(epochs):
     play(algorithm, ctx, 1, ctx.schedule.at(1))
     tuned = algorithm.personal.tune(algorithm, ctx, 1)
     a, data, model = algorithm.cfg, algorithm.personal.data, Flat(ctx).model
-    plan = (data.plan(ctx.cfg.seed, 1, a.batch_size, epochs) if epochs
+    plan = (data.plan(ctx.seed, 1, a.batch_size, epochs) if epochs
             else algorithm.plan(ctx, 1, data))
     steps = 3 * -(-data.sizes // a.batch_size) if epochs else [2] * ctx.num_nodes
     assert list(plan.steps_of) == list(steps)
