@@ -223,10 +223,16 @@ class PushSum(Decentralized):
         return f"{hint}; {momentum}" if momentum else hint
 
     def round(self, ctx: RunContext, t: int, graph: nx.Graph, faults: T.Faults) -> RoundReport:
-        self.phase_weights = self.weights
+        self.phase_weights = self.weights  # w is frozen during the local phase
         nodes, losses = self.local_phase(ctx, t, faults)
-        sparse = self.sparse_mixing(ctx, graph)
-        P = T.column_stochastic(graph, faults=faults, sparse=sparse)
+        return self.push(ctx, t, graph, faults, nodes, losses)
+
+    def push(self, ctx: RunContext, t: int, graph: nx.Graph, faults: T.Faults,
+             nodes: torch.Tensor, losses: torch.Tensor) -> RoundReport:
+        """Every node pushes (P_ji x_i, P_ji w_i) over the round's column-stochastic P (lost
+        messages' shares kept by their senders); z = x / w is de-biased again. With overlap,
+        what is late arrives in a later round. The round's report."""
+        P = T.column_stochastic(graph, faults=faults, sparse=self.sparse_mixing(ctx, graph))
         delays = ctx.clock.plan_round(t, graph, faults).delays if self.overlaps(ctx) else None
         if delays is None or not (self.in_flight or delays[2].any()):
             self.mix(ctx, P)  # synchronous: exactly Push-Sum without delays

@@ -13,8 +13,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import networkx as nx
+
+import topologies as T
+from algorithms.base import RoundReport
 from algorithms.decentralized import PushSum
 from algorithms.options import MomentumForm, Sam
+from p2pfl.context import RunContext
 from p2pfl.options import AlgorithmOptions
 
 
@@ -25,3 +30,15 @@ class DFedSGPSM(PushSum):
     @dataclass
     class Options(MomentumForm, Sam, AlgorithmOptions):
         pass
+
+    def round(self, ctx: RunContext, t: int, graph: nx.Graph, faults: T.Faults) -> RoundReport:
+        """Algorithm 1, round t."""
+        self.phase_weights = self.weights  # w_i is frozen during the local phase
+        # Steps 1-6 for k = 0..K-1, every online node at once (p2pfl.core.solver): the gradient
+        # g at z = x / w, the ascent z' = z + rho g / ||g||, g~ at z' on the same minibatch
+        # (self.solver.rho), m = momentum m + g~ with m_{-1} = 0 (self.solver.momentum; the
+        # dampened form is the same solver with lr (1 - momentum): `step_size`), and
+        # x <- x - lr m taken on the stored z as z <- z - (lr / w_i) m (`node_lr`).
+        nodes, losses = self.local_phase(ctx, t, faults)
+        # Step 7: push (P_ji x_i, P_ji w_i) to the out-neighbours and itself; de-bias z = x / w.
+        return self.push(ctx, t, graph, faults, nodes, losses)

@@ -29,6 +29,7 @@ from typing import Any
 
 from algorithms.base import Algorithm
 from algorithms.decentralized import Gossip, PushSum
+from algorithms.dfedsgpsm import DFedSGPSM
 from algorithms.dpsgd import DPSGD
 from algorithms.dsgt import DSGT
 from algorithms.push_diging import PushDIGing
@@ -43,6 +44,7 @@ FORMS: tuple[tuple[type[Algorithm], dict[str, Any], str, bool], ...] = (
     (DPSGD, {"order": "atc"}, LOCAL_THEN_MIX, False),
     (DSGT, {"order": "atc"}, TRACKING_ATC, False),
     (PushDIGing, {}, TRACKING_ATC, True),
+    (DFedSGPSM, {}, LOCAL_THEN_MIX, True),  # its round, written out, is PushSum's
     (Gossip, {}, LOCAL_THEN_MIX, False),
     (PushSum, {}, LOCAL_THEN_MIX, True),
 )
