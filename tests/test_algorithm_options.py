@@ -92,6 +92,8 @@ def test_a_field_is_read_or_refused(name, variant, key):
         base["rho_warmup"] = 2  # FedGloSS reads the warm-up fields only during a warm-up
     if key == "compress_bits" and "compressor" in option_names(cls):
         base["compressor"] = "qsgd"  # CHOCO reads the quantization bits only for QSGD
+    if key in ("clique_averaging", "persistent_momentum") and key in option_names(cls):
+        base["local_steps"] = 1  # dpsgd takes them with one local step a round only
     other_forms = {k for v, keys in cls.form_options.items() if v != variant for k in keys}
     in_form = key not in other_forms or key in cls.form_options.get(variant, ())
     if key == "variant":
