@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import networkx as nx
+import numpy as np
 import torch
 
 import topologies as T
@@ -86,27 +87,36 @@ class DPSGD(Gossip):
     def local_phase(self, ctx: RunContext, t: int, faults: T.Faults) -> tuple[torch.Tensor,
                                                                                torch.Tensor]:
         """The local phase; with clique averaging or persistent momentum, x_i <- x_i - lr d_i
-        with d_i the buffer of (the clique's mean of) g_i plus weight decay (module docstring)."""
+        with d_i the buffer of (the clique's mean of) g_i plus weight decay (module docstring).
+        An offline node keeps its model and its buffer."""
         if not self.shared_step:
             return super().local_phase(ctx, t, faults)
         params = ctx.population.params
         old = {k: v.clone() for k, v in params.items()}
         nodes, losses = super().local_phase(ctx, t, faults)
-        lr = self.step_size(t)
-        for k, v in params.items():  # the gradients g_i (0 on an offline node)
-            v.sub_(old[k]).div_(-lr)
+        lr, wd = self.step_size(t), self.cfg.weight_decay
+        for k, v in params.items():  # the steps -lr g_i (0 on an offline node)
+            v.sub_(old[k])
         if self.gradient_mixing is not None:
             ctx.comm.mix(self.gradient_mixing, params)
-        online = torch.as_tensor(~faults.nodes)[ctx.all_nodes().cpu()].to(ctx.device)
-        for k, g in params.items():
-            keep = online.view(-1, *[1] * (g.dim() - 1))
-            if self.cfg.weight_decay > 0:
-                g.add_(old[k], alpha=self.cfg.weight_decay)
-            if self.momentum_buffer is not None:
-                b = self.momentum_buffer[k]
-                b.copy_(torch.where(keep, b * self.cfg.persistent_momentum + g, b))
-                g.copy_(b)
-            g.copy_(torch.where(keep, old[k] - lr * g, old[k]))
+        held = ctx.all_nodes().cpu().numpy()
+        offline = torch.as_tensor(np.flatnonzero(faults.nodes[held]), device=ctx.device)
+        buffers = self.momentum_buffer or {}
+        kept = {k: b[offline].clone() for k, b in buffers.items()} if len(offline) else {}
+        for k, v in params.items():
+            if k in buffers:  # b <- a b + g + wd x; x <- x - lr b
+                b = buffers[k].mul_(self.cfg.persistent_momentum).add_(v, alpha=-1 / lr)
+                if wd > 0:
+                    b.add_(old[k], alpha=wd)
+                torch.add(old[k], b, alpha=-lr, out=v)
+            else:  # x <- x - lr (g + wd x)
+                if wd > 0:
+                    v.add_(old[k], alpha=-lr * wd)
+                v.add_(old[k])
+            if len(offline):
+                v[offline] = old[k][offline]
+                if k in kept:
+                    buffers[k][offline] = kept[k]
         return nodes, losses
 
     def state_dict(self) -> dict[str, Any]:

@@ -221,8 +221,9 @@ def test_persistent_momentum_and_weight_decay_follow_torch_sgd() -> None:
     _assert_rows(ctx, x)
 
 
-def test_an_offline_clique_mate_is_left_out_of_the_mean() -> None:
-    ctx, algorithm = _build()
+@pytest.mark.parametrize("momentum", [0.0, 0.5])
+def test_an_offline_clique_mate_is_left_out_of_the_mean(momentum) -> None:
+    ctx, algorithm = _build(algorithm__persistent_momentum=momentum)
     x = _rows(ctx)
     g = _gradients(ctx, 0, x)
     faults = T.Faults(np.zeros((4, 4), dtype=bool), np.array([False, True, False, False]))
@@ -230,8 +231,12 @@ def test_an_offline_clique_mate_is_left_out_of_the_mean() -> None:
     y0 = {k: x[0][k] - LR * g[0][k] for k in x[0]}  # alone: its own gradient, no neighbour
     y = [{k: x[i][k] - LR * (g[2][k] + g[3][k]) / 2 for k in x[i]} for i in (2, 3)]
     mixed = [{k: (y[0][k] + y[1][k]) / 2 for k in y[0]}] * 2  # MH on the edge (2, 3) alone
-    _assert_rows(ctx, [y0, x[1], *mixed])
+    _assert_rows(ctx, [y0, x[1], *mixed])  # the first buffer is the first gradient
     assert report.copies_sent == 2 + 2
+    if momentum:  # the offline node's buffer stays 0, the others hold their step's gradient
+        b = algorithm.momentum_buffer["fc1.weight"]
+        assert b[1].abs().max() == 0 and b[0].abs().max() > 0
+        torch.testing.assert_close(b[0], g[0]["fc1.weight"], rtol=0, atol=1e-10)
 
 
 def test_clique_averaging_needs_cliques_and_one_step() -> None:
