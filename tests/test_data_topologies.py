@@ -335,3 +335,20 @@ def test_stl_fw_refuses_bad_input(kwargs, field) -> None:
     with pytest.raises(T.ParameterError, match=f"^{field} ") as err:
         T.stl_fw(**args)
     assert "\n" not in str(err.value)
+
+
+# ---------------------------------------------------------------- the experiment script
+
+def test_the_script_merges_seeds_and_pairs_the_gains() -> None:
+    from analysis.scripts.data_topologies import stlfw_gains, summary
+    rows = [{"partition": "p", "budget": 3, "kind": kind, "seed": seed, "test_acc": acc,
+             "tau": tau, "messages": 300, "wall_s": 10.0}
+            for kind, seed, acc, tau in [("STL-FW", 0, 0.80, 0.1), ("STL-FW", 1, None, 0.3),
+                                         ("STL-FW", 2, 0.84, 0.2), ("random regular", 0, 0.78, 0.5),
+                                         ("random regular", 1, 0.70, 0.5),
+                                         ("random regular", 2, 0.81, 0.5)]]
+    stl, rand = summary(rows, ("partition", "budget", "kind"))
+    assert (stl["test_acc"], stl["seeds"], stl["of"]) == (pytest.approx(0.82), 2, 3)
+    assert stl["acc_sd"] == pytest.approx(0.02) and stl["tau"] == pytest.approx(0.15)
+    assert rand["test_acc"] == pytest.approx((0.78 + 0.70 + 0.81) / 3)
+    assert stlfw_gains(rows) == {("p", 3): [pytest.approx(0.02), pytest.approx(0.03)]}

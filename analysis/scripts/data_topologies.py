@@ -3,18 +3,22 @@
 `python -m analysis.scripts.data_topologies edges`: edges and messages of D-Cliques against the
 complete graph at 100 and 1,000 nodes (no training).
 
-`python -m analysis.scripts.data_topologies dcliques [--config configs/topology_data.toml]`:
-D-SGD (dpsgd, adapt-then-combine, one step a round) on the complete graph, on D-Cliques (with
-and without clique averaging and momentum) and on a random graph with D-Cliques' edge count,
-over the config's partition (one class a node). Writes `dcliques.png` and prints a Markdown table.
+`python -m analysis.scripts.data_topologies dcliques --seeds 0,1,2`: D-SGD (dpsgd, adapt then
+combine, one step a round) on the complete graph, on D-Cliques (with and without clique averaging
+and momentum, fully or ring inter-clique, with and without the greedy swaps) and on a random
+graph with D-Cliques' edge count, over the config's partition (configs/topology_data.toml: one
+class a node). Prints a Markdown table and writes `dcliques.png` / `.pdf` under `--out`.
 
-`python -m analysis.scripts.data_topologies stlfw`: D-SGD with the STL-FW matrix against a random
-d-regular graph (uniform weights 1 / (d + 1), the authors' baseline) for several degree budgets d
-and three partitions from IID to one class a node; both run as SGP (Push-Sum with one step a
-round is D-SGD on a doubly-stochastic W). Writes `stl_fw.png` and prints a table.
+`python -m analysis.scripts.data_topologies stlfw --set rounds=200 --seeds 0,1,2`: D-SGD with the
+STL-FW matrix against a random connected d-regular graph (weights 1 / (d + 1), the authors'
+baseline) for several degree budgets d and three partitions from IID to one class a node; both
+run as SGP (Push-Sum with one step a round is D-SGD on a doubly-stochastic W). Prints a table and
+writes `stl_fw.png` / `.pdf`.
 
-Each finished run is stored in `--runs` (a JSON file per experiment and config) and not run
-again, so an interrupted sweep continues where it stopped and a second call only redraws.
+Each seed changes the partition, the topologies, the initial model and the minibatches; tables
+and figures show means over the seeds. Each finished run is stored in `--runs` (a JSON file per
+experiment and config) and not run again, so an interrupted sweep continues where it stopped and
+a second call only redraws.
 """
 
 from __future__ import annotations
@@ -252,38 +256,52 @@ def stlfw_table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def stlfw_figure(rows: list[dict[str, Any]], out: Path) -> None:
-    """Final accuracy against the budget, a panel per partition (mean over the seeds, error bar
-    one standard deviation), and tau(W) against the budget."""
+def stlfw_gains(rows: list[dict[str, Any]]) -> dict[tuple[str, int], list[float]]:
+    """(partition, budget) -> the accuracy of STL-FW minus that of the random regular graph,
+    one value per seed where both ran (per-seed rows, each with a "seed")."""
+    acc = {(r["partition"], r["budget"], r["kind"], r["seed"]): r["test_acc"] for r in rows}
+    gains: dict[tuple[str, int], list[float]] = {}
+    for (name, budget, kind, seed), value in acc.items():
+        other = acc.get((name, budget, "random regular", seed))
+        if kind == "STL-FW" and value is not None and other is not None:
+            gains.setdefault((name, budget), []).append(value - other)
+    return gains
+
+
+def stlfw_figure(merged: list[dict[str, Any]], rows: list[dict[str, Any]], out: Path) -> None:
+    """Final accuracy against the budget (mean over the seeds), the gain of STL-FW over the
+    random regular graph (mean, error bar one standard deviation over the seeds) and tau(W)."""
     names = [name for name, _ in HETEROGENEITY]
-    fig, axes = plt.subplots(1, len(names) + 1, figsize=(3.4 * (len(names) + 1), 3.3))
-    colors = {"STL-FW": "tab:red", "random regular": "tab:blue"}
-    for ax, name in zip(axes, names):
-        for kind, color in colors.items():
-            cells = [r for r in rows if r["partition"] == name and r["kind"] == kind
+    colors = dict(zip(names, ("tab:gray", "tab:orange", "tab:purple")))
+    styles = {"STL-FW": "-", "random regular": ":"}
+    fig, axes = plt.subplots(1, 3, figsize=(13, 3.6))
+    for name in names:
+        for kind, style in styles.items():
+            cells = [r for r in merged if r["partition"] == name and r["kind"] == kind
                      and r["test_acc"] is not None]
-            ax.errorbar([r["budget"] for r in cells], [r["test_acc"] for r in cells],
-                        yerr=[r["acc_sd"] for r in cells], fmt="o-", capsize=3, color=color,
-                        label=kind)
-        ax.set_title(f"{name}: final test accuracy", fontsize=9)
+            axes[0].plot([r["budget"] for r in cells], [r["test_acc"] for r in cells],
+                         marker="o", linestyle=style, color=colors[name], label=f"{kind}, {name}")
+            cells = [r for r in merged if r["partition"] == name and r["kind"] == kind]
+            axes[2].plot([r["budget"] for r in cells], [r["tau"] for r in cells], marker="o",
+                         linestyle=style, color=colors[name], label=f"{kind}, {name}")
+        gains = stlfw_gains(rows)
+        budgets = [b for b in BUDGETS if (name, b) in gains]
+        axes[1].errorbar(budgets, [100 * np.mean(gains[name, b]) for b in budgets],
+                         yerr=[100 * np.std(gains[name, b]) for b in budgets], marker="o",
+                         capsize=3, color=colors[name], label=name)
+    axes[1].axhline(0, color="black", linewidth=0.8)
+    titles = ("final test accuracy (solid: STL-FW, dotted: random regular)",
+              "STL-FW minus random regular, accuracy points", "neighbourhood heterogeneity tau(W)")
+    for ax, title in zip(axes, titles):
+        ax.set_title(title, fontsize=9)
         ax.set_xlabel("degree budget d")
         ax.set_xticks(BUDGETS)
         ax.grid(alpha=0.3)
-    axes[0].legend(fontsize=8)
-    ax = axes[-1]
-    for name, marker in zip(names, "s^o"):
-        for kind, color in colors.items():
-            cells = [r for r in rows if r["partition"] == name and r["kind"] == kind]
-            ax.plot([r["budget"] for r in cells], [r["tau"] for r in cells], marker=marker,
-                    linestyle="-" if kind == "STL-FW" else ":", color=color,
-                    label=f"{kind}, {name}")
-    ax.set_title("neighbourhood heterogeneity tau(W)", fontsize=9)
-    ax.set_xlabel("degree budget d")
-    ax.set_xticks(BUDGETS)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=6)
-    seeds = max(r["of"] for r in rows)
-    fig.suptitle(f"D-SGD (SGP, one step a round), 100 Fashion-MNIST nodes, mlp; {seeds} "
+    axes[0].legend(fontsize=6)
+    axes[1].legend(fontsize=7)
+    axes[2].legend(fontsize=6)
+    seeds = max(r["of"] for r in merged)
+    fig.suptitle(f"D-SGD (SGP, one step a round) on 100 Fashion-MNIST nodes, mlp; mean of {seeds} "
                  f"seed{'s' * (seeds > 1)}", fontsize=10)
     save(fig, out / "stl_fw")
 
@@ -307,7 +325,8 @@ def main() -> None:
         seeded = with_overrides(cfg, {"seed": seed})
         digest = hashlib.sha256(json.dumps(seeded.to_dict(), sort_keys=True).encode())
         store = Path(args.runs) / f"{args.experiment}-{digest.hexdigest()[:12]}.json"
-        rows += (dcliques if args.experiment == "dcliques" else stlfw)(seeded, store)
+        experiment = dcliques if args.experiment == "dcliques" else stlfw
+        rows += [{**r, "seed": seed} for r in experiment(seeded, store)]
     if args.experiment == "dcliques":
         merged = summary(rows, ("label",))
         print(dcliques_table(merged))
@@ -315,7 +334,7 @@ def main() -> None:
     else:
         merged = summary(rows, ("partition", "budget", "kind"))
         print(stlfw_table(merged))
-        stlfw_figure(merged, Path(args.out))
+        stlfw_figure(merged, rows, Path(args.out))
 
 
 if __name__ == "__main__":
