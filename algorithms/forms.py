@@ -18,7 +18,8 @@ undirected graph with the uniform push split, which Metropolis-Hastings weights 
 caller checks that condition on every round's graph (analysis.study_same).
 
 A class counts only if it, and every class between it and its form's class, defines nothing but
-its name, source, Options and forms: a subclass that overrides a step computes another round.
+its name, source, Options, forms and the check of its options: a subclass that overrides a step
+computes another round.
 """
 
 from __future__ import annotations
@@ -51,10 +52,12 @@ FORMS: tuple[tuple[type[Algorithm], dict[str, Any], str, bool], ...] = (
 
 # The options the round kinds read with these values where an algorithm does not declare them
 # (the getattr defaults of algorithms/base.py and algorithms/decentralized.py).
-ABSENT = {"momentum": 0.0, "momentum_form": "heavy_ball", "rho": 0.0, "gossip_steps": 1}
+ABSENT = {"momentum": 0.0, "momentum_form": "heavy_ball", "rho": 0.0, "gossip_steps": 1,
+          "clique_averaging": False, "persistent_momentum": 0.0}
 
 # What a class may define and still run its parent's round.
 METADATA = frozenset({"name", "source", "Options", "variants", "default_variant", "form_options",
+                      "orders", "paper_order", "check_options",  # what it takes, not how it runs
                       "__module__", "__qualname__", "__doc__", "__annotations__",
                       "__abstractmethods__", "_abc_impl", "__firstlineno__",
                       "__static_attributes__", "__dict__", "__weakref__"})

@@ -14,7 +14,9 @@ import math
 import numbers
 
 import numpy as np
+import scipy.sparse as sp
 
+import topologies as T
 from analysis.connectivity import ScheduleLike
 from analysis.matrices import Matrix, MatrixLike, as_matrix, check_column_stochastic, is_symmetric
 from analysis.spectral import perron_vector
@@ -221,13 +223,7 @@ def neighborhood_heterogeneity(W: MatrixLike, proportions: np.ndarray) -> float:
     if Pi.ndim != 2 or Pi.shape[0] != n:
         raise ValueError(f"proportions must be an [n, K] array with n = {n} rows, got shape "
                          f"{Pi.shape}")
-    if not np.isfinite(Pi).all() or (Pi < 0).any():
-        raise ValueError("proportions must be finite and non-negative")
-    sums = Pi.sum(axis=1)
-    worst = int(np.argmax(np.abs(sums - 1.0)))
-    if abs(sums[worst] - 1.0) > 1e-9:
-        raise ValueError(f"proportions: row {worst} sums to {sums[worst]:.12g}, not 1 (from "
-                         "label counts C: C / C.sum(axis=1, keepdims=True))")
-    mixed = np.asarray(W @ Pi) / _pushsum_weights(W)[:, None]
-    return float(((mixed - Pi.mean(axis=0)) ** 2).sum() / n)
+    rows = sp.diags(1.0 / _pushsum_weights(W)) @ W  # node j's mixture divided by its weight
+    dense = rows.toarray() if sp.issparse(rows) else np.asarray(rows)
+    return T.neighborhood_heterogeneity(dense, Pi)
 

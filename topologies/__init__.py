@@ -12,6 +12,10 @@ Static graphs (nodes 0..n-1; nx.Graph if undirected, nx.DiGraph if directed; no 
     equi_static(n, m=None, directed=True, seed=None) (weighted), from_adjacency(A, directed=None,
     weighted=False),
     from_edges(edges, n, directed=True), from_networkx(G, ordering="sorted")
+From the data (a partition's [n, K] label counts or proportions):
+    d_cliques(class_counts, clique_size=10, inter="fully", steps=1000, seed=None),
+    clique_skews(class_counts, clique_of); stl_fw(proportions, budget, lam=0.1, max_iter=100)
+    -> W, stl_fw_graph(...), neighborhood_heterogeneity(W, proportions), stl_fw_objective
 Schedules (``at(t)``, ``n``, ``period``, ``directed``, ``needs_losses``):
     static(G), cycle([G0, G1, ...]), one_peer_exponential(n),
     random_out(n, k, seed=None, selection="random", temperature=1.0),
@@ -49,12 +53,19 @@ from topologies.builders import (
     torus,
 )
 from topologies.by_name import build_schedule, named
+from topologies.cliques import INTER_CLIQUE, clique_skews, d_cliques
 from topologies.connectivity import is_strongly_connected, union_graph
 from topologies.convert import from_adjacency, from_edges, from_networkx
 from topologies.equitopo import EquiDyn, equi_dyn, equi_static
 from topologies.faults import Faults, sample_faults
 from topologies.finite_time import base_graph, hyper_hypercube, simple_base_graph
 from topologies.from_objects import FunctionSchedule, as_schedule, from_function
+from topologies.heterogeneity import (
+    neighborhood_heterogeneity,
+    stl_fw,
+    stl_fw_graph,
+    stl_fw_objective,
+)
 from topologies.mixing import (
     DOUBLY_STOCHASTIC_METHODS,
     FAULT_RULES,
@@ -106,6 +117,9 @@ __all__ = [
     "exponential", "erdos_renyi", "random_regular", "watts_strogatz", "barabasi_albert",
     "random_out_graph", "random_regular_digraph", "equi_static", "from_adjacency", "from_edges",
     "from_networkx",
+    # from the data
+    "d_cliques", "INTER_CLIQUE", "clique_skews", "stl_fw", "stl_fw_graph",
+    "neighborhood_heterogeneity", "stl_fw_objective",
     # schedules
     "Schedule", "FunctionSchedule", "from_function", "as_schedule", "static", "cycle",
     "one_peer_exponential", "random_out",
