@@ -748,7 +748,12 @@ def _params(name: str) -> tuple[int, dict]:
         "random_out_graph": (8, {"k": 4}),
         "random_out": (8, {"k": 3}),
         "epidemic_oracle": (8, {"s": 3}),
+        "d_cliques": (8, {"class_counts": ONE_CLASS_A_NODE, "clique_size": 4}),
+        "stl_fw": (8, {"class_counts": ONE_CLASS_A_NODE, "budget": 3}),
     }.get(name, (8, {}))
+
+
+ONE_CLASS_A_NODE = np.repeat(np.eye(4, dtype=np.int64) * 5, 2, axis=0)  # 8 nodes, 4 classes
 
 
 def test_registry_builds_every_topology(tmp_path) -> None:

@@ -8,7 +8,7 @@ import pytest
 
 import topologies as T
 from p2pfl.config import ConfigError, TopologyConfig
-from p2pfl.engine import build, run
+from p2pfl.engine import build, class_counts, run
 from tests.conftest import play, small_config
 
 SMOKE = {  # name -> (num_nodes, extra [topology] fields) giving a connected instance
@@ -21,6 +21,8 @@ SMOKE = {  # name -> (num_nodes, extra [topology] fields) giving a connected ins
     "random_out": (6, {"k": 3, "selection": "loss_based"}),
     "one_peer_exponential": (8, {"window": 2}),
     "hyper_hypercube": (8, {}),
+    "d_cliques": (6, {"clique_size": 3}),
+    "stl_fw": (6, {"budget": 3}),
     "epidemic_oracle": (6, {"s": 2}),
 }
 
@@ -34,12 +36,14 @@ def test_every_topology_runs_one_round(name: str, tmp_path) -> None:
     if name == "from_edges":
         (tmp_path / "e.txt").write_text("".join(f"{i} {(i + 1) % n}\n" for i in range(n)))
         fields = {"path": str(tmp_path / "e.txt")}
-    schedule = T.build_schedule(name, n, **fields)
+    data = {"data__num_nodes": n, "data__synthetic_train": 200, "data__synthetic_test": 50}
+    counts = (class_counts(small_config(**data)) if "class_counts" in T.REGISTRY[name].facts
+              else None)  # a topology built from the run's partition
+    schedule = T.build_schedule(name, n, class_counts=counts, **fields)
     rounds = min(schedule.period or 20, 20)  # a time-varying one is connected over its rounds
-    cfg = small_config(rounds=rounds, data__num_nodes=n, topology__name=name,
+    cfg = small_config(rounds=rounds, topology__name=name,
                        algorithm__name="osgp" if schedule.directed else "dfedavg",
-                       algorithm__local_steps=1, data__synthetic_train=200,
-                       data__synthetic_test=50,
+                       algorithm__local_steps=1, **data,
                        **{f"topology__{k}": v for k, v in fields.items()})
     ctx, algorithm = build(cfg)
     report = play(algorithm, ctx, 0, ctx.schedule.at(0))

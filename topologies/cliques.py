@@ -18,6 +18,7 @@ import numpy as np
 
 from topologies._common import ParameterError, check_int
 from topologies.random_graphs import Seed
+from topologies.registry import register
 
 INTER_CLIQUE = ("fully", "ring", "small_world")
 SWAP_TOLERANCE = 1e-12  # a swap must lower the skew by more than this (not a rounding change)
@@ -122,6 +123,7 @@ def _clique_pairs(c: int, inter: str) -> list[tuple[int, int]]:
     return pairs
 
 
+@register
 def d_cliques(class_counts: np.ndarray, clique_size: int = 10, inter: str = "fully",
               steps: int = 1000, seed: Seed = None) -> nx.Graph:
     """D-Cliques topology of nodes with the given label counts.

@@ -24,6 +24,7 @@ from scipy.optimize import linear_sum_assignment
 from topologies._common import ParameterError, check_int
 from topologies.cliques import check_counts
 from topologies.convert import from_adjacency
+from topologies.registry import register
 
 PROPORTION_TOLERANCE = 1e-9  # |row sum - 1| allowed in `proportions`
 
@@ -166,3 +167,20 @@ def stl_fw_graph(proportions: np.ndarray, budget: int, lam: float = 0.1,
     """
     W = stl_fw(proportions, budget, lam, max_iter)
     return from_adjacency(W.T, weighted=True)
+
+
+@register(name="stl_fw")
+def stl_fw_of_counts(class_counts: np.ndarray, budget: int, lam: float = 0.1,
+                     max_iter: int = 100) -> nx.Graph:
+    """STL-FW (Le Bars et al. 2023): the mixing matrix learned from the run's partition, as a
+    weighted graph (``stl_fw_graph`` of the nodes' class proportions).
+
+    Parameters
+    ----------
+    class_counts : [n, K] samples of each class on each node (the run's partition).
+    budget : Frank-Wolfe iterations, which bound every node's in- and out-degree; must be given.
+    lam : weight of ||W - J||_F^2 / n against the heterogeneity tau(W).
+    max_iter : cap on the iterations (the smaller of it and budget runs).
+    """
+    counts = check_counts(class_counts)
+    return stl_fw_graph(counts / counts.sum(axis=1, keepdims=True), budget, lam, max_iter)
