@@ -16,7 +16,7 @@ import topologies as T
 from p2pfl.config import ConfigError
 from p2pfl.core.models import build_model
 from p2pfl.engine import build
-from tests.conftest import small_config
+from tests.conftest import play, small_config
 from topologies import cliques, heterogeneity
 
 
@@ -372,3 +372,22 @@ def test_the_script_merges_seeds_and_pairs_the_gains() -> None:
     assert stl["acc_sd"] == pytest.approx(0.02) and stl["tau"] == pytest.approx(0.15)
     assert rand["test_acc"] == pytest.approx((0.78 + 0.70 + 0.81) / 3)
     assert stlfw_gains(rows) == {("p", 3): [pytest.approx(0.02), pytest.approx(0.03)]}
+
+
+def test_d_cliques_by_name_is_built_from_the_runs_own_partition() -> None:
+    """`[topology] name = "d_cliques"`: the run hands the builder its partition's label counts
+    and its topology seed; clique averaging then reads the cliques of that graph."""
+    from p2pfl.core.seeding import stream_seed
+    from p2pfl.engine import class_counts
+
+    cfg = small_config(data__num_nodes=12, data__partition="shards", data__alpha=0.3,
+                       data__shards_per_node=1, topology__name="d_cliques",
+                       topology__clique_size=4, algorithm__name="dpsgd",
+                       algorithm__local_steps=1, algorithm__clique_averaging=True)
+    ctx, algorithm = build(cfg)
+    expected = T.d_cliques(class_counts(cfg), clique_size=4,
+                           seed=stream_seed(cfg.seed, "topology"))
+    G = ctx.schedule.at(0)
+    assert set(G.edges) == set(expected.edges)
+    assert nx.get_node_attributes(G, "clique") == nx.get_node_attributes(expected, "clique")
+    play(algorithm, ctx, 0, G)  # the clique-averaged step runs on the named graph
