@@ -184,3 +184,16 @@ def test_full_run_on_a_time_varying_topology(tmp_path) -> None:
     history = run(cfg, tmp_path / "run")
     assert [r["round"] for r in history] == [1, 2]
     assert abs(history[-1]["ps_weight_sum"] - 6) < 1e-9
+
+
+def test_a_run_of_an_option_left_unset_resumes_from_its_config_json(tmp_path) -> None:
+    """equi_dyn's `m` defaults to None (config.json records null): the run resumes, and a
+    study reruns it, from that record."""
+    cfg = small_config(rounds=2, data__num_nodes=8, topology__name="equi_dyn",
+                       algorithm__name="osgp")
+    assert cfg.topology.m is None
+    run(cfg, tmp_path / "run", progress=False, figures=False)
+    longer = run(small_config(rounds=3, data__num_nodes=8, topology__name="equi_dyn",
+                              algorithm__name="osgp"), tmp_path / "run", resume=True,
+                 progress=False, figures=False)
+    assert [r["round"] for r in longer] == [1, 2, 3]

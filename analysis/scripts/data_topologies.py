@@ -1,4 +1,4 @@
-"""Topologies built from the data on real Fashion-MNIST (docs/topology-research-data.md).
+"""Topologies built from the data on real Fashion-MNIST (docs/topology-research.md).
 
 `python -m analysis.scripts.data_topologies edges`: edges and messages of D-Cliques against the
 complete graph at 100 and 1,000 nodes (no training).

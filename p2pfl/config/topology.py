@@ -9,6 +9,7 @@ work for one release, with a FutureWarning naming the new key.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import warnings
 from typing import Any
 
@@ -49,10 +50,14 @@ def build_topology(values: Any, prefix: str, compare_root: bool) -> TopologyConf
     kwargs: dict[str, Any] = {}
     extra: dict[str, Any] = {}
     others = _others()
+    unset = {k for k, o in (entry.options.items() if entry else ())
+             if o.default is None or o.default is inspect.Parameter.empty}
     for key, value in values.items():
         if key in renamed and renamed[key] not in values:
             _deprecated(f"{prefix}.{key}", f"is now {prefix}.{renamed[key]}")
             kwargs[renamed[key]] = coerce(value, own[renamed[key]], f"{prefix}.{key}")
+        elif key in own and value is None and key in unset:
+            kwargs[key] = None  # an option without a default, as config.json records it unset
         elif key in own:
             kwargs[key] = coerce(value, _hint(own[key]), f"{prefix}.{key}")
         elif key in LEGACY and value == LEGACY[key]:
