@@ -21,8 +21,8 @@ Built in (`COMPRESSORS`, the names `algorithm.compressor` takes):
 - `QSGD(bits, unbiased)`: QSGD's stochastic quantization (Alistarh et al. 2017) with s = 2^bits
   - 1 levels: ||x||_2 * sign(x_i) * xi_i / s, xi_i in {l, l + 1} with E[xi_i] = s |x_i| / ||x||_2
   (one value for the norm, then a sign bit and `bits` level bits per coordinate). Unbiased;
-  `unbiased = False` divides by tau = 1 + min(d / s^2, sqrt(d) / s), CHOCO-SGD's rescaled
-  (contracting) form.
+  `unbiased = False` divides by tau = 1 + min(d / s^2, sqrt(d) / s), the rescaled form that is a
+  contraction (what compressed gossip needs).
 """
 
 from __future__ import annotations
@@ -167,7 +167,7 @@ class Levels:
 @dataclass(frozen=True)
 class QSGD:
     """Stochastic quantization to s = 2^bits - 1 levels of |x_i| / ||x||_2 (see the module
-    docstring); `unbiased = False` divides by CHOCO-SGD's tau."""
+    docstring); `unbiased = False` divides by tau (the contracting form)."""
 
     bits_per_level: int = 4
     unbiased: bool = True
@@ -203,8 +203,8 @@ COMPRESSORS = ("top_k", "random_k", "sign", "qsgd")
 
 def named_compressor(name: str, fraction: float, bits: int) -> Compressor:
     """The built-in compressor `name` (one of COMPRESSORS): top-k / random-k keep `fraction` of
-    the coordinates (random-k unscaled, a contraction as CHOCO-SGD needs), QSGD quantizes to
-    `bits` bits per level (CHOCO's rescaled form)."""
+    the coordinates (random-k unscaled, a contraction as compressed gossip needs), QSGD
+    quantizes to `bits` bits per level (the rescaled, contracting form)."""
     if name == "top_k":
         return TopK(fraction)
     if name == "random_k":

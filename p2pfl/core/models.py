@@ -76,8 +76,9 @@ class MLP(nn.Module):
 class CNN(nn.Module):
     """Two conv5x5 (`channels`) + ReLU + maxpool2, then FC `hidden` -> classes, no padding.
 
-    Defaults: the CIFAR CNN of DFedSGPSM and FedGloSS (64, 64; FC 384-192). FedFSA's CNNs are
-    the same shape with FC 1024-1024: conv 4, 12 on one-channel images, 64, 64 on colour ones."""
+    Defaults: the classic CIFAR CNN (64, 64; FC 384-192); `fedfsa_cnn` is the same shape with
+    FC 1024-1024: conv 4, 12 on one-channel images, 64, 64 on colour ones (docs/algorithms.md
+    says which papers use which)."""
 
     def __init__(self, input_shape: tuple[int, ...], num_classes: int,
                  channels: tuple[int, int] = (64, 64), hidden: tuple[int, int] = (384, 192),
@@ -175,8 +176,8 @@ class ResNet18GN(nn.Module):
 def build_model(name: str, input_shape: tuple[int, ...], num_classes: int) -> nn.Module:
     """Build one node's model (PyTorch default init) for inputs [B, *input_shape].
 
-    mlp: mnist_2NN; cnn: the CIFAR CNN (no padding); fedfsa_cnn: FedFSA's CNN for the input's
-    channel count; resnet18_gn: ResNet-18 with GroupNorm(2) and the ImageNet stem. Unknown
+    mlp: mnist_2NN; cnn: the CIFAR CNN (no padding); fedfsa_cnn: that CNN with wider FC layers
+    and channels by the input's channel count; resnet18_gn: ResNet-18 with GroupNorm(2) and the ImageNet stem. Unknown
     name -> ValueError."""
     input_shape = tuple(input_shape)
     if name == "mlp":
