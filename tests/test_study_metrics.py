@@ -26,7 +26,7 @@ from topologies.registry import describe_builder
 
 SKEWED = TINY.replace('num_nodes = 4\npartition = "iid"',
                       'num_nodes = 8\npartition = "dirichlet"\nalpha = 0.2').replace(
-    "synthetic_train = 200", "synthetic_train = 400").replace('name = "dfedavg"', 'name = "sgp"')
+    "synthetic_train = 200", "synthetic_train = 400").replace('name = "dfedavg"', 'name = "osgp"')
 
 
 def majority_cliques(n: int, class_counts: np.ndarray) -> nx.Graph:
