@@ -20,9 +20,20 @@ from p2pfl.core.population import Params
 
 def split_by_delay(P: Any, delays: tuple[np.ndarray, np.ndarray, np.ndarray]
                    ) -> dict[int, sp.csr_array]:
-    """P [N, N] (dense or scipy.sparse, P[j, i] = share of i sent to j) split into one matrix per
-    delay: {d: the entries of the messages i -> j that arrive d rounds late}. Entries without a
-    delay (the diagonal, what a node keeps) arrive at once (d = 0)."""
+    """P split into one matrix per delay.
+
+    Entries without a delay (the diagonal, what a node keeps) arrive at once (d = 0).
+
+    Parameters
+    ----------
+    P : [N, N] dense or scipy.sparse, P[j, i] = share of i sent to j.
+    delays : (src, dst, late) int arrays [e]: message src -> dst arrives `late` rounds late.
+
+    Returns
+    -------
+    dict {d: [N, N] scipy CSR of the entries of the messages i -> j that arrive d rounds late};
+    the matrices sum to P.
+    """
     coo = sp.coo_array(P)
     src, dst, late = delays
     n = coo.shape[0]

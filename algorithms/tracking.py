@@ -124,8 +124,21 @@ class Tracking:
 
 
 def refuse_unless_single_vectorized(ctx: RunContext, name: str) -> None:
-    """Per-node state beside the population lives in one process, and the local terms need the
-    vectorized trainer: refuse a loop or a distributed run."""
+    """Refuse a loop or a distributed run.
+
+    Per-node state beside the population lives in one process, and the local terms need the
+    vectorized trainer.
+
+    Parameters
+    ----------
+    ctx : the run.
+    name : the algorithm's name, for the error.
+
+    Raises
+    ------
+    ConfigError
+        naming engine.executor for a non-vectorized trainer, launch for more than one process.
+    """
     if not ctx.trainer.vectorized:
         raise ConfigError("engine.executor", f"{name} runs on the 'vectorized' executor only")
     if ctx.comm.world > 1:
