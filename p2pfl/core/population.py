@@ -92,16 +92,45 @@ class Population:
 
 
 def broadcast(model: Params, rows: int) -> Params:
-    """`rows` fresh copies of one model (name -> [*shape]) as stacked params [rows, *shape]."""
+    """`rows` fresh copies of one model as stacked params.
+
+    Parameters
+    ----------
+    model : name -> [*shape].
+    rows : copies.
+
+    Returns
+    -------
+    Params, name -> [rows, *shape] (new memory).
+    """
     return {k: v.unsqueeze(0).expand(rows, *v.shape).clone() for k, v in model.items()}
 
 
 def per_node_sq_norm(tensors: Params) -> torch.Tensor:
-    """Squared L2 norm of each row over all tensors jointly: [rows]."""
+    """Squared L2 norm of each row over all tensors jointly.
+
+    Parameters
+    ----------
+    tensors : name -> [rows, *shape].
+
+    Returns
+    -------
+    [rows] tensor.
+    """
     return sum(torch.linalg.vector_norm(t.flatten(1), dim=1).square() for t in tensors.values())
 
 
 def row_scale(scale: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
-    """Reshape a per-row vector [rows] to broadcast against `like` [rows, ...]."""
+    """Reshape a per-row vector to broadcast against `like`.
+
+    Parameters
+    ----------
+    scale : [rows].
+    like : [rows, ...].
+
+    Returns
+    -------
+    [rows, 1, ..., 1] view of `scale`.
+    """
     return scale.view(-1, *([1] * (like.dim() - 1)))
 

@@ -49,9 +49,19 @@ class _Call:
 
 
 def merge_plans(plans: Sequence[BatchPlan]) -> BatchPlan:
-    """The plans of E experiments as one plan over their nodes, experiment after experiment
-    (node i of plan e is row sum_{f<e} N_f + i): steps padded to the longest K and batches to the
-    widest B, padding repeating a valid row with length 0 (weighted 0)."""
+    """The plans of E experiments as one plan over their nodes, experiment after experiment.
+
+    Node i of plan e is row sum_{f<e} N_f + i. Steps are padded to the longest K and batches to
+    the widest B, padding repeating a valid row with length 0 (weighted 0).
+
+    Parameters
+    ----------
+    plans : the experiments' BatchPlans.
+
+    Returns
+    -------
+    BatchPlan over sum_e N_e nodes.
+    """
     k_max = max(p.steps for p in plans)
     width = max(p.ids.shape[2] for p in plans)
     ids, lengths = [], []

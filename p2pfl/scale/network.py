@@ -45,9 +45,19 @@ _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
 
 def hash_uniform(seed: int, *keys: np.ndarray) -> np.ndarray:
-    """Uniform [0, 1) numbers, one per entry of the broadcast integer `keys`, as a fixed function
-    of (seed, keys) (splitmix64): the same link or node gets the same number in every round and
-    order."""
+    """Uniform [0, 1) numbers as a fixed function of (seed, keys) (splitmix64).
+
+    The same link or node gets the same number in every round and order.
+
+    Parameters
+    ----------
+    seed : the run's seed.
+    *keys : integer arrays, broadcast together.
+
+    Returns
+    -------
+    float64 array of the broadcast shape.
+    """
     z = np.full(np.broadcast(*keys).shape, np.uint64(seed & (2**64 - 1)), dtype=np.uint64)
     for key in keys:
         z = (z + np.asarray(key).astype(np.uint64) + _GOLDEN) * np.uint64(0xBF58476D1CE4E5B9)
