@@ -48,7 +48,22 @@ class NamedTopology:
     renamed: Mapping[str, str] = field(default_factory=dict)  # old config key -> option
 
     def call(self, facts: Mapping[str, Any], options: Mapping[str, Any]) -> Any:
-        """The builder called with the run facts it takes and `options` (checked by name)."""
+        """The builder called with the run facts it takes and `options` (checked by name).
+
+        Parameters
+        ----------
+        facts : the run's facts (n, seed, class_counts, ...); those the builder takes are passed.
+        options : the topology's options.
+
+        Returns
+        -------
+        what the builder returns (a graph or schedule).
+
+        Raises
+        ------
+        ParameterError
+            naming an option the topology does not take, or one without a default that is missing.
+        """
         unknown = sorted(set(options) - set(self.options))
         if unknown:
             hint = did_you_mean(unknown[0], self.options)

@@ -156,9 +156,23 @@ class FederatedData:
 
     def held_out(self, fraction: float, seed: int, key: int) -> tuple[FederatedData,
                                                                       list[np.ndarray]]:
-        """Each node's data split at random into a training part and a local test part of
-        max(1, round(fraction * n_i)) samples, from (seed, "eval", key): (the data with the
-        training parts, the test parts). A node left with no training sample is refused."""
+        """Each node's data split at random into a training part and a local test part.
+
+        Parameters
+        ----------
+        fraction : share of each node's samples held out: max(1, round(fraction * n_i)).
+        seed : the run's seed.
+        key : the draw's key, from (seed, "eval", key).
+
+        Returns
+        -------
+        tuple (the data with the training parts, the test parts: one index array per node).
+
+        Raises
+        ------
+        ValueError
+            naming a node that would be left with no training sample.
+        """
         rng = numpy_rng(seed, "eval", key)
         train, test = [], []
         for node, rows in enumerate(self.partition()):
@@ -179,6 +193,19 @@ class FederatedData:
         i takes exactly that many steps of min(B, n_i) samples from consecutive epochs;
         otherwise `local_epochs` epochs of ceil(n_i / B) steps, the last step of an epoch taking
         the remainder ("keep"), or floor(n_i / B) full steps ("drop").
+
+        Parameters
+        ----------
+        seed : the run's seed.
+        t : round, from 0.
+        batch_size : B.
+        local_epochs : epochs (read when local_steps is 0).
+        local_steps : steps per node; 0: count epochs.
+        last_batch : "keep" or "drop".
+
+        Returns
+        -------
+        BatchPlan.
         """
         n = self.sizes
         batch_size = bounded_batch(batch_size, n)
@@ -231,7 +258,19 @@ class FederatedData:
         return segment_permutations(lengths, keys)
 
     def batch(self, plan: BatchPlan, step: int, nodes: torch.Tensor) -> Batch:
-        """The minibatch of `step` for `nodes` (int64 [c], each still stepping at `step`)."""
+        """The minibatch of `step` for `nodes`.
+
+        Parameters
+        ----------
+        plan : the round's plan.
+        step : the step, from 0.
+        nodes : int64 [c], each still stepping at `step`.
+
+        Returns
+        -------
+        Batch: x [c, w, *input_shape], y [c, w], and per-sample weights [c, w] where the nodes'
+        batches differ in length (else None).
+        """
         width = plan.widths[step]
         ids = plan.ids[step].index_select(0, nodes)[:, :width]
         flat = ids.flatten()  # index_select: ~4x faster than advanced indexing on CPU

@@ -67,9 +67,21 @@ class MLP(nn.Module):
     def batched_gradients(self, params: Params, x: torch.Tensor, y: torch.Tensor,
                           out: Params | None = None, beta: float = 0.0,
                           weight: torch.Tensor | None = None) -> tuple[Params, torch.Tensor]:
-        """Each node's gradient of its mean (or `weight`ed [c, B]) cross-entropy on
-        (x [c, B, ...], y [c, B]) by a hand-written backward, accumulated into `out` when given
-        (out <- beta * out + grad); and the losses [c]."""
+        """Each node's gradient of its mean (or weighted) cross-entropy by a hand-written backward.
+
+        Parameters
+        ----------
+        params : name -> [c, *shape].
+        x : [c, B, ...] inputs.
+        y : int64 [c, B] labels.
+        out : buffers the gradients are accumulated into (out <- beta * out + grad), or None.
+        beta : the accumulation's factor.
+        weight : [c, B] sample weights (rows summing to 1), or None for the plain mean.
+
+        Returns
+        -------
+        tuple (gradients name -> [c, *shape], losses [c]).
+        """
         return linear_relu_chain(params, x, y, ("fc1", "fc2", "fc3"), out, beta, weight)
 
 

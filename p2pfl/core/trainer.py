@@ -87,8 +87,18 @@ class VectorizedTrainer:
         self._buffers: dict[tuple[str, str], torch.Tensor] = {}  # fresh ones page-fault
 
     def scratch(self, purpose: str, like: Params) -> Params:
-        """Buffers shaped like `like` [rows, ...] (contents undefined), reused from chunk to
-        chunk for one `purpose`."""
+        """Buffers shaped like `like` (contents undefined), reused from chunk to chunk for one
+        `purpose`.
+
+        Parameters
+        ----------
+        purpose : what the buffers are for ("gradient", ...).
+        like : name -> [rows, ...].
+
+        Returns
+        -------
+        Params, name -> [rows, ...] views of the held buffers.
+        """
         rows = next(iter(like.values())).shape[0]
         for k, v in like.items():
             held = self._buffers.get((purpose, k))

@@ -114,10 +114,22 @@ class Stack:
         self._aborted = False
 
     def member(self, trainer: Trainer, kind: Hashable | None) -> Trainer:
-        """`trainer` as a member of the stack: its local phases batched with the other members'
-        of the same `kind` (None, or a trainer that is not vectorized: this member is not
-        batched, leaves now, and `trainer` is returned as it is). Its training tensors are
-        replaced by an equal tensor shared with members that hold the same values."""
+        """`trainer` as a member of the stack: its local phases batched with the other members' of
+        the same `kind`.
+
+        Its training tensors are replaced by an equal tensor shared with members that hold the same
+        values.
+
+        Parameters
+        ----------
+        trainer : the run's trainer.
+        kind : what must match for batching; None (or a trainer that is not vectorized): this member
+            is not batched, leaves now, and `trainer` is returned as it is.
+
+        Returns
+        -------
+        Trainer, a StackedTrainer (or `trainer`).
+        """
         if kind is None or not isinstance(trainer, VectorizedTrainer):
             self.leave()
             return trainer
@@ -157,8 +169,21 @@ class Stack:
         return tensor
 
     def wait(self, call: _Call) -> torch.Tensor:
-        """Hold `call` until every live member waits, train the waiting calls, return its
-        losses."""
+        """Hold `call` until every live member waits, train the waiting calls.
+
+        Parameters
+        ----------
+        call : this member's local phase.
+
+        Returns
+        -------
+        [m] tensor, its losses.
+
+        Raises
+        ------
+        RunInterrupted
+            when the stack is stopped; the call's own error when its training failed.
+        """
         with self._cond:
             self._waiting.append(call)
             if len(self._waiting) >= self._live:
