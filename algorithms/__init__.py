@@ -45,10 +45,30 @@ MIXINGS = ("doubly_stochastic", "column_stochastic", "push_pull", "server")
 
 
 def register(cls: type[Algorithm]) -> type[Algorithm]:
-    """Make `cls` runnable as `[algorithm] name = cls.name` (a class decorator). Refuses a class
-    that is not a complete Algorithm, a name another class holds, and an option field declared
-    with another default or limits than elsewhere (a field at its default is dropped for the
-    algorithms that do not declare it, so every declaration must agree)."""
+    """Make `cls` runnable as ``[algorithm] name = cls.name`` (a class decorator).
+
+    A field at its default is dropped for the algorithms that do not declare it, so every
+    declaration of an option field must agree on its default and limits.
+
+    Parameters
+    ----------
+    cls : a concrete subclass of Gossip, PushSum or Server with a class attribute ``name`` (an
+        identifier) and a dataclass ``Options``.
+
+    Returns
+    -------
+    type, `cls` itself, now in ALGORITHMS.
+
+    Raises
+    ------
+    TypeError
+        for a class that is not a complete Algorithm (no Algorithm subclass, no identifier
+        ``name``, an unknown ``mixing``, an abstract method left, ``Options`` not a dataclass
+        subclass of AlgorithmOptions).
+    ValueError
+        for a name another class holds, and an option field declared with another default or
+        limits than elsewhere.
+    """
     if not (isinstance(cls, type) and issubclass(cls, Algorithm)):
         raise TypeError(f"expected a subclass of algorithms.Gossip, PushSum or Server, got {cls!r}")
     path = f"{cls.__module__}.{cls.__qualname__}"

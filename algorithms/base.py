@@ -46,12 +46,30 @@ class RoundReport:
 
 
 def value_bytes(dtype: torch.dtype) -> int:
-    """Bytes of one value of a floating-point `dtype`."""
+    """Bytes of one value of a floating-point `dtype`.
+
+    Parameters
+    ----------
+    dtype : a floating-point torch dtype.
+
+    Returns
+    -------
+    int, bytes per value (4 for float32, 8 for float64).
+    """
     return torch.finfo(dtype).bits // 8
 
 
 def directed_edge_count(graph: nx.Graph) -> int:
-    """Messages of one gossip exchange: every edge of an undirected graph carries two."""
+    """Messages of one gossip exchange: every edge of an undirected graph carries two.
+
+    Parameters
+    ----------
+    graph : the round's graph (self-loops are not messages).
+
+    Returns
+    -------
+    int, number of messages.
+    """
     edges = graph.number_of_edges() - nx.number_of_selfloops(graph)
     return edges if graph.is_directed() else 2 * edges
 
@@ -91,8 +109,19 @@ class Algorithm(ABC):
                                   clip_norm=cfg.clip_norm)
 
     def check_options(self, cfg: AlgorithmOptions) -> None:
-        """Refuse a form this algorithm does not have, and a field read only in another form
-        unless it is at its default."""
+        """Check the options against the forms this algorithm has.
+
+        Parameters
+        ----------
+        cfg : the algorithm's options.
+
+        Raises
+        ------
+        ConfigError
+            naming algorithm.variant for a form this algorithm does not have, algorithm.order for an
+            order it does not have, algorithm.last_batch when it is not 'keep' with local_steps > 0,
+            and algorithm.<key> for a field read only in another form unless it is at its default.
+        """
         if cfg.variant not in self.variants:
             raise ConfigError("algorithm.variant", f"{self.name} has no {cfg.variant!r} form "
                               f"(allowed: {', '.join(self.variants)})")
@@ -118,13 +147,33 @@ class Algorithm(ABC):
 
     @classmethod
     def implied(cls, cfg: Config) -> dict[str, Any]:
-        """Dotted-key settings that choosing this algorithm implies where `cfg` leaves them at
-        their defaults (applied when the config is loaded, so config.json records them)."""
+        """Dotted-key settings that choosing this algorithm implies.
+
+        They apply where `cfg` leaves them at their defaults (when the config is loaded, so
+        config.json records them).
+
+        Parameters
+        ----------
+        cfg : the run's config.
+
+        Returns
+        -------
+        dict {dotted key: value}; empty by default.
+        """
         return {}
 
     def message_bytes(self, num_params: int, dtype: torch.dtype) -> int:
-        """Bytes of one message on one link (one exchange) for the simulated network: a model
-        copy of `num_params` values of `dtype`."""
+        """Bytes of one message on one link (one exchange) for the simulated network.
+
+        Parameters
+        ----------
+        num_params : values in a model copy.
+        dtype : the models' dtype.
+
+        Returns
+        -------
+        int, bytes; by default a model copy of `num_params` values of `dtype`.
+        """
         return num_params * value_bytes(dtype)
 
     @property
@@ -137,60 +186,175 @@ class Algorithm(ABC):
         """Allocate algorithm state (called once before round 0)."""
 
     def lr(self, t: int) -> float:
-        """Local learning rate of round t (decayed once per round)."""
+        """Local learning rate of round t (decayed once per round).
+
+        Parameters
+        ----------
+        t : round, from 0.
+
+        Returns
+        -------
+        float, lr * lr_decay ** t.
+        """
         return self.cfg.lr * self.cfg.lr_decay**t
 
     def plan(self, ctx: RunContext, t: int, data: FederatedData | None = None) -> BatchPlan:
-        """The minibatches of round t of every node of `data` (default: the run's)."""
+        """The minibatches of round t of every node of `data`.
+
+        Parameters
+        ----------
+        ctx : the run.
+        t : round, from 0.
+        data : the nodes' data (default: the run's).
+
+        Returns
+        -------
+        BatchPlan, from the options' batch size, local epochs or steps and last batch rule.
+        """
         a = self.cfg
         return (data or ctx.data).plan(ctx.seed, t, a.batch_size, a.local_epochs,
                                        a.local_steps, a.last_batch)
 
     def train(self, ctx: RunContext, params: Params, nodes: torch.Tensor, t: int,
               lr: torch.Tensor) -> torch.Tensor:
-        """Run the local phase of round t for `nodes` on `params` (in place); losses [m]."""
+        """Run the local phase of round t for `nodes` on `params` (in place).
+
+        Parameters
+        ----------
+        ctx : the run.
+        params : the models trained: name -> [m, *shape], rows as `nodes`.
+        nodes : int64 [m], the nodes that train.
+        t : round, from 0.
+        lr : [m] step size of each node.
+
+        Returns
+        -------
+        [m] tensor, each node's mean training loss over its local steps.
+        """
         return ctx.trainer.train(params, nodes, self.plan(ctx, t), self.solver, lr)
 
     @abstractmethod
     def round(self, ctx: RunContext, t: int, graph: nx.Graph, faults: T.Faults) -> RoundReport:
-        """Local phase and communication of round t over `graph`, whose lost messages and
-        offline nodes `faults` the engine drew (`RunContext.faults`)."""
+        """Local phase and communication of round t over `graph`.
+
+        Parameters
+        ----------
+        ctx : the run.
+        t : round, from 0.
+        graph : the round's graph.
+        faults : the lost messages and offline nodes the engine drew (`RunContext.faults`).
+
+        Returns
+        -------
+        RoundReport, who trained, their losses and what was sent.
+        """
 
     @abstractmethod
     def average_model(self, ctx: RunContext) -> Params:
-        """The model whose accuracy is `test_acc`: name -> [*shape]."""
+        """The model whose accuracy is `test_acc`.
+
+        Parameters
+        ----------
+        ctx : the run.
+
+        Returns
+        -------
+        Params, name -> [*shape].
+        """
 
     @abstractmethod
     def local_models(self, ctx: RunContext) -> Params:
-        """The nodes' own models for `test_acc_local_mean`: name -> [m, *shape]."""
+        """The nodes' own models for `test_acc_local_mean`.
+
+        Parameters
+        ----------
+        ctx : the run.
+
+        Returns
+        -------
+        Params, name -> [m, *shape].
+        """
 
     def node_models(self, ctx: RunContext) -> Params:
-        """The model each node this process holds would use on its own data, rows as
-        `ctx.all_nodes()` (for `test_acc_node_*` on the nodes' local test splits): its own
-        model (decentralized) or the server's (centralized). name -> [rows, *shape]."""
+        """The model each node this process holds would use on its own data.
+
+        Its own model (decentralized) or the server's (centralized), for `test_acc_node_*` on the
+        nodes' local test splits.
+
+        Parameters
+        ----------
+        ctx : the run.
+
+        Returns
+        -------
+        Params, name -> [rows, *shape], rows as `ctx.all_nodes()`.
+        """
         return ctx.population.params
 
     def selection_losses(self) -> np.ndarray | None:
-        """The nodes' latest training losses [N] for loss-based neighbour selection (None: not
-        tracked, or no node has trained yet)."""
+        """The nodes' latest training losses for loss-based neighbour selection.
+
+        Returns
+        -------
+        [N] float array, or None (not tracked, or no node has trained yet).
+        """
         return None
 
     def metrics(self, ctx: RunContext) -> dict[str, float]:
-        """Algorithm-specific per-round metrics (cheap ones: every round)."""
+        """Algorithm-specific per-round metrics (cheap ones: every round).
+
+        Parameters
+        ----------
+        ctx : the run.
+
+        Returns
+        -------
+        dict {metric name: value}; empty by default.
+        """
         return {}
 
     def callbacks(self, ctx: RunContext) -> list[Callback]:
-        """Round callbacks the algorithm adds after the built-in evaluation (e.g. a metric that
-        needs its own evaluation, such as FedFSA's personal accuracy)."""
+        """Round callbacks the algorithm adds after the built-in evaluation.
+
+        E.g. a metric that needs its own evaluation, such as FedFSA's personal accuracy.
+
+        Parameters
+        ----------
+        ctx : the run.
+
+        Returns
+        -------
+        list of Callback; empty by default.
+        """
         return []
 
     def divergence_hint(self, t: int, nodes: list[int]) -> str:
-        """What in this algorithm's state of round t may explain `nodes` going non-finite: a
-        short clause for the one-line divergence message ("" if nothing to say)."""
+        """What in this algorithm's state of round t may explain `nodes` going non-finite.
+
+        Parameters
+        ----------
+        t : round, from 0.
+        nodes : the nodes that went non-finite.
+
+        Returns
+        -------
+        str, a short clause for the one-line divergence message ("" if nothing to say).
+        """
         return ""
 
     def state_dict(self) -> dict[str, Any]:
+        """The algorithm's state for a checkpoint (tensors cloned); empty by default.
+
+        Returns
+        -------
+        dict, what `load_state_dict` restores.
+        """
         return {}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restore what `state_dict` returned."""
+        """Restore what `state_dict` returned.
+
+        Parameters
+        ----------
+        state : a `state_dict` of this algorithm.
+        """

@@ -52,12 +52,27 @@ OBJECT = "object"  # `compressor` when the compressor is an object passed to p2p
 
 
 def flatten(params: Params) -> torch.Tensor:
-    """The rows of every block side by side: [N, d] (a copy)."""
+    """The rows of every block side by side (a copy).
+
+    Parameters
+    ----------
+    params : name -> [N, *shape].
+
+    Returns
+    -------
+    [N, d] tensor, d the values of one model, blocks in the order of `params`.
+    """
     return torch.cat([v.reshape(v.shape[0], -1) for v in params.values()], dim=1)
 
 
 def add_flat(params: Params, rows: torch.Tensor) -> None:
-    """params += rows [N, d], split back into the blocks in order."""
+    """params += rows, split back into the blocks in order.
+
+    Parameters
+    ----------
+    params : name -> [N, *shape], changed in place.
+    rows : [N, d] tensor, blocks in the order of `params` (as `flatten`).
+    """
     start = 0
     for v in params.values():
         width = v[0].numel()

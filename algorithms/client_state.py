@@ -51,14 +51,43 @@ class ClientState:
 
 
 def clone(model: Params) -> Params:
+    """A copy of every tensor of a model.
+
+    Parameters
+    ----------
+    model : name -> tensor.
+
+    Returns
+    -------
+    Params, name -> a clone of the tensor.
+    """
     return {k: v.clone() for k, v in model.items()}
 
 
 def expand(model: Params, rows: int) -> Params:
-    """A model [*shape] viewed as `rows` identical rows [rows, *shape] (no copy)."""
+    """A model viewed as `rows` identical rows (no copy).
+
+    Parameters
+    ----------
+    model : name -> [*shape].
+    rows : number of rows.
+
+    Returns
+    -------
+    Params, name -> [rows, *shape] (an expanded view).
+    """
     return {k: v.unsqueeze(0).expand(rows, *v.shape) for k, v in model.items()}
 
 
 def sq_norm(model: Params) -> torch.Tensor:
-    """Squared L2 norm of one model over all its tensors jointly (a 0-dim tensor)."""
+    """Squared L2 norm of one model over all its tensors jointly.
+
+    Parameters
+    ----------
+    model : name -> tensor.
+
+    Returns
+    -------
+    0-dim tensor.
+    """
     return sum(v.square().sum() for v in model.values())

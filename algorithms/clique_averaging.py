@@ -17,7 +17,21 @@ from p2pfl.errors import ConfigError
 
 
 def clique_ids(graph: nx.Graph) -> np.ndarray:
-    """The node attribute ``clique`` of every node: int64 [n], or ConfigError."""
+    """The node attribute ``clique`` of every node.
+
+    Parameters
+    ----------
+    graph : the round's graph, nodes 0..n-1 (topologies.d_cliques).
+
+    Returns
+    -------
+    int64 [n] array of clique ids.
+
+    Raises
+    ------
+    ConfigError
+        naming algorithm.clique_averaging when a node has no 'clique' attribute.
+    """
     ids = [graph.nodes[i].get("clique") for i in range(graph.number_of_nodes())]
     missing = next((i for i, c in enumerate(ids) if c is None), None)
     if missing is not None:
@@ -29,12 +43,22 @@ def clique_ids(graph: nx.Graph) -> np.ndarray:
 def clique_averaging(graph: nx.Graph, faults: T.Faults) -> tuple[sp.csr_array, int]:
     """The gradient-averaging operator of one round and the gradients it sends.
 
+    Parameters
+    ----------
+    graph : the round's graph, its nodes carrying a ``clique`` attribute.
+    faults : the round's lost messages and offline nodes.
+
     Returns
     -------
     A : [n, n] scipy CSR, row-stochastic: row i is uniform over node i and its clique-mates j
         whose message j -> i arrives (an edge of `graph`, not lost, both ends online); an
         offline node's row is e_i. ``g <- A g`` is the clique averaging of stacked gradients.
     sent : number of gradient messages delivered (each the size of a model).
+
+    Raises
+    ------
+    ConfigError
+        as `clique_ids`.
     """
     clique = clique_ids(graph)
     n = len(clique)

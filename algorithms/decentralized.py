@@ -45,8 +45,20 @@ class Decentralized(Algorithm):
 
     def local_phase(self, ctx: RunContext, t: int, faults: T.Faults) -> tuple[torch.Tensor,
                                                                                torch.Tensor]:
-        """Train the online nodes of round t in place; (their ids [m], their losses [m]), all
-        of them in every process of a distributed run (each trains the nodes it holds)."""
+        """Train the online nodes of round t in place.
+
+        Each process of a distributed run trains the nodes it holds; the result holds all of them.
+
+        Parameters
+        ----------
+        ctx : the run.
+        t : round, from 0.
+        faults : the round's faults (offline nodes do not train).
+
+        Returns
+        -------
+        tuple (nodes, losses): int64 [m] ids of the online nodes, [m] their losses.
+        """
         params = ctx.population.params
         lr = self.node_lr(ctx, t)
         held = ctx.all_nodes()
@@ -72,7 +84,20 @@ class Decentralized(Algorithm):
     def combine_then_adapt(self, ctx: RunContext, t: int, faults: T.Faults, W: torch.Tensor,
                            steps: int) -> tuple[torch.Tensor, torch.Tensor]:
         """x_i <- (W^steps x)_i + (y_i^K - x_i): the local phase's offset added to the mixed
-        models it started from (offline nodes add 0); returns `local_phase`'s (nodes, losses)."""
+        models it started from (offline nodes add 0).
+
+        Parameters
+        ----------
+        ctx : the run.
+        t : round, from 0.
+        faults : the round's faults.
+        W : [N, N] mixing operator, in the comm's layout.
+        steps : times W is applied.
+
+        Returns
+        -------
+        tuple (nodes, losses), as `local_phase`.
+        """
         params = ctx.population.params
         old = {k: v.clone() for k, v in params.items()}
         nodes, losses = self.local_phase(ctx, t, faults)
@@ -84,8 +109,12 @@ class Decentralized(Algorithm):
         return nodes, losses
 
     def selection_losses(self) -> np.ndarray | None:
-        """Latest training loss of every node [N] (a node that never trained gets the mean of
-        the others); None before any node has trained."""
+        """Latest training loss of every node (one that never trained: the others' mean).
+
+        Returns
+        -------
+        [N] float64 array, or None before any node has trained.
+        """
         known = torch.isfinite(self.losses)
         if not known.any():
             return None
@@ -93,15 +122,37 @@ class Decentralized(Algorithm):
 
     @staticmethod
     def sparse_mixing(ctx: RunContext, graph: nx.Graph) -> bool:
-        """Whether the round's mixing matrix is built sparse: the comm's choice for a matrix with
-        one entry per message and per node (no dense n x n is ever formed when it says yes)."""
+        """Whether the round's mixing matrix is built sparse.
+
+        The comm's choice for a matrix with one entry per message and per node (no dense n x n
+        is ever formed when it says yes).
+
+        Parameters
+        ----------
+        ctx : the run.
+        graph : the round's graph.
+
+        Returns
+        -------
+        bool.
+        """
         n = graph.number_of_nodes()
         messages = graph.number_of_edges() * (1 if graph.is_directed() else 2)
         return ctx.comm.sparse_for(n, n + messages)
 
     @staticmethod
     def delivered(graph: nx.Graph, faults: T.Faults) -> int:
-        """Messages of the round's graph that arrive (an undirected edge is two)."""
+        """Messages of the round's graph that arrive (an undirected edge is two).
+
+        Parameters
+        ----------
+        graph : the round's graph.
+        faults : the round's faults.
+
+        Returns
+        -------
+        int, number of delivered messages.
+        """
         edges = np.array([(i, j) for i, j in graph.edges if i != j], dtype=np.int64).reshape(-1, 2)
         if not graph.is_directed():
             edges = np.concatenate([edges, edges[:, ::-1]])
@@ -118,6 +169,14 @@ class Decentralized(Algorithm):
 
         `momentum_form = "dampened"` (m = a m + (1 - a) g, m_{-1} = 0) is the heavy ball
         m' = a m' + g with m = (1 - a) m', i.e. the same solver with lr * (1 - a).
+
+        Parameters
+        ----------
+        t : round, from 0.
+
+        Returns
+        -------
+        float, lr(t), times (1 - momentum) when dampened.
         """
         if getattr(self.cfg, "momentum_form", "heavy_ball") == "dampened":
             return self.lr(t) * (1 - self.solver.momentum)
@@ -134,7 +193,17 @@ class Decentralized(Algorithm):
                 "(docs/algorithms.md, settings that decide stability)")
 
     def node_lr(self, ctx: RunContext, t: int) -> torch.Tensor:
-        """Step size of every node in round t: [N]."""
+        """Step size of every node in round t.
+
+        Parameters
+        ----------
+        ctx : the run.
+        t : round, from 0.
+
+        Returns
+        -------
+        [N] tensor in the run's dtype.
+        """
         return torch.full((ctx.num_nodes,), self.step_size(t), device=ctx.device,
                           dtype=ctx.dtype)
 
@@ -164,8 +233,19 @@ class Gossip(Decentralized):
 
     def gossip_matrix(self, ctx: RunContext, graph: nx.Graph,
                       faults: T.Faults) -> tuple[torch.Tensor, int]:
-        """The operator of x <- W^Q y over the round's surviving links (Q = gossip_steps) and how
-        many times `comm.mix` applies it: (W^Q, 1) dense, or (W, Q) sparse (no dense power)."""
+        """The operator of x <- W^Q y over the round's surviving links (Q = gossip_steps).
+
+        Parameters
+        ----------
+        ctx : the run.
+        graph : the round's graph.
+        faults : the round's faults (lost messages leave their share with the sender).
+
+        Returns
+        -------
+        tuple (operator, applications): (W^Q, 1) dense, or (W, Q) sparse (no dense power), the
+        operator in the comm's layout; `comm.mix` applies it `applications` times.
+        """
         steps = self.gossip_steps
         if self.sparse_mixing(ctx, graph):
             return ctx.comm.matrix(T.doubly_stochastic(graph, faults=faults, sparse=True)), steps
@@ -204,12 +284,33 @@ class PushSum(Decentralized):
         self.in_flight = InFlight()  # overlap ([network] overlap = true): mass sent, not arrived
 
     def node_lr(self, ctx: RunContext, t: int) -> torch.Tensor:
-        """lr / w_i: the numerator step expressed on the stored z."""
+        """lr / w_i: the numerator step expressed on the stored z.
+
+        Parameters
+        ----------
+        ctx : the run.
+        t : round, from 0.
+
+        Returns
+        -------
+        [N] tensor in the run's dtype.
+        """
         return (self.step_size(t) / self.weights).to(ctx.dtype)
 
     def divergence_hint(self, t: int, nodes: list[int]) -> str:
-        """The Push-Sum weights w of `nodes` in round t's local phase and their step lr / w: a
-        node that kept little mass takes a step 1 / w times the configured one."""
+        """The Push-Sum weights w of `nodes` in round t's local phase and their step lr / w.
+
+        A node that kept little mass takes a step 1 / w times the configured one.
+
+        Parameters
+        ----------
+        t : round, from 0.
+        nodes : the nodes that went non-finite.
+
+        Returns
+        -------
+        str, the clause for the divergence message (with the momentum hint, if any).
+        """
         if not nodes:
             return super().divergence_hint(t, nodes)
         step = self.step_size(t)
@@ -229,9 +330,23 @@ class PushSum(Decentralized):
 
     def push(self, ctx: RunContext, t: int, graph: nx.Graph, faults: T.Faults,
              nodes: torch.Tensor, losses: torch.Tensor) -> RoundReport:
-        """Every node pushes (P_ji x_i, P_ji w_i) over the round's column-stochastic P (lost
-        messages' shares kept by their senders); z = x / w is de-biased again. With overlap,
-        what is late arrives in a later round. The round's report."""
+        """Every node pushes (P_ji x_i, P_ji w_i) over the round's column-stochastic P.
+
+        Lost messages' shares are kept by their senders; z = x / w is de-biased again. With overlap,
+        what is late arrives in a later round.
+
+        Parameters
+        ----------
+        ctx : the run.
+        t : round, from 0.
+        graph : the round's graph.
+        faults : the round's faults.
+        nodes, losses : the local phase's trained nodes [m] and their losses [m].
+
+        Returns
+        -------
+        RoundReport, with one weight scalar sent per delivered message.
+        """
         P = T.column_stochastic(graph, faults=faults, sparse=self.sparse_mixing(ctx, graph))
         delays = ctx.clock.plan_round(t, graph, faults).delays if self.overlaps(ctx) else None
         if delays is None or not (self.in_flight or delays[2].any()):
@@ -243,14 +358,29 @@ class PushSum(Decentralized):
 
     @staticmethod
     def overlaps(ctx: RunContext) -> bool:
-        """Whether nodes do not wait for messages ([network] overlap): they arrive rounds late."""
+        """Whether nodes do not wait for messages ([network] overlap): they arrive rounds late.
+
+        Parameters
+        ----------
+        ctx : the run.
+
+        Returns
+        -------
+        bool.
+        """
         return ctx.clock is not None and ctx.clock.net.overlap
 
     def mix(self, ctx: RunContext, P: Matrix) -> None:
         """(x, w) <- (P x, P w), applied to z = x / w as diag(1/w') P diag(w).
 
-        P [N, N] column-stochastic, dense or scipy.sparse; the scaling is done in float64 in the
-        layout the comm picks for P (CSR values scaled in place of a dense product)."""
+        The scaling is done in float64 in the layout the comm picks for P (CSR values scaled in
+        place of a dense product).
+
+        Parameters
+        ----------
+        ctx : the run.
+        P : [N, N] column-stochastic, dense or scipy.sparse.
+        """
         P = ctx.comm.matrix(P, dtype=torch.float64)
         new_weights = P @ self.weights
         scaled = diag_scale(P, self.weights, new_weights)
@@ -258,7 +388,16 @@ class PushSum(Decentralized):
         self.weights = new_weights
 
     def average_model(self, ctx: RunContext) -> Params:
-        """x_bar = (1/N) sum_i x_i = sum_i w_i z_i / sum_i w_i."""
+        """x_bar = (1/N) sum_i x_i = sum_i w_i z_i / sum_i w_i.
+
+        Parameters
+        ----------
+        ctx : the run.
+
+        Returns
+        -------
+        Params, name -> [*shape].
+        """
         return ctx.comm.node_sum(ctx.population.params, self.weights / self.weights.sum())
 
     def metrics(self, ctx: RunContext) -> dict[str, float]:

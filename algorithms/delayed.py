@@ -20,9 +20,20 @@ from p2pfl.core.population import Params
 
 def split_by_delay(P: Any, delays: tuple[np.ndarray, np.ndarray, np.ndarray]
                    ) -> dict[int, sp.csr_array]:
-    """P [N, N] (dense or scipy.sparse, P[j, i] = share of i sent to j) split into one matrix per
-    delay: {d: the entries of the messages i -> j that arrive d rounds late}. Entries without a
-    delay (the diagonal, what a node keeps) arrive at once (d = 0)."""
+    """P split into one matrix per delay.
+
+    Entries without a delay (the diagonal, what a node keeps) arrive at once (d = 0).
+
+    Parameters
+    ----------
+    P : [N, N] dense or scipy.sparse, P[j, i] = share of i sent to j.
+    delays : (src, dst, late) int arrays [e]: message src -> dst arrives `late` rounds late.
+
+    Returns
+    -------
+    dict {d: [N, N] scipy CSR of the entries of the messages i -> j that arrive d rounds late};
+    the matrices sum to P.
+    """
     coo = sp.coo_array(P)
     src, dst, late = delays
     n = coo.shape[0]
@@ -55,8 +66,22 @@ class InFlight:
             delays: tuple[np.ndarray, np.ndarray, np.ndarray],
             weights: torch.Tensor) -> torch.Tensor:
         """End of round t: send the population's (x, w) = (w z, w) over P with `delays`, take what
-        arrives now, and set the population to z' = x' / w'. Returns w' [N] (float64). Each
-        delay class is one product accumulated into its arrival round's buffer."""
+        arrives now, and set the population to z' = x' / w'.
+
+        Each delay class is one product accumulated into its arrival round's buffer.
+
+        Parameters
+        ----------
+        ctx : the run.
+        t : round, from 0.
+        P : [N, N] column-stochastic, dense or scipy.sparse.
+        delays : (src, dst, late) int arrays: message src -> dst arrives `late` rounds late.
+        weights : [N] float64, the Push-Sum weights w.
+
+        Returns
+        -------
+        [N] float64 tensor, w'.
+        """
         params = ctx.population.params
         new_x, new_w = self.due.pop(t, (None, torch.zeros_like(weights)))
         for d, P_d in sorted(split_by_delay(P, delays).items()):

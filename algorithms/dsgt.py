@@ -96,8 +96,22 @@ class DSGT(Tracking, Gossip):
                                    W: torch.Tensor, steps: int) -> tuple[torch.Tensor,
                                                                          torch.Tensor]:
         """GT-DSGD's round: the local phase takes g_k and leaves y_i = v_{k-1,i} + g_{k,i} -
-        g_{k-1,i}; then v_k = W y, and x_{k+1} = W (x_k - s v_k) with s_i = K_i lr_i (an offline
-        node keeps x_k and its tracker, its row of W being e_i). Returns (nodes, losses)."""
+        g_{k-1,i}; then v_k = W y, and x_{k+1} = W (x_k - s v_k) with s_i = K_i lr_i.
+
+        An offline node keeps x_k and its tracker, its row of W being e_i.
+
+        Parameters
+        ----------
+        ctx : the run.
+        t : round, from 0.
+        faults : the round's faults.
+        W : the mixing operator, in the comm's layout.
+        steps : times W is applied.
+
+        Returns
+        -------
+        tuple (nodes, losses), as `local_phase`.
+        """
         params = ctx.population.params
         start = {k: v.clone() for k, v in params.items()}
         nodes, losses = self.local_phase(ctx, t, faults)

@@ -56,10 +56,19 @@ def _minmax(w: torch.Tensor) -> torch.Tensor:
 
 
 def sensitivity(start: Params, trained: Params, normalise: bool) -> torch.Tensor:
-    """Per-row sensitivity of every tensor [m, tensors] (params order); -inf for unscored ones.
+    """Per-row sensitivity of every tensor; -inf for unscored ones.
 
-    `normalise` False: the paper's sum of squared changes; True: the code's mean of squared
-    changes of the min-max scaled tensors."""
+    Parameters
+    ----------
+    start : name -> [*shape], the model the rows started from.
+    trained : name -> [m, *shape], the trained rows (params order).
+    normalise : False: the paper's sum of squared changes; True: the code's mean of squared
+        changes of the min-max scaled tensors.
+
+    Returns
+    -------
+    [m, tensors] tensor, columns in params order.
+    """
     scores = []
     for k, w in trained.items():
         before = start[k].reshape(1, -1).expand(w.shape[0], -1)
@@ -76,7 +85,17 @@ def sensitivity(start: Params, trained: Params, normalise: bool) -> torch.Tensor
 
 
 def top_layers(scores: torch.Tensor, c: int) -> torch.Tensor:
-    """Boolean [m, tensors]: each row's `c` highest scores (never a -inf one)."""
+    """Each row's `c` highest scores (never a -inf one).
+
+    Parameters
+    ----------
+    scores : [m, tensors] sensitivities.
+    c : tensors to select per row (capped at the number of tensors).
+
+    Returns
+    -------
+    bool [m, tensors] tensor, True where selected.
+    """
     c = min(c, scores.shape[1])
     selected = torch.zeros_like(scores, dtype=torch.bool)
     if c == 0:

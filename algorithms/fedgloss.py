@@ -39,14 +39,37 @@ from p2pfl.options import option
 
 def warmup(final: float, start: float, rounds: int, t: int) -> float:
     """rho of the engine's round index t (0-based), with rounds counted from 1 as in the paper's
-    Algorithm 1: start + (final - start) (t + 1) / rounds while t + 1 <= rounds, then final."""
+    Algorithm 1.
+
+    Parameters
+    ----------
+    final : rho after the warm-up.
+    start : rho at the start.
+    rounds : warm-up rounds (<= 0: none).
+    t : round, from 0.
+
+    Returns
+    -------
+    float, start + (final - start) (t + 1) / rounds while t + 1 < rounds, then final.
+    """
     if rounds <= 0 or t + 1 >= rounds:
         return final
     return start + (final - start) * (t + 1) / rounds
 
 
 def ascend(model: Params, direction: Params, rho: float) -> Params:
-    """model + rho * direction / ||direction|| (the model itself when the direction is 0)."""
+    """model + rho * direction / ||direction||.
+
+    Parameters
+    ----------
+    model : name -> [*shape].
+    direction : name -> [*shape], the ascent direction.
+    rho : radius.
+
+    Returns
+    -------
+    Params, name -> [*shape]; a copy of the model itself when rho or the direction is 0.
+    """
     norm = sq_norm(direction).sqrt()
     if rho == 0 or norm == 0:
         return clone(model)

@@ -79,9 +79,18 @@ class RoundForm:
 
 
 def round_form(cls: type[Algorithm], options: AlgorithmOptions) -> RoundForm | None:
-    """The round form of algorithm `cls` configured by `options`; None if it has none here (a
-    centralized or another decentralized round, a form whose options differ, or a class that
-    defines a method of its own)."""
+    """The round form of algorithm `cls` configured by `options`.
+
+    Parameters
+    ----------
+    cls : an Algorithm class.
+    options : its options.
+
+    Returns
+    -------
+    RoundForm, or None if it has none here (a centralized or another decentralized round, a form
+    whose options differ, or a class that defines a method of its own).
+    """
     for klass in cls.__mro__:
         for form_class, required, form, push_sum in FORMS:
             if klass is form_class:

@@ -68,11 +68,24 @@ class PersonalSplits:
 
     def tune(self, server: Server, ctx: RunContext, t: int, epochs: int | None = None,
              whole: bool = False) -> Params:
-        """Every client's copy of the server model after round t with its head (the parameters
-        of the last layer; every parameter if `whole`) fine-tuned on its training share for
-        `epochs` epochs (None: the evaluation's own, `self.epochs` or the round's local phase):
-        name -> [N, *shape]. The fine-tuning runs outside the divergence guard: it changes
-        nothing the run keeps."""
+        """Every client's copy of the server model after round t with its head fine-tuned on its
+        training share.
+
+        The fine-tuning runs outside the divergence guard: it changes nothing the run keeps.
+
+        Parameters
+        ----------
+        server : the server algorithm.
+        ctx : the run.
+        t : round, from 0.
+        epochs : epochs of fine-tuning (None: the evaluation's own, `self.epochs` or the round's
+            local phase).
+        whole : tune every parameter, not only the head (the parameters of the last layer).
+
+        Returns
+        -------
+        Params, name -> [N, *shape].
+        """
         a, nodes = server.cfg, torch.arange(ctx.num_nodes, device=ctx.device)
         tuned = broadcast(server.server, ctx.num_nodes)
         last = list(server.server)[-1].rsplit(".", 1)[0]
@@ -93,8 +106,18 @@ class PersonalSplits:
                             ctx.batch_statistics)
 
     def accuracy(self, server: Server, ctx: RunContext, t: int) -> tuple[float, float]:
-        """Mean over all clients of the accuracy of (fine-tuned head, server model) on their
-        own splits after round t."""
+        """Mean over all clients of the accuracy on their own splits after round t.
+
+        Parameters
+        ----------
+        server : the server algorithm.
+        ctx : the run.
+        t : round, from 0.
+
+        Returns
+        -------
+        tuple (with the fine-tuned head, with the server model).
+        """
         acc = [self.own_accuracy(ctx, models).mean().item()
                for models in (self.tune(server, ctx, t), expand(server.server, ctx.num_nodes))]
         return acc[0], acc[1]

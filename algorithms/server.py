@@ -101,7 +101,18 @@ class Server(Algorithm):
     uses_terms: ClassVar[bool] = True  # needs the vectorized trainer's LocalTerms
 
     def check_options(self, cfg: Options) -> None:
-        """Also refuse fine-tuning epochs without a personalised evaluation to fine-tune in."""
+        """Also refuse fine-tuning epochs without a personalised evaluation to fine-tune in.
+
+        Parameters
+        ----------
+        cfg : the algorithm's options.
+
+        Raises
+        ------
+        ConfigError
+            naming algorithm.personal_epochs when it is set with personal_fraction 0 (and as
+            `Algorithm.check_options`).
+        """
         super().check_options(cfg)
         if cfg.personal_epochs and not cfg.personal_fraction:
             raise ConfigError("algorithm.personal_epochs", f"{self.name} fine-tunes only in the "
@@ -129,11 +140,20 @@ class Server(Algorithm):
         return [] if self.personal is None else [PersonalAccuracy()]
 
     def sample(self, ctx: RunContext, t: int) -> torch.Tensor:
-        """The clients of round t (int64 [m], sorted).
+        """The clients of round t.
 
         fixed: m = max(1, round(participation * N)) clients without replacement. bernoulli
         (FL-Simulator): each client independently with probability `participation`, redrawn
         until at least one is active.
+
+        Parameters
+        ----------
+        ctx : the run.
+        t : round, from 0.
+
+        Returns
+        -------
+        int64 [m] tensor of client ids, sorted.
         """
         n, r = ctx.num_nodes, self.cfg.participation
         rng = numpy_rng(ctx.seed, "participation", t)
@@ -146,21 +166,64 @@ class Server(Algorithm):
         return torch.as_tensor(chosen, device=ctx.device)
 
     def client_start(self, ctx: RunContext, t: int) -> Params:
-        """The model the sampled clients of round t start from."""
+        """The model the sampled clients of round t start from.
+
+        Parameters
+        ----------
+        ctx : the run.
+        t : round, from 0.
+
+        Returns
+        -------
+        Params, name -> [*shape]; the server model by default.
+        """
         return self.server
 
     def solver_at(self, t: int) -> LocalSolver:
-        """The local solver of round t."""
+        """The local solver of round t.
+
+        Parameters
+        ----------
+        t : round, from 0.
+
+        Returns
+        -------
+        LocalSolver; the algorithm's solver by default.
+        """
         return self.solver
 
     def local_terms(self, ctx: RunContext, nodes: torch.Tensor, start: Params,
                     t: int) -> LocalTerms | None:
-        """What the algorithm adds to the local step of `nodes` (None: plain solver)."""
+        """What the algorithm adds to the local step of `nodes`.
+
+        Parameters
+        ----------
+        ctx : the run.
+        nodes : int64 [m], the sampled clients.
+        start : the model they start from, name -> [*shape].
+        t : round, from 0.
+
+        Returns
+        -------
+        LocalTerms, or None for the plain solver (the default).
+        """
         return None
 
     def train_clients(self, ctx: RunContext, nodes: torch.Tensor, start: Params,
                       t: int) -> tuple[ClientRound, torch.Tensor]:
-        """K local steps of `nodes` from `start`; the round's record and the losses [m]."""
+        """K local steps of `nodes` from `start`.
+
+        Parameters
+        ----------
+        ctx : the run.
+        nodes : int64 [m], the clients that train.
+        start : the model they start from, name -> [*shape] (copied: the server model may move on).
+        t : round, from 0.
+
+        Returns
+        -------
+        tuple (record, losses): the round's ClientRound and the clients' losses [m].
+        """
         start = {k: v.clone() for k, v in start.items()}  # the server model may move on
         params = broadcast(start, len(nodes))
         lr = self.lr(t)
@@ -173,18 +236,36 @@ class Server(Algorithm):
         return ClientRound(nodes, start, params, lr, steps, terms, self.samples(ctx, nodes)), losses
 
     def samples(self, ctx: RunContext, nodes: torch.Tensor) -> torch.Tensor:
-        """n_i, the local training samples of `nodes` [m], in the run's dtype."""
+        """n_i, the local training samples of `nodes`.
+
+        Parameters
+        ----------
+        ctx : the run.
+        nodes : int64 [m] client ids.
+
+        Returns
+        -------
+        [m] tensor in the run's dtype.
+        """
         return torch.as_tensor(self.data.sizes[nodes.cpu().numpy()], device=ctx.device,
                                dtype=ctx.dtype)
 
     def delivery(self, faults: T.Faults, nodes: torch.Tensor) -> Delivery | None:
-        """What of the round's star exchange with the sampled clients `nodes` [m] gets through,
-        under the round's `faults` on the star (drawn by the engine like the decentralized
-        rounds'); None when nothing is lost.
+        """What of the round's star exchange with the sampled clients gets through.
 
         The server (graph node 0) is never offline: its draw is ignored. Client i (graph node
         i + 1) trains when it is online and the message 0 -> i + 1 is delivered; its update
         counts when, in addition, the message i + 1 -> 0 is delivered.
+
+        Parameters
+        ----------
+        faults : the round's faults on the star (drawn by the engine like the decentralized
+            rounds').
+        nodes : int64 [m], the sampled clients.
+
+        Returns
+        -------
+        Delivery (bool [m] down and up), or None when nothing is lost.
         """
         if faults.empty:
             return None
@@ -198,8 +279,21 @@ class Server(Algorithm):
 
     def exchange(self, ctx: RunContext, nodes: torch.Tensor, start: Params, t: int,
                  delivery: Delivery | None) -> tuple[ClientRound, ClientRound, torch.Tensor]:
-        """One download-train-upload exchange with the sampled `nodes`: (the record of the
-        clients that trained, the record of those whose update arrived, the trainers' losses)."""
+        """One download-train-upload exchange with the sampled `nodes`.
+
+        Parameters
+        ----------
+        ctx : the run.
+        nodes : int64 [m], the sampled clients.
+        start : the model sent to them, name -> [*shape].
+        t : round, from 0.
+        delivery : what gets through, or None when nothing is lost.
+
+        Returns
+        -------
+        tuple (trained, arrived, losses): the ClientRound of the clients that trained, that of those
+        whose update arrived, and the trainers' losses.
+        """
         if delivery is None:
             r, losses = self.train_clients(ctx, nodes, start, t)
             return r, r, losses
@@ -220,8 +314,21 @@ class Server(Algorithm):
 
     def finish(self, ctx: RunContext, trained: ClientRound, arrived: ClientRound,
                losses: torch.Tensor) -> RoundReport:
-        """Aggregate over the clients whose update arrived (the server model and state stay
-        unchanged when none did) and report the round."""
+        """Aggregate over the clients whose update arrived and report the round.
+
+        The server model and state stay unchanged when no update arrived.
+
+        Parameters
+        ----------
+        ctx : the run.
+        trained : the record of the clients that trained.
+        arrived : the record of those whose update arrived.
+        losses : the trainers' losses.
+
+        Returns
+        -------
+        RoundReport, with `down` copies per trained client and `up` per arrived one.
+        """
         if len(arrived.nodes):
             self.aggregate(ctx, arrived)
         if len(trained.nodes):
@@ -230,29 +337,69 @@ class Server(Algorithm):
         return RoundReport(trained.nodes, losses, copies_sent=copies)
 
     def keep_local(self, ctx: RunContext, r: ClientRound) -> None:
-        """Store the trained client models in their population rows (those held here)."""
+        """Store the trained client models in their population rows (those held here).
+
+        Parameters
+        ----------
+        ctx : the run.
+        r : the round's record of the clients that trained.
+        """
         held = ctx.population.holds(r.nodes)
         ctx.population.write(r.nodes[held], {k: v[held] for k, v in r.trained.items()})
 
     @abstractmethod
     def aggregate(self, ctx: RunContext, r: ClientRound) -> None:
-        """Update `self.server` (and the algorithm's state) from the round's client models."""
+        """Update `self.server` (and the algorithm's state) from the round's client models.
+
+        Parameters
+        ----------
+        ctx : the run.
+        r : the record of the clients whose update arrived.
+        """
 
     def client_weights(self, r: ClientRound) -> torch.Tensor:
-        """The aggregation weight of each client of `r` [m], summing to 1: n_i / sum_j n_j
-        (`weights = "samples"`, FedAvg's) or 1 / m ("uniform")."""
+        """The aggregation weight of each client of `r`, summing to 1.
+
+        Parameters
+        ----------
+        r : the round's record.
+
+        Returns
+        -------
+        [m] tensor: n_i / sum_j n_j (`weights = "samples"`, FedAvg's) or 1 / m ("uniform").
+        """
         if (self.cfg.weights or self.paper_weights) == "samples":
             return r.samples / r.samples.sum()
         return torch.full_like(r.samples, 1.0 / len(r.samples))
 
     def client_mean(self, ctx: RunContext, r: ClientRound, tensors: Params | None = None) -> Params:
-        """The weighted mean (`client_weights`) of the clients' models (or of `tensors`, rows as
-        the clients of `r`): name -> [*shape]."""
+        """The weighted mean (`client_weights`) of the clients' models, or of `tensors`.
+
+        Parameters
+        ----------
+        ctx : the run.
+        r : the round's record.
+        tensors : name -> [m, *shape], rows as the clients of `r`; None: the clients' models.
+
+        Returns
+        -------
+        Params, name -> [*shape].
+        """
         return ctx.comm.weighted_sum(r.trained if tensors is None else tensors,
                                      self.client_weights(r))
 
     def mean_update(self, ctx: RunContext, r: ClientRound) -> Params:
-        """U = sum_i w_i (x_i^K - start), w the `client_weights`: name -> [*shape]."""
+        """U = sum_i w_i (x_i^K - start), w the `client_weights`.
+
+        Parameters
+        ----------
+        ctx : the run.
+        r : the round's record.
+
+        Returns
+        -------
+        Params, name -> [*shape].
+        """
         mean = self.client_mean(ctx, r)
         return {k: v - r.start[k] for k, v in mean.items()}
 

@@ -51,9 +51,17 @@ class Trackers:
 
     def absorb(self, nodes: torch.Tensor, correction: Params, before: Params, after: Params,
                step: torch.Tensor) -> None:
-        """y_i = (before_i - after_i) / step_i and g_i = y_i - c_i for `nodes` [m], whose local
-        phase moved `before` to `after` [m, *shape] by the direction y_i times step_i [m]
-        (K_i lr_i)."""
+        """y_i = (before_i - after_i) / step_i and g_i = y_i - c_i for `nodes`.
+
+        Their local phase moved `before` to `after` by the direction y_i times step_i (K_i lr_i).
+
+        Parameters
+        ----------
+        nodes : int64 [m].
+        correction : name -> [m, *shape], c.
+        before, after : name -> [m, *shape], the models before and after the local phase.
+        step : [m], K_i lr_i.
+        """
         self.step.index_copy_(0, nodes, step.to(self.step.dtype))
         for k, y in self.y.items():
             tracked = (before[k] - after[k]) / row_scale(step.to(y.dtype), y[nodes])
@@ -124,8 +132,21 @@ class Tracking:
 
 
 def refuse_unless_single_vectorized(ctx: RunContext, name: str) -> None:
-    """Per-node state beside the population lives in one process, and the local terms need the
-    vectorized trainer: refuse a loop or a distributed run."""
+    """Refuse a loop or a distributed run.
+
+    Per-node state beside the population lives in one process, and the local terms need the
+    vectorized trainer.
+
+    Parameters
+    ----------
+    ctx : the run.
+    name : the algorithm's name, for the error.
+
+    Raises
+    ------
+    ConfigError
+        naming engine.executor for a non-vectorized trainer, launch for more than one process.
+    """
     if not ctx.trainer.vectorized:
         raise ConfigError("engine.executor", f"{name} runs on the 'vectorized' executor only")
     if ctx.comm.world > 1:

@@ -32,9 +32,21 @@ Cells = dict[str, dict[str, list[float]]]  # variant -> setting -> per-seed accu
 
 def collect(settings: dict[str, Path], last: int, chosen: dict[str, str] | None = None,
             row: str | None = None) -> Cells:
-    """variant -> setting -> the final accuracy (%) of each of its finished seeds there (a run
-    still going, without summary.json, does not count). `chosen`: setting -> the one variant
-    taken from its folder, put in the row `row` (default: the variant's label)."""
+    """The final accuracies of every variant in every setting.
+
+    A run still going, without summary.json, does not count.
+
+    Parameters
+    ----------
+    settings : {setting: folder of its runs}.
+    last : k, the evaluated rounds averaged into a run's final accuracy.
+    chosen : {setting: the one variant taken from its folder}, or None.
+    row : the row of the chosen variants (default: the variant's label).
+
+    Returns
+    -------
+    Cells, {variant: {setting: [final accuracy (%) of each finished seed]}}.
+    """
     cells: Cells = {}
     chosen = chosen or {}
     for setting, folder in settings.items():
@@ -48,8 +60,17 @@ def collect(settings: dict[str, Path], last: int, chosen: dict[str, str] | None 
 
 
 def table(cells: Cells, settings: list[str]) -> str:
-    """Markdown: a row per variant, a column per setting (mean +- sd over seeds, n seeds where
-    fewer than the most)."""
+    """Markdown: a row per variant, a column per setting.
+
+    Parameters
+    ----------
+    cells : {variant: {setting: accuracies (%)}}, as `collect`.
+    settings : the columns, in order.
+
+    Returns
+    -------
+    str; a cell is mean +- sd over seeds, with n seeds where fewer than the most.
+    """
     most = max(len(a) for row in cells.values() for a in row.values())
     lines = ["| variant | " + " | ".join(settings) + " |", "|---" * (len(settings) + 1) + "|"]
     for label, row in cells.items():
@@ -65,8 +86,22 @@ def table(cells: Cells, settings: list[str]) -> str:
 
 def figure(cells: Cells, settings: list[str], path: Path, xlabel: str, title: str = ""
            ) -> list[Path]:
-    """Accuracy (mean, error bar +- sd over seeds) against the settings, a line per variant (a
-    legend only where there are several)."""
+    """Accuracy (mean, error bar +- sd over seeds) against the settings, a line per variant.
+
+    A legend only where there are several variants.
+
+    Parameters
+    ----------
+    cells : {variant: {setting: accuracies (%)}}.
+    settings : the x positions, in order.
+    path : the figure's path (PNG; a PDF beside it).
+    xlabel : the x axis' label.
+    title : the figure's title.
+
+    Returns
+    -------
+    list of the Paths written.
+    """
     fig, ax = plt.subplots(figsize=(7.5, 4.6))
     xs = np.arange(len(settings))
     for i, (label, row) in enumerate(cells.items()):
@@ -86,6 +121,16 @@ def figure(cells: Cells, settings: list[str], path: Path, xlabel: str, title: st
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The `python -m analysis.across` command: one comparison per setting, summarized across them.
+
+    Parameters
+    ----------
+    argv : the arguments (default: sys.argv[1:]).
+
+    Returns
+    -------
+    int, the exit status: 0, or 2 after a one-line error.
+    """
     from p2pfl.config import ConfigError
 
     parser = argparse.ArgumentParser(prog="python -m analysis.across",

@@ -38,7 +38,16 @@ class Curve:
 
 
 def evaluated(history: History) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
-    """(cumulative MB, simulated s or None, accuracy %) at the evaluated rounds of one run."""
+    """What one run sent and reached at its evaluated rounds.
+
+    Parameters
+    ----------
+    history : the run's metric records.
+
+    Returns
+    -------
+    tuple (cumulative MB [e], simulated s [e] or None without a clock, accuracy % [e]).
+    """
     sent = np.cumsum([r["bytes_sent"] for r in history]) / 1e6
     at = [i for i, r in enumerate(history) if "test_acc" in r]
     timed = all("sim_time_s" in history[i] for i in at)
@@ -47,8 +56,19 @@ def evaluated(history: History) -> tuple[np.ndarray, np.ndarray | None, np.ndarr
 
 
 def curves(folder: Path) -> dict[str, Curve]:
-    """label -> its curve, over the runs at or below `folder` grouped as `p2pfl table` groups
-    them (seeds of a variant pooled); evaluations past the shortest seed are dropped."""
+    """The curve of every label, over the runs at or below `folder`.
+
+    Runs are grouped as `p2pfl table` groups them (seeds of a variant pooled); evaluations past
+    the shortest seed are dropped.
+
+    Parameters
+    ----------
+    folder : a `p2pfl compare` output folder.
+
+    Returns
+    -------
+    dict {label: Curve}, means over the seeds.
+    """
     out = {}
     for label, runs in group_runs(find_runs([folder])).items():
         points = [evaluated(read_metrics(run / "metrics.jsonl")) for run in runs]
@@ -65,7 +85,19 @@ def curves(folder: Path) -> dict[str, Curve]:
 def figure(found: dict[str, Curve], path: Path, target: float | None = None,
            title: str = "") -> list[Path]:
     """Accuracy against megabytes sent (log axis) and, where every run has a clock, against
-    simulated seconds; one legend below the panels."""
+    simulated seconds; one legend below the panels.
+
+    Parameters
+    ----------
+    found : {label: Curve}.
+    path : the figure's path (PNG; a PDF beside it).
+    target : accuracy in (0, 1] drawn as a line, or None.
+    title : the figure's title.
+
+    Returns
+    -------
+    list of the Paths written.
+    """
     timed = all(c.seconds is not None for c in found.values())
     fig, axes = plt.subplots(1, 2 if timed else 1, figsize=(12 if timed else 7, 4.6),
                              squeeze=False)
@@ -95,6 +127,17 @@ def figure(found: dict[str, Curve], path: Path, target: float | None = None,
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The `python -m analysis.communication` command: accuracy against megabytes sent and simulated
+    seconds of a `p2pfl compare` folder.
+
+    Parameters
+    ----------
+    argv : the arguments (default: sys.argv[1:]).
+
+    Returns
+    -------
+    int, the exit status: 0, or 2 after a one-line error.
+    """
     from p2pfl.config import ConfigError
     from p2pfl.report.table import parse_target
 

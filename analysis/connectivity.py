@@ -27,22 +27,48 @@ BFS_BLOCK = 1000  # sources per batched BFS in diameter() of a large graph
 
 
 def is_strongly_connected(G: MatrixLike) -> bool:
-    """Strong connectivity for a DiGraph or matrix, plain connectivity for an nx.Graph."""
+    """Strong connectivity for a DiGraph or matrix, plain connectivity for an nx.Graph.
+
+    Parameters
+    ----------
+    G : nx.Graph, nx.DiGraph, or [n, n] matrix (W[j, i] > 0 is the edge i -> j).
+
+    Returns
+    -------
+    bool.
+    """
     if isinstance(G, nx.Graph):
         return T.is_strongly_connected(G)
     return connected_components(adjacency(G), directed=True, connection="strong")[0] == 1
 
 
 def number_of_components(G: MatrixLike) -> int:
-    """Strongly connected components of a DiGraph or matrix; connected components of a Graph."""
+    """Strongly connected components of a DiGraph or matrix; connected components of a Graph.
+
+    Parameters
+    ----------
+    G : nx.Graph, nx.DiGraph, or [n, n] matrix.
+
+    Returns
+    -------
+    int.
+    """
     if isinstance(G, nx.Graph) and not G.is_directed():
         return nx.number_connected_components(G)
     return int(connected_components(adjacency(G), directed=True, connection="strong")[0])
 
 
 def why_not_strongly_connected(G: MatrixLike) -> str | None:
-    """None if G is strongly connected (connected, for an nx.Graph), else the reason in words:
-    "not strongly connected: k strongly connected components". O(n + m)."""
+    """Why G is not strongly connected (connected, for an nx.Graph), in words. O(n + m).
+
+    Parameters
+    ----------
+    G : nx.Graph, nx.DiGraph, or [n, n] matrix.
+
+    Returns
+    -------
+    str, "not strongly connected: k strongly connected components", or None if it is.
+    """
     k = number_of_components(G)
     if k == 1:
         return None
@@ -66,8 +92,20 @@ def _eccentricity_max(A: sp.csr_array) -> float:
 def diameter(G: MatrixLike) -> int:
     """Largest shortest-path distance d(u, v), along edge directions in a DiGraph or matrix.
 
-    ValueError if the graph is not (strongly) connected: its diameter is infinite. Above
-    DENSE_MAX nodes the exact value comes from batched BFS (scipy.sparse.csgraph), O(n m).
+    Above DENSE_MAX nodes the exact value comes from batched BFS (scipy.sparse.csgraph), O(n m).
+
+    Parameters
+    ----------
+    G : nx.Graph, nx.DiGraph, or [n, n] matrix.
+
+    Returns
+    -------
+    int, in hops.
+
+    Raises
+    ------
+    ValueError
+        if the graph is not (strongly) connected: its diameter is infinite.
     """
     if not is_strongly_connected(G):
         raise ValueError(f"the graph is not {_kind(G)}, so its diameter is infinite")
@@ -79,7 +117,16 @@ def diameter(G: MatrixLike) -> int:
 
 def largest_component_diameter(G: MatrixLike) -> int:
     """Diameter of the largest (strongly) connected component: the finite part of an infinite
-    diameter."""
+    diameter.
+
+    Parameters
+    ----------
+    G : nx.Graph, nx.DiGraph, or [n, n] matrix.
+
+    Returns
+    -------
+    int, in hops.
+    """
     graph = as_graph(G)
     parts = (nx.strongly_connected_components(graph) if graph.is_directed()
              else nx.connected_components(graph))
@@ -105,7 +152,17 @@ class _Trace:
 
 
 def rounds_of(schedule: ScheduleLike) -> tuple[Schedule | _Trace, int | None]:
-    """(object with at(t) and n, number of rounds it holds: None when unbounded)."""
+    """A schedule-like object as something with at(t) and n, and the rounds it holds.
+
+    Parameters
+    ----------
+    schedule : a Schedule (or any object with at(t), n and period), a graph, a matrix, or a
+        trace (list or tuple of graphs or matrices, one per round).
+
+    Returns
+    -------
+    tuple (object with at(t) and n, number of rounds it holds: None when unbounded).
+    """
     if isinstance(schedule, (list, tuple)):
         schedule = _Trace(schedule)
     if isinstance(schedule, _Trace):
@@ -116,7 +173,17 @@ def rounds_of(schedule: ScheduleLike) -> tuple[Schedule | _Trace, int | None]:
 
 
 def union_graph(schedule: ScheduleLike, t0: int, t1: int) -> nx.DiGraph:
-    """DiGraph on 0..n-1 of all edges used in rounds t0..t1-1 (undirected edges go both ways)."""
+    """All edges used in rounds t0..t1-1, as one graph (undirected edges go both ways).
+
+    Parameters
+    ----------
+    schedule : a schedule, graph, matrix or trace (`rounds_of`).
+    t0, t1 : first round and one past the last, 0 <= t0 <= t1.
+
+    Returns
+    -------
+    nx.DiGraph on 0..n-1.
+    """
     return T.union_graph(rounds_of(schedule)[0], t0, t1)
 
 
@@ -164,8 +231,26 @@ def b_connectivity(schedule: ScheduleLike, B: int, horizon: int | None = None,
 
     aligned=True (default, Nedic-Olshevsky and SGP): the unions over rounds [lB, (l+1)B) must be
     strongly connected for every full window; aligned=False: every B consecutive rounds.
-    Default horizon: a trace's length; for a periodic schedule every distinct window
-    (lcm(period, B) rounds aligned, period + B - 1 sliding); an aperiodic schedule needs one.
+
+    Parameters
+    ----------
+    schedule : a schedule, graph, matrix or trace (`rounds_of`).
+    B : window length, an integer >= 1.
+    horizon : rounds checked. Default: a trace's length; for a periodic schedule every distinct
+        window (lcm(period, B) rounds aligned, period + B - 1 sliding); an aperiodic schedule
+        needs one.
+    aligned : windows at multiples of B (True) or sliding (False).
+
+    Returns
+    -------
+    BConnectivity: the window starts checked, the first failing one (or None) and the diameter
+    of each window's union (math.inf when not strongly connected).
+
+    Raises
+    ------
+    ValueError
+        unless B is an integer >= 1; for an aperiodic schedule without a horizon, a horizon
+        beyond a trace's rounds or shorter than one window.
     """
     if isinstance(B, bool) or not isinstance(B, int) or B < 1:
         raise ValueError(f"B must be an integer >= 1, got {B!r}")
@@ -184,17 +269,43 @@ def b_connectivity(schedule: ScheduleLike, B: int, horizon: int | None = None,
 
 def is_b_connected(schedule: ScheduleLike, B: int, horizon: int | None = None,
                    aligned: bool = True) -> bool:
-    """True if every window of B rounds (aligned at multiples of B unless aligned=False) within
-    rounds 0..horizon-1 has a strongly connected union; see `b_connectivity`."""
+    """Whether every window of B rounds within rounds 0..horizon-1 has a strongly connected union.
+
+    Parameters
+    ----------
+    schedule : a schedule, graph, matrix or trace (`rounds_of`).
+    B : window length, an integer >= 1.
+    horizon : rounds checked (defaults as in `b_connectivity`).
+    aligned : windows at multiples of B (True) or sliding (False).
+
+    Returns
+    -------
+    bool.
+    """
     return b_connectivity(schedule, B, horizon, aligned).connected
 
 
 def min_b(schedule: ScheduleLike, horizon: int | None = None, aligned: bool = True,
           max_b: int | None = None) -> int | None:
-    """Smallest B for which `is_b_connected` holds (None if none up to max_b).
+    """Smallest B for which `is_b_connected` holds.
 
-    max_b defaults to 3 * period for a periodic schedule, else horizon. A finite horizon can
-    under-estimate B of the infinite sequence.
+    A finite horizon can under-estimate B of the infinite sequence.
+
+    Parameters
+    ----------
+    schedule : a schedule, graph, matrix or trace (`rounds_of`).
+    horizon : rounds checked (defaults as in `b_connectivity`).
+    aligned : windows at multiples of B (True) or sliding (False).
+    max_b : largest B tried; default 3 * period for a periodic schedule, else horizon.
+
+    Returns
+    -------
+    int, or None if none up to max_b.
+
+    Raises
+    ------
+    ValueError
+        for a schedule without a period when no horizon is given.
     """
     sched, length = rounds_of(schedule)
     limit = max_b or (3 * sched.period if sched.period else (horizon or length))

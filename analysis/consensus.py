@@ -110,11 +110,24 @@ def pushsum_consensus(schedule: ScheduleLike | Matrix | None, x0: np.ndarray, ro
 def gossip_consensus(schedule: ScheduleLike | Matrix | None, x0: np.ndarray, rounds: int, *,
                      matrices: MatrixHook | None = None, link_drop: float = 0.0,
                      node_drop: float = 0.0, seed: int = 0) -> np.ndarray:
-    """Gossip averaging ``x <- W x`` with a doubly-stochastic W(t) (Metropolis-Hastings of the
-    graph of round t unless `matrices` gives it). With `link_drop` / `node_drop` > 0 (drawn from
-    (seed, t)) W(t) is Metropolis-Hastings on the links that survive round t.
+    """Gossip averaging ``x <- W x`` with a doubly-stochastic W(t).
 
-    Returns the trajectory [rounds + 1, n, ...]; x[0] = x0. The average is preserved every round.
+    W(t) is Metropolis-Hastings of the graph of round t unless `matrices` gives it. With
+    `link_drop` / `node_drop` > 0 (drawn from (seed, t)) W(t) is Metropolis-Hastings on the links
+    that survive round t. The average is preserved every round.
+
+    Parameters
+    ----------
+    schedule : a schedule, graph, trace or matrix; None when `matrices` gives W(t).
+    x0 : [n, ...] initial values.
+    rounds : rounds T.
+    matrices : t -> W(t), instead of the schedule's.
+    link_drop, node_drop : probabilities of a lost link, an offline node per round.
+    seed : the seed of the drops.
+
+    Returns
+    -------
+    [T + 1, n, ...] trajectory; x[0] = x0.
     """
     x = _check_x0(x0)
     n = x.shape[0]
@@ -128,17 +141,33 @@ def gossip_consensus(schedule: ScheduleLike | Matrix | None, x0: np.ndarray, rou
 
 
 def consensus_distance(trajectory: np.ndarray) -> np.ndarray:
-    """mean_i ||x_i(t) - xbar(t)||^2 for every round of a [T, n, ...] trajectory -> [T]."""
+    """mean_i ||x_i(t) - xbar(t)||^2 for every round of a trajectory.
+
+    Parameters
+    ----------
+    trajectory : [T, n, ...].
+
+    Returns
+    -------
+    [T] float64 array.
+    """
     traj = np.asarray(trajectory, dtype=float)
     flat = traj.reshape(traj.shape[0], traj.shape[1], -1)
     return np.square(flat - flat.mean(axis=1, keepdims=True)).sum(axis=2).mean(axis=1)
 
 
 def consensus_error(trajectory: np.ndarray, target: np.ndarray | None = None) -> np.ndarray:
-    """max_i |x_i(t) - target| (largest entry) for every round -> [T].
+    """max_i |x_i(t) - target| (largest entry) for every round.
 
-    target defaults to the average of the first row, mean_i x_i(0): the value Push-Sum and
-    gossip must reach.
+    Parameters
+    ----------
+    trajectory : [T, n, ...].
+    target : [...] the value to reach; default the average of the first row, mean_i x_i(0): the
+        value Push-Sum and gossip must reach.
+
+    Returns
+    -------
+    [T] float64 array.
     """
     traj = np.asarray(trajectory, dtype=float)
     goal = traj[0].mean(axis=0) if target is None else np.asarray(target, dtype=float)
@@ -150,6 +179,20 @@ def contraction_rate(errors: np.ndarray, start: int, stop: int) -> float:
 
     For a static W it tends to slem(W) (the tests' worked 4-node example: 0.5728 vs 0.5715
     over rounds 20-50).
+
+    Parameters
+    ----------
+    errors : [T] per-round errors (e.g. `consensus_error`).
+    start, stop : rounds, 0 <= start < stop < T.
+
+    Returns
+    -------
+    float.
+
+    Raises
+    ------
+    ValueError
+        unless 0 <= start < stop < T, or when errors[start] is 0 (consensus already reached).
     """
     if not 0 <= start < stop < len(errors):
         raise ValueError(f"need 0 <= start < stop < {len(errors)}, got {start}, {stop}")
@@ -159,6 +202,16 @@ def contraction_rate(errors: np.ndarray, start: int, stop: int) -> float:
 
 
 def rounds_to_consensus(errors: np.ndarray, eps: float) -> int | None:
-    """First round t with errors[t] <= eps, or None if the trajectory never gets there."""
+    """First round t with errors[t] <= eps.
+
+    Parameters
+    ----------
+    errors : [T] per-round errors.
+    eps : the tolerance.
+
+    Returns
+    -------
+    int, or None if the trajectory never gets there.
+    """
     hits = np.flatnonzero(np.asarray(errors) <= eps)
     return int(hits[0]) if hits.size else None

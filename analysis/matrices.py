@@ -37,6 +37,14 @@ def sparse_mixing(G: nx.Graph) -> sp.csr_array:
 
     Same values as ``topologies.doubly_stochastic`` / ``column_stochastic`` (without edge
     weights), in O(n + m) memory.
+
+    Parameters
+    ----------
+    G : nx.Graph or nx.DiGraph on 0..n-1.
+
+    Returns
+    -------
+    [n, n] scipy CSR float64.
     """
     n, src, dst = _edge_arrays(G)
     out_degree = np.bincount(src, minlength=n)
@@ -52,8 +60,22 @@ def sparse_mixing(G: nx.Graph) -> sp.csr_array:
 
 
 def as_matrix(W: MatrixLike, dense_max: int | None = None) -> Matrix:
-    """W as float64: a dense ndarray if n <= dense_max (default DENSE_MAX) or W is dense
-    already, else CSR."""
+    """W as float64, dense or CSR.
+
+    Parameters
+    ----------
+    W : a graph (its natural matrix), a dense or sparse [n, n] matrix.
+    dense_max : largest n made dense (default DENSE_MAX); a dense W stays dense.
+
+    Returns
+    -------
+    [n, n] ndarray if n <= dense_max or W is dense already, else CSR.
+
+    Raises
+    ------
+    ValueError
+        for a matrix that is not square.
+    """
     dense_max = DENSE_MAX if dense_max is None else dense_max
     if isinstance(W, nx.Graph):
         if W.number_of_nodes() > dense_max:
@@ -71,6 +93,17 @@ def as_matrix(W: MatrixLike, dense_max: int | None = None) -> Matrix:
 
 
 def is_symmetric(W: Matrix, atol: float = 1e-12) -> bool:
+    """Whether W equals its transpose within `atol`.
+
+    Parameters
+    ----------
+    W : dense or sparse [n, n].
+    atol : absolute tolerance.
+
+    Returns
+    -------
+    bool.
+    """
     if sp.issparse(W):
         diff = abs(W - W.T)
         return diff.nnz == 0 or float(diff.max()) <= atol
@@ -78,7 +111,16 @@ def is_symmetric(W: Matrix, atol: float = 1e-12) -> bool:
 
 
 def as_graph(G: MatrixLike) -> nx.Graph:
-    """G itself if it is a graph; the DiGraph of a matrix (edge i -> j when W[j, i] > 0)."""
+    """G itself if it is a graph; the DiGraph of a matrix (edge i -> j when W[j, i] > 0).
+
+    Parameters
+    ----------
+    G : a graph or an [n, n] matrix.
+
+    Returns
+    -------
+    nx.Graph or nx.DiGraph on 0..n-1 (no self-loops from the diagonal).
+    """
     if isinstance(G, nx.Graph):
         return G
     W = as_matrix(G, dense_max=0)  # CSR: its non-zeros are the edges
@@ -91,7 +133,16 @@ def as_graph(G: MatrixLike) -> nx.Graph:
 
 
 def adjacency(G: MatrixLike) -> sp.csr_array:
-    """Boolean CSR adjacency A[i, j] = 1 for the edge i -> j (no self-loops), from any input."""
+    """Boolean adjacency A[i, j] = 1 for the edge i -> j (no self-loops), from any input.
+
+    Parameters
+    ----------
+    G : a graph or an [n, n] matrix (W[j, i] > 0 is the edge i -> j).
+
+    Returns
+    -------
+    [n, n] scipy CSR int8.
+    """
     if isinstance(G, nx.Graph):
         n, src, dst = _edge_arrays(G)
     else:
@@ -102,8 +153,19 @@ def adjacency(G: MatrixLike) -> sp.csr_array:
 
 
 def check_column_stochastic(W: Matrix, what: str = "W") -> None:
-    """ValueError naming the entry or column that keeps W (dense or sparse) from being
-    column-stochastic: finite, non-negative, every column summing to 1 within 1e-9."""
+    """Check that W is column-stochastic: finite, non-negative, every column summing to 1 within
+    1e-9.
+
+    Parameters
+    ----------
+    W : dense or sparse [n, n].
+    what : the matrix's name, for the error.
+
+    Raises
+    ------
+    ValueError
+        naming the entry or column at fault.
+    """
     values = W.data if sp.issparse(W) else np.asarray(W)
     if not np.isfinite(values).all():
         raise ValueError(f"{what} has a non-finite entry")

@@ -111,7 +111,17 @@ def _lyapunov(Phi: np.ndarray, gamma: float, period: int, noise: np.ndarray) -> 
 
 
 def check_gamma(gamma: float) -> None:
-    """ValueError unless gamma is a number in [0, 1)."""
+    """Check the decay of the effective number of neighbours.
+
+    Parameters
+    ----------
+    gamma : the decay.
+
+    Raises
+    ------
+    ValueError
+        unless gamma is a number in [0, 1).
+    """
     if isinstance(gamma, bool) or not isinstance(gamma, numbers.Real) or not 0 <= gamma < 1:
         raise ValueError(f"gamma must be a number in [0, 1), got {gamma!r}")
 

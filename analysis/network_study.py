@@ -31,8 +31,21 @@ VARIED = ("slow_links", "stragglers")  # the [network] fractions a study can var
 
 def run_fractions(cfg: Any, out: Path, fractions: list[float], vary: tuple[str, ...] = VARIED,
                   progress: bool = False) -> dict[float, dict[str, History]]:
-    """{fraction: {variant label: history}}: the config's variants with each [network] field in
-    `vary` set to each fraction (the others as configured)."""
+    """The config's variants with each [network] field in `vary` set to each fraction (the others as
+    configured).
+
+    Parameters
+    ----------
+    cfg : a [[compare]] config with [network] enabled.
+    out : the output folder (a subfolder per fraction).
+    fractions : the values given to the varied fields.
+    vary : the [network] fields varied (slow_links, stragglers).
+    progress : whether to draw progress bars.
+
+    Returns
+    -------
+    dict {fraction: {variant label: history}}.
+    """
     from p2pfl.config import with_overrides
     from p2pfl.engine import run_compare
 
@@ -47,13 +60,34 @@ def run_fractions(cfg: Any, out: Path, fractions: list[float], vary: tuple[str, 
 
 
 def seconds_to(history: History, target: float) -> float | None:
-    """Simulated seconds at the first evaluation reaching `target` test accuracy (None: never)."""
+    """Simulated seconds at the first evaluation reaching `target` test accuracy.
+
+    Parameters
+    ----------
+    history : a run's metric records.
+    target : test accuracy in (0, 1].
+
+    Returns
+    -------
+    float, or None if never reached.
+    """
     return rounds_to_target(history, target, "sim_time_s")
 
 
 def table(results: dict[float, dict[str, History]], target: float, shown: float) -> str:
     """Markdown: per variant, the final accuracy and simulated seconds per round at fraction
-    `shown`, and the simulated seconds to `target` at each fraction."""
+    `shown`, and the simulated seconds to `target` at each fraction.
+
+    Parameters
+    ----------
+    results : {fraction: {variant label: history}}.
+    target : test accuracy in (0, 1].
+    shown : the fraction of the first columns.
+
+    Returns
+    -------
+    str.
+    """
     fractions = sorted(results)
     reach_heads = " | ".join(f"s to {target:.0%} @ {f:g}" for f in fractions)
     lines = [f"| variant | final acc @ {shown:g} | s/round @ {shown:g} | {reach_heads} |",
@@ -69,9 +103,25 @@ def table(results: dict[float, dict[str, History]], target: float, shown: float)
 def figure(results: dict[float, dict[str, History]], target: float, shown: float,
            path: Path, varied: str = "slow links and stragglers",
            title: str = "") -> list[Path]:
-    """Left: test accuracy against simulated time at fraction `shown`; right: seconds to
-    `target` against the slow fraction (a variant that never reaches it is left out there).
-    One legend below both panels; `title` above them."""
+    """Test accuracy against simulated time at fraction `shown` (left), and seconds to `target`
+    against the slow fraction (right).
+
+    A variant that never reaches the target is left out of the right panel. One legend below both
+    panels.
+
+    Parameters
+    ----------
+    results : {fraction: {variant label: history}}.
+    target : test accuracy in (0, 1].
+    shown : the fraction of the left panel.
+    path : the figure's path (PNG; a PDF beside it).
+    varied : what the fraction sets, for the x axis.
+    title : above the panels.
+
+    Returns
+    -------
+    list of the Paths written.
+    """
     fractions = sorted(results)
     fig, axes = plt.subplots(1, 2 if len(fractions) > 1 else 1,
                              figsize=(12 if len(fractions) > 1 else 7, 4.6), squeeze=False)
@@ -109,6 +159,17 @@ def figure(results: dict[float, dict[str, History]], target: float, shown: float
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The `python -m analysis.network_study` command: a [[compare]] config run at several slow
+    fractions, then its table and figure.
+
+    Parameters
+    ----------
+    argv : the arguments (default: sys.argv[1:]).
+
+    Returns
+    -------
+    int, the exit status: 0, or 2 after a one-line error.
+    """
     from p2pfl.config import ConfigError, load_config, parse_overrides
 
     parser = argparse.ArgumentParser(prog="python -m analysis.network_study",

@@ -13,7 +13,7 @@ from p2pfl.report.figures import plt, save
 
 
 def partition_summary(counts: np.ndarray) -> dict[str, Any]:
-    """Sizes and label skew of a partition from its label counts [nodes, classes].
+    """Sizes and label skew of a partition from its label counts.
 
     size_cv: std / mean of the node sizes (0: equal sizes). classes_per_node: classes a node
     holds at least one sample of, mean over nodes. effective_classes_per_node: exp of the
@@ -22,6 +22,14 @@ def partition_summary(counts: np.ndarray) -> dict[str, Any]:
     samples (which classes_per_node counts in full). top_class_share: the largest class's share
     of a node's data, mean over nodes. label_tv: total-variation distance between a node's label
     distribution and the pooled one, mean over nodes (0: IID labels; 1: disjoint).
+
+    Parameters
+    ----------
+    counts : [nodes, classes] samples of each class on each node.
+
+    Returns
+    -------
+    dict: nodes, samples, classes, the node sizes' min, median, mean, max, and the measures above.
     """
     counts = np.asarray(counts, dtype=np.int64)
     sizes = counts.sum(axis=1)
@@ -38,8 +46,20 @@ def partition_summary(counts: np.ndarray) -> dict[str, Any]:
 
 
 def plot_label_bars(counts: np.ndarray, path: str | Path, title: str = "") -> list[Path]:
-    """One stacked bar per node of its samples by class (counts [nodes, classes]); readable at
-    a hundred nodes and more (thin gaps, a tick every few nodes)."""
+    """One stacked bar per node of its samples by class.
+
+    Readable at a hundred nodes and more (thin gaps, a tick every few nodes).
+
+    Parameters
+    ----------
+    counts : [nodes, classes].
+    path : the figure's path (PNG; a PDF beside it).
+    title : the figure's title.
+
+    Returns
+    -------
+    list of the Paths written.
+    """
     counts = np.asarray(counts)
     nodes, classes = counts.shape
     colours = plt.get_cmap("tab10" if classes <= 10 else "tab20" if classes <= 20 else "turbo")

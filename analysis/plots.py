@@ -24,7 +24,23 @@ DRAW_MAX_NODES = 200  # draw_topology refuses larger graphs: nothing readable co
 
 
 def plot_runs(run_dirs: Sequence[str | Path], path: str | Path, title: str = "") -> list[Path]:
-    """Accuracy, loss and consensus distance vs round of several run directories on one figure."""
+    """Accuracy, loss and consensus distance vs round of several run directories on one figure.
+
+    Parameters
+    ----------
+    run_dirs : run directories (each named by its folder).
+    path : the figure's path (PNG; a PDF beside it).
+    title : the figure's title.
+
+    Returns
+    -------
+    list of the Paths written.
+
+    Raises
+    ------
+    FileNotFoundError
+        for a directory without metrics.jsonl.
+    """
     from p2pfl.report.plots import plot_histories
     from p2pfl.report.results import read_metrics
 
@@ -42,10 +58,23 @@ def plot_seed_bands(groups: Mapping[str, Sequence[Sequence[Mapping[str, Any]]]],
                     path: str | Path, title: str = "", metric: str = "test_acc",
                     ylabel: str = "test accuracy of the average / server model (%)"
                     ) -> list[Path]:
-    """One curve per label: the mean over its seeds of `metric` (x 100) at each evaluated round,
-    with a band from the lowest to the highest seed where there are several. `groups`: label ->
-    the histories (lists of per-round records) of its seeds. A seed that stopped early (diverged,
-    or still running) counts only in the rounds it reached."""
+    """One curve per label: the mean over its seeds of `metric` (x 100) at each evaluated round.
+
+    A band goes from the lowest to the highest seed where there are several. A seed that stopped
+    early (diverged, or still running) counts only in the rounds it reached.
+
+    Parameters
+    ----------
+    groups : {label: the histories (lists of per-round records) of its seeds}.
+    path : the figure's path (PNG; a PDF beside it).
+    title : the figure's title.
+    metric : the metrics key drawn.
+    ylabel : the y axis' label.
+
+    Returns
+    -------
+    list of the Paths written.
+    """
     fig, ax = plt.subplots(figsize=(9.5, 5))
     curves: list[tuple[np.ndarray, np.ndarray]] = []  # (rounds, mean) of each label
     shown: list[str] = []  # the labels of `curves`
@@ -99,10 +128,21 @@ def plot_seed_bands(groups: Mapping[str, Sequence[Sequence[Mapping[str, Any]]]],
 
 def plot_consensus(curves: Mapping[str, np.ndarray], path: str | Path,
                    ylabel: str = "consensus distance  mean_i ||x_i - x_bar||^2") -> list[Path]:
-    """One line per label of a per-round quantity ([T], e.g. `consensus_distance(trajectory)`)
-    on a log scale; exact zeros (exact consensus) are drawn at 1e-16. `ylabel` names what is
-    drawn: the default is the consensus distance; for `consensus_error` curves say so, e.g.
-    "consensus error  max_i |z_i - mean_i z_i(0)|"."""
+    """One line per label of a per-round quantity on a log scale.
+
+    Exact zeros (exact consensus) are drawn at 1e-16.
+
+    Parameters
+    ----------
+    curves : {label: [T] values}, e.g. `consensus_distance(trajectory)`.
+    path : the figure's path (PNG; a PDF beside it).
+    ylabel : names what is drawn: the default is the consensus distance; for `consensus_error`
+        curves say so, e.g. "consensus error  max_i |z_i - mean_i z_i(0)|".
+
+    Returns
+    -------
+    list of the Paths written.
+    """
     fig, ax = plt.subplots(figsize=(9, 4.5))
     exact = [label for label, v in curves.items() if (np.asarray(v, dtype=float) <= 0).any()]
     arrays = {label: np.maximum(np.asarray(v, dtype=float), ZERO_FLOOR)
@@ -127,7 +167,23 @@ def plot_consensus(curves: Mapping[str, np.ndarray], path: str | Path,
 
 
 def draw_topology(G: nx.Graph, path: str | Path, title: str = "") -> list[Path]:
-    """Nodes on a circle (0 at the top, clockwise), arrows for a DiGraph."""
+    """Nodes on a circle (0 at the top, clockwise), arrows for a DiGraph.
+
+    Parameters
+    ----------
+    G : the graph, at most DRAW_MAX_NODES nodes.
+    path : the figure's path (PNG; a PDF beside it).
+    title : the figure's title.
+
+    Returns
+    -------
+    list of the Paths written.
+
+    Raises
+    ------
+    ValueError
+        for more than DRAW_MAX_NODES nodes.
+    """
     n = G.number_of_nodes()
     if n > DRAW_MAX_NODES:
         raise ValueError(f"draw_topology draws at most {DRAW_MAX_NODES} nodes, got {n}")
@@ -143,7 +199,23 @@ def draw_topology(G: nx.Graph, path: str | Path, title: str = "") -> list[Path]:
 
 
 def plot_partition(counts: np.ndarray, path: str | Path, title: str = "") -> list[Path]:
-    """Heatmap of samples per (node, class): counts [nodes, classes]."""
+    """Heatmap of samples per (node, class).
+
+    Parameters
+    ----------
+    counts : [nodes, classes].
+    path : the figure's path (PNG; a PDF beside it).
+    title : the figure's title.
+
+    Returns
+    -------
+    list of the Paths written.
+
+    Raises
+    ------
+    ValueError
+        unless counts is 2-D.
+    """
     counts = np.asarray(counts)
     if counts.ndim != 2:
         raise ValueError(f"counts must be [nodes, classes], got shape {counts.shape}")
@@ -159,15 +231,35 @@ def plot_partition(counts: np.ndarray, path: str | Path, title: str = "") -> lis
 
 def label_counts(labels: np.ndarray, partition: Sequence[np.ndarray],
                  num_classes: int) -> np.ndarray:
-    """Samples per (node, class) -> [nodes, classes], from one index list per node (any
-    lengths, as `p2pfl.data.partition` returns)."""
+    """Samples per (node, class), from one index list per node.
+
+    Parameters
+    ----------
+    labels : [n] labels.
+    partition : one index array per node (any lengths, as `p2pfl.data.partition` returns).
+    num_classes : K.
+
+    Returns
+    -------
+    [nodes, K] int array.
+    """
     labels = np.asarray(labels)
     return np.stack([np.bincount(labels[np.asarray(row)], minlength=num_classes)
                      for row in partition])
 
 
 def plot_spectrum(matrices: Mapping[str, MatrixLike], path: str | Path) -> list[Path]:
-    """Eigenvalues of each W in the complex plane with the unit circle (dense, n <= DENSE_MAX)."""
+    """Eigenvalues of each W in the complex plane with the unit circle (dense, n <= DENSE_MAX).
+
+    Parameters
+    ----------
+    matrices : {label: W (a matrix or graph)}.
+    path : the figure's path (PNG; a PDF beside it).
+
+    Returns
+    -------
+    list of the Paths written.
+    """
     fig, ax = plt.subplots(figsize=(5.5, 5.5))
     theta = np.linspace(0, 2 * np.pi, 400)
     ax.plot(np.cos(theta), np.sin(theta), color="0.7", lw=0.8)

@@ -86,10 +86,20 @@ class Studies:
 
 
 def topology_metrics(config: dict[str, Any]) -> dict[str, Any]:
-    """Diameter, spectral gap per round and kind of the topology that the run of `config` (a
-    config.json) used, measured as the study measures it; None for each where it cannot be
-    rebuilt (a topology given as an object, a config of another version) or the algorithm
-    cannot use it."""
+    """Diameter, spectral gap per round and kind of the topology that the run of `config` used.
+
+    Measured as the study measures it.
+
+    Parameters
+    ----------
+    config : a run's config.json, as a dict.
+
+    Returns
+    -------
+    dict with diameter, spectral_gap_per_round and kind; None for each where the topology cannot
+    be rebuilt (a topology given as an object, a config of another version) or the algorithm
+    cannot use it.
+    """
     from analysis.study_measure import measure
     from p2pfl.config import ConfigError, config_from_dict
 
@@ -116,10 +126,21 @@ def _study_info(row: Row) -> dict[str, Any]:
 
 
 def run_records(paths: Sequence[str | Path], measure: bool = True) -> list[dict[str, Any]]:
-    """One dict per run and round of every run directory at or below `paths` (columns: FIRST,
-    then the round's metrics, then the run's config fields as "table.key"), and of every study
-    cell that reused one of them (module docstring). `measure`: measure the topology of a run
-    that belongs to no study (one measurement per distinct topology)."""
+    """One dict per run and round of every run directory at or below `paths`.
+
+    Columns: FIRST, then the round's metrics, then the run's config fields as "table.key"; also
+    the rows of every study cell that reused one of them (module docstring).
+
+    Parameters
+    ----------
+    paths : run directories or folders holding them.
+    measure : measure the topology of a run that belongs to no study (one measurement per
+        distinct topology).
+
+    Returns
+    -------
+    list of dict.
+    """
     from p2pfl.report.results import read_metrics
     from p2pfl.report.table import find_runs, read_config
 
@@ -153,7 +174,22 @@ def run_records(paths: Sequence[str | Path], measure: bool = True) -> list[dict[
 
 
 def load_runs(paths: str | Path | Sequence[str | Path], measure: bool = True) -> Any:
-    """`run_records` as a pandas.DataFrame: one row per run x round (see the module docstring)."""
+    """`run_records` as a pandas.DataFrame: one row per run x round (see the module docstring).
+
+    Parameters
+    ----------
+    paths : a run directory or folder, or several.
+    measure : as in `run_records`.
+
+    Returns
+    -------
+    pandas.DataFrame.
+
+    Raises
+    ------
+    ImportError
+        without pandas.
+    """
     try:
         import pandas as pd
     except ImportError:

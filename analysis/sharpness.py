@@ -36,10 +36,20 @@ def _dot(a: Params, b: Params) -> torch.Tensor:
 
 
 def hessian_vector_product(loss_fn: LossFn, params: Params, v: Params) -> Params:
-    """H v, H the Hessian of loss_fn at params (name -> tensor, same shapes as params).
+    """H v, H the Hessian of loss_fn at params.
 
     Reverse over reverse: the vector-Jacobian product of grad(loss_fn), which is H^T v = H v
     (H is symmetric). Forward-over-reverse (jvp of grad) fails on some losses' double backward.
+
+    Parameters
+    ----------
+    loss_fn : params -> scalar loss.
+    params : name -> tensor.
+    v : name -> tensor, the same shapes as params.
+
+    Returns
+    -------
+    Params, name -> tensor, the same shapes as params.
     """
     _, pullback = vjp(grad(loss_fn), params)
     return pullback(v)[0]
@@ -49,9 +59,21 @@ def hessian_top_eigenvalue(loss_fn: LossFn, params: Params, iters: int = 100,
                            tol: float = 1e-6, seed: int = 0) -> float:
     """Eigenvalue of largest modulus of the Hessian of loss_fn at params, by power iteration.
 
-    Returns the Rayleigh quotient v^T H v of the converged unit vector (signed; for a trained
-    network it is the largest positive curvature). Stops when two successive estimates differ
-    by at most tol * |estimate|, or after `iters` Hessian-vector products.
+    Stops when two successive estimates differ by at most tol * |estimate|, or after `iters`
+    Hessian-vector products.
+
+    Parameters
+    ----------
+    loss_fn : params -> scalar loss.
+    params : name -> tensor.
+    iters : most Hessian-vector products.
+    tol : relative tolerance between successive estimates.
+    seed : the seed of the random start.
+
+    Returns
+    -------
+    float, the Rayleigh quotient v^T H v of the converged unit vector (signed; for a trained
+    network it is the largest positive curvature).
     """
     params = {k: p.detach() for k, p in params.items()}
     gen = torch.Generator().manual_seed(seed)
@@ -76,7 +98,20 @@ def hessian_top_eigenvalue(loss_fn: LossFn, params: Params, iters: int = 100,
 def model_loss(model: nn.Module, x: torch.Tensor, y: torch.Tensor,
                criterion: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] = F.cross_entropy,
                batch_size: int = 1000) -> LossFn:
-    """params -> mean criterion(model(x), y) over all samples, for hessian_top_eigenvalue."""
+    """params -> mean criterion(model(x), y) over all samples, for hessian_top_eigenvalue.
+
+    Parameters
+    ----------
+    model : the module (its buffers are used as they are).
+    x : [S, ...] inputs.
+    y : [S] labels.
+    criterion : (outputs, labels) -> mean loss.
+    batch_size : samples per forward pass.
+
+    Returns
+    -------
+    LossFn, params -> 0-dim tensor.
+    """
     buffers = dict(model.named_buffers())
 
     def loss(params: Params) -> torch.Tensor:
@@ -101,9 +136,21 @@ def _evaluate_stacked(model: nn.Module, stacked: Params, x: torch.Tensor, y: tor
 def interpolate(model: nn.Module, params_a: Params, params_b: Params, x: torch.Tensor,
                 y: torch.Tensor, alphas: Sequence[float] | None = None, batch_size: int = 1000,
                 chunk: int = 16) -> dict[str, np.ndarray]:
-    """Loss and accuracy at ``(1 - a) params_a + a params_b`` for each a (default -0.5..1.5).
+    """Loss and accuracy at ``(1 - a) params_a + a params_b`` for each a.
 
-    Returns {'alpha': [k], 'loss': [k], 'acc': [k]}.
+    Parameters
+    ----------
+    model : the module.
+    params_a, params_b : name -> tensor, the two ends.
+    x : [S, ...] inputs.
+    y : [S] labels.
+    alphas : the a (default -0.5..1.5 in 21 steps).
+    batch_size : samples per forward pass.
+    chunk : models evaluated at once.
+
+    Returns
+    -------
+    dict {'alpha': [k], 'loss': [k], 'acc': [k]}.
     """
     a = np.linspace(-0.5, 1.5, 21) if alphas is None else np.asarray(alphas, dtype=float)
     coef = torch.as_tensor(a, dtype=next(iter(params_a.values())).dtype)
@@ -117,7 +164,17 @@ def interpolate(model: nn.Module, params_a: Params, params_b: Params, x: torch.T
 
 def filter_normalized_direction(params: Params, generator: torch.Generator) -> Params:
     """Random Gaussian direction, each filter rescaled to the norm of the same filter of params
-    (Li et al. 2018); parameters with fewer than 2 dimensions get 0."""
+    (Li et al. 2018); parameters with fewer than 2 dimensions get 0.
+
+    Parameters
+    ----------
+    params : name -> tensor.
+    generator : the torch.Generator of the draw.
+
+    Returns
+    -------
+    Params, name -> tensor, the same shapes as params.
+    """
     direction = {}
     for k, p in params.items():
         d = torch.randn(p.shape, generator=generator, dtype=p.dtype).to(p.device)
@@ -135,8 +192,24 @@ def landscape_2d(model: nn.Module, params: Params, x: torch.Tensor, y: torch.Ten
                  chunk: int = 16) -> dict[str, np.ndarray]:
     """Loss and accuracy on the grid ``params + a d1 + b d2``, a, b in [-span, span].
 
-    Returns {'alpha': [steps], 'beta': [steps], 'loss': [steps, steps], 'acc': [steps, steps]}
-    with loss[i, j] at (alpha[i], beta[j]).
+    d1, d2 are filter-normalised random directions (`filter_normalized_direction`).
+
+    Parameters
+    ----------
+    model : the module.
+    params : name -> tensor, the centre.
+    x : [S, ...] inputs.
+    y : [S] labels.
+    span : half-width of the grid.
+    steps : grid points per axis.
+    seed : the seed of the directions.
+    batch_size : samples per forward pass.
+    chunk : models evaluated at once.
+
+    Returns
+    -------
+    dict {'alpha': [steps], 'beta': [steps], 'loss': [steps, steps], 'acc': [steps, steps]} with
+    loss[i, j] at (alpha[i], beta[j]).
     """
     gen = torch.Generator().manual_seed(seed)
     d1 = filter_normalized_direction(params, gen)
@@ -165,7 +238,24 @@ class RunModel:
 
 
 def load_run(run_dir: str | Path, device: str = "cpu") -> RunModel:
-    """Read config.json and final.pt of a run directory; rebuild its model and dataset."""
+    """Read config.json and final.pt of a run directory; rebuild its model and dataset.
+
+    Parameters
+    ----------
+    run_dir : a finished run directory.
+    device : where the model goes.
+
+    Returns
+    -------
+    RunModel, the config, model, final average parameters and dataset.
+
+    Raises
+    ------
+    FileNotFoundError
+        when config.json or final.pt is missing.
+    ValueError
+        when final.pt lacks parameters of the model.
+    """
     from p2pfl.config import config_from_dict
     from p2pfl.core.models import build_model
     from p2pfl.core.seeding import stream_seed
@@ -196,8 +286,22 @@ def run_sharpness(run_dir: str | Path, samples: int = 1000, iters: int = 50, see
     """Sharpness numbers of a run's final average model.
 
     The Hessian is that of the mean cross-entropy over `samples` training samples drawn with
-    `seed`; test loss and accuracy are over the whole test set. With landscape_steps > 0 the
-    result also holds a landscape_2d slice on the test set.
+    `seed`; test loss and accuracy are over the whole test set.
+
+    Parameters
+    ----------
+    run_dir : a finished run directory.
+    samples : training samples of the Hessian's loss.
+    iters : most Hessian-vector products.
+    seed : the seed of the samples and the power iteration.
+    landscape_steps : > 0: the result also holds a landscape_2d slice on the test set, this many
+        points per axis.
+    span : the slice's half-width.
+    device : where the model goes.
+
+    Returns
+    -------
+    dict: hessian_top_eigenvalue, train_loss, test_loss, test_acc, samples (and landscape).
     """
     run = load_run(run_dir, device)
     ds = run.dataset

@@ -31,8 +31,15 @@ def _sort_by_modulus(ev: np.ndarray) -> np.ndarray:
 def eigenvalues(W: MatrixLike, k: int | None = None) -> np.ndarray:
     """Eigenvalues of W sorted by modulus, largest first (ties: larger real part first).
 
-    Real (float64) for a symmetric W, complex otherwise. Dense W: all n (or the first k).
-    Sparse W with n > DENSE_MAX: the k (default 6) of largest modulus, by ARPACK.
+    Parameters
+    ----------
+    W : a graph (its natural matrix) or an [n, n] matrix.
+    k : eigenvalues returned. Dense W: all n (or the first k). Sparse W with n > DENSE_MAX: the k
+        (default 6) of largest modulus, by ARPACK.
+
+    Returns
+    -------
+    array, real (float64) for a symmetric W, complex otherwise.
     """
     W = as_matrix(W)
     n = W.shape[0]
@@ -55,14 +62,27 @@ def _require_strongly_connected(W: Matrix, what: str) -> None:
 
 
 def perron_vector(W: MatrixLike, tol: float = 1e-12) -> np.ndarray:
-    """Right Perron vector pi of a column-stochastic W: ``W pi = pi``, ``sum(pi) = 1`` ([n]).
+    """Right Perron vector pi of a column-stochastic W: ``W pi = pi``, ``sum(pi) = 1``.
 
-    The stationary weights of Push-Sum: ``x(t) -> pi * sum(x(0))``, ``w(t) -> n * pi``.
-    ValueError if the graph of W is not strongly connected: then pi is not unique (several sink
-    components) or has zeros (one sink component keeps all the mass), and Push-Sum does not
-    reach the average. Dense W: LAPACK. Sparse W: ARPACK for the one eigenvalue of largest
-    modulus of the lazy ``(I + W) / 2`` (same pi; 1 is its only eigenvalue of modulus 1), to
-    relative residual `tol`.
+    The stationary weights of Push-Sum: ``x(t) -> pi * sum(x(0))``, ``w(t) -> n * pi``. Dense W:
+    LAPACK. Sparse W: ARPACK for the one eigenvalue of largest modulus of the lazy ``(I + W) / 2``
+    (same pi; 1 is its only eigenvalue of modulus 1), to relative residual `tol`.
+
+    Parameters
+    ----------
+    W : a graph or an [n, n] column-stochastic matrix.
+    tol : relative residual of the sparse solver.
+
+    Returns
+    -------
+    [n] float64 array, non-negative, summing to 1.
+
+    Raises
+    ------
+    ValueError
+        if the graph of W is not strongly connected: then pi is not unique (several sink
+        components) or has zeros (one sink component keeps all the mass), and Push-Sum does not
+        reach the average; or if W has no non-negative Perron vector.
     """
     W = as_matrix(W)
     _require_strongly_connected(W, "the Perron vector")
@@ -97,6 +117,14 @@ def slem(W: MatrixLike) -> float:
     Sparse W: symmetric, Lanczos on ``x -> W x - mean(x)`` (see _slem_symmetric_sparse);
     otherwise the largest modulus ARPACK finds for ``B x = W x - pi sum(x)`` (pi the Perron
     vector), see _slem_nonsymmetric_sparse.
+
+    Parameters
+    ----------
+    W : a graph or an [n, n] stochastic matrix.
+
+    Returns
+    -------
+    float in [0, 1] (0 for n <= 1).
     """
     W = as_matrix(W)
     n = W.shape[0]
@@ -164,7 +192,16 @@ def _slem_symmetric_sparse(W: sp.csr_array, v0: np.ndarray) -> float:
 
 
 def spectral_gap(W: MatrixLike) -> float:
-    """1 - slem(W)."""
+    """1 - slem(W).
+
+    Parameters
+    ----------
+    W : a graph or an [n, n] stochastic matrix.
+
+    Returns
+    -------
+    float in [0, 1].
+    """
     return 1.0 - slem(W)
 
 
@@ -174,6 +211,14 @@ def ergodicity_coefficient(W: MatrixLike) -> float:
     ``tau(W) = 1 - min_{i,j} sum_k min(W[k, i], W[k, j])``: how far two senders' columns are
     from sharing their recipients. ``slem(W) <= tau(W)`` and ``tau(AB) <= tau(A) tau(B)``;
     tau = 1 exactly when two senders have no common recipient (one step of a sparse graph).
+
+    Parameters
+    ----------
+    W : a graph or an [n, n] column-stochastic matrix.
+
+    Returns
+    -------
+    float in [0, 1].
     """
     W = as_matrix(W)
     n = W.shape[0]
@@ -206,9 +251,22 @@ def mixing_time(W: MatrixLike, eps: float = 1e-3, max_rounds: int = 10**6) -> in
     t below ``ln(1/eps) / ln(1/slem)`` can qualify; from there the norm is checked round by
     round (for a normal W the first candidate is the answer). Sparse W (n > DENSE_MAX): the
     candidate ``ceil(ln(1/eps) / ln(1/slem))`` itself, exact for normal W.
-    None when W never mixes (slem = 1): its graph is not strongly connected
-    (`why_not_strongly_connected` says how) or it is periodic. ValueError if eps is not in
-    (0, 1) or no t <= max_rounds qualifies.
+
+    Parameters
+    ----------
+    W : a graph or an [n, n] stochastic matrix.
+    eps : tolerance, in (0, 1).
+    max_rounds : largest t checked.
+
+    Returns
+    -------
+    int, or None when W never mixes (slem = 1): its graph is not strongly connected
+    (`why_not_strongly_connected` says how) or it is periodic.
+
+    Raises
+    ------
+    ValueError
+        if eps is not in (0, 1) or no t <= max_rounds qualifies.
     """
     if not 0 < eps < 1:
         raise ValueError(f"eps must be in (0, 1), got {eps}")
@@ -231,9 +289,24 @@ def mixing_time(W: MatrixLike, eps: float = 1e-3, max_rounds: int = 10**6) -> in
 def algebraic_connectivity(G: nx.Graph, weight: str | None = None) -> float:
     """Second-smallest eigenvalue mu_2 of the Laplacian L = D - A of an undirected graph.
 
-    mu_2 > 0 iff G is connected (Fiedler 1973). Unweighted unless `weight` names an edge
-    attribute. Dense for n <= DENSE_MAX, else shift-invert Lanczos on L. ValueError on a DiGraph
-    (use the Push-Sum slem for directed graphs).
+    mu_2 > 0 iff G is connected (Fiedler 1973). Dense for n <= DENSE_MAX, else shift-invert
+    Lanczos on L.
+
+    Parameters
+    ----------
+    G : an undirected networkx graph.
+    weight : the edge attribute of the weights; None: unweighted.
+
+    Returns
+    -------
+    float (0 for fewer than 2 nodes).
+
+    Raises
+    ------
+    TypeError
+        for anything but a networkx graph.
+    ValueError
+        on a DiGraph (use the Push-Sum slem for directed graphs).
     """
     if not isinstance(G, nx.Graph):
         raise TypeError(f"algebraic_connectivity takes a networkx graph, got {type(G).__name__}")

@@ -76,9 +76,20 @@ class StudyResult:
 
 def rounds_to_target(history: History, target: float, key: str = "round",
                      metric: str = "test_acc") -> Any:
-    """First round whose average model reaches `target`: test accuracy >= target, or with
-    `metric` = "test_loss", test loss <= target (`key` = "sim_time_s": its simulated time, in
-    runs with [network] enabled); else None."""
+    """First round whose average model reaches `target`.
+
+    Parameters
+    ----------
+    history : a run's metric records.
+    target : the level to reach.
+    key : what to return of that round: "round", or "sim_time_s" for its simulated time (runs
+        with [network] enabled).
+    metric : "test_acc" (reached at >= target) or "test_loss" (reached at <= target).
+
+    Returns
+    -------
+    the round's `key` value, or None if never reached.
+    """
     reached = ((lambda v: v >= target) if metric == "test_acc" else (lambda v: v <= target))
     return next((r.get(key) for r in history
                  if r.get(metric) is not None and reached(r[metric])), None)
@@ -163,8 +174,8 @@ def _named(algorithm: Algorithm | None, entry: Entry, step: Callable[..., Any],
 
 def common_target(rows: list[dict[str, Any]], target: float | None = None,
                   target_loss: float | None = None) -> tuple[str, float | None, str]:
-    """(metric, value, how it was chosen) of the study's one target: the accuracy `target` or the
-    loss `target_loss` given, else TARGET_FRACTION (0.9) of the best mean final accuracy.
+    """The study's one target: the accuracy `target` or the loss `target_loss` given, else
+    TARGET_FRACTION (0.9) of the best mean final accuracy.
 
     The default asks "how many rounds until a run is within 10 % of what the best algorithm and
     topology of this study reach": the best (algorithm, topology) is the one whose final
@@ -172,7 +183,18 @@ def common_target(rows: list[dict[str, Any]], target: float | None = None,
     and the value is rounded down to 0.01 %. Unlike the best accuracy of the weakest run (the
     earlier default, reached by construction, often in the last round), it is a level that the
     well connected topologies reach early and the poorly connected ones late or never (those
-    runs are censored: analysis.study_results, analysis.study_rank)."""
+    runs are censored: analysis.study_results, analysis.study_rank).
+
+    Parameters
+    ----------
+    rows : the study's rows.
+    target : a test accuracy in (0, 1], or None.
+    target_loss : a test loss > 0, or None.
+
+    Returns
+    -------
+    tuple (metric, value or None when no run finished, how it was chosen).
+    """
     from analysis.study_results import means
 
     if target is not None:
@@ -199,15 +221,34 @@ def run(cfg: Any, topologies: Sequence[Any] | Mapping[str, Any], out_dir: str | 
     """Run every cell (algorithm, topology or sweep value, seed) into out_dir (see the module
     docstring) and return the study's rows, means, histories, target and files.
 
-    topologies: spec strings ('name' or 'name:key=value:...'), tables of [topology] fields, or
-    {label: spec, table, topology object or factory (a callable taking class_counts:
-    analysis.study_measure)}. algorithms: names or tables of [algorithm] fields (default: the
-    config's algorithm). seeds: default [cfg.seed]. target (a test accuracy) or target_loss (a
-    test loss): the common target of 'rounds to target'; default: `common_target`. progress:
-    one bar over all cells (rounds/s, ETA). stack: cells run at once as one stacked population
-    (p2pfl.engine.stacked: the same numbers; faster on a GPU, not on a CPU, whose cores a
-    single run already fills). gamma: the decay of the effective number of neighbours, in
-    [0, 1). x: the metrics on the x axes of convergence_vs_topology (study_measure.METRICS).
+    Parameters
+    ----------
+    cfg : the experiment's config (without [[compare]]).
+    topologies : spec strings ('name' or 'name:key=value:...'), tables of [topology] fields, or
+        {label: spec, table, topology object or factory (a callable taking class_counts:
+        analysis.study_measure)}.
+    out_dir : the study's folder (each cell in OUT/<label>/seed<k>).
+    seeds : default [cfg.seed].
+    sweeps : values of one field swept, each value a cell.
+    algorithms : names or tables of [algorithm] fields (default: the config's algorithm).
+    target : a test accuracy, the common target of 'rounds to target'; default: `common_target`.
+    target_loss : a test loss, instead of `target`.
+    progress : one bar over all cells (rounds/s, ETA).
+    stack : cells run at once as one stacked population (p2pfl.engine.stacked: the same numbers;
+        faster on a GPU, not on a CPU, whose cores a single run already fills).
+    gamma : the decay of the effective number of neighbours, in [0, 1).
+    x : the metrics on the x axes of convergence_vs_topology (study_measure.METRICS).
+    echo : prints the study's lines (skipped and repeated cells).
+
+    Returns
+    -------
+    StudyResult.
+
+    Raises
+    ------
+    ConfigError
+        naming the argument or field that is refused, both targets given, or no cell that can
+        run.
     """
     from analysis.study_measure import check_gamma, check_x
     from analysis.study_rank import rank_correlations

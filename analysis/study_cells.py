@@ -35,7 +35,16 @@ class Planned:
 
 
 def cell_name(run: Planned) -> str:
-    """'<algorithm> on <topology> (seed k)'."""
+    """'<algorithm> on <topology> (seed k)'.
+
+    Parameters
+    ----------
+    run : a planned cell.
+
+    Returns
+    -------
+    str.
+    """
     return f"{run.algorithm} on {run.entry.label} (seed {run.seed})"
 
 
@@ -142,7 +151,17 @@ def _end(run: Planned, row: dict[str, Any], bar: Progress, echo: Callable[[str],
 
 
 def groups(planned: list[Planned], size: int) -> list[list[Planned]]:
-    """The cells in order, in groups of `size` cells that run (a skipped cell joins a group)."""
+    """The cells in order, in groups of `size` cells that run (a skipped cell joins a group).
+
+    Parameters
+    ----------
+    planned : the cells.
+    size : cells run at once.
+
+    Returns
+    -------
+    list of lists of cells.
+    """
     groups: list[list[Planned]] = [[]]
     for cell in planned:
         if sum(c.metrics is not None for c in groups[-1]) == size and cell.metrics is not None:
@@ -154,7 +173,20 @@ def groups(planned: list[Planned], size: int) -> list[list[Planned]]:
 def run_cells(cells: list[Planned], bar: Progress, echo: Callable[[str], None]
                ) -> list[tuple[dict[str, Any], History | None]]:
     """Rows and histories of `cells`, their runs stacked (p2pfl.engine.stacked) when there are
-    several to run; a run's error other than a divergence is raised after all have ended."""
+    several to run.
+
+    A run's error other than a divergence is raised after all have ended.
+
+    Parameters
+    ----------
+    cells : the cells of one group.
+    bar : the study's progress bar.
+    echo : prints the study's lines.
+
+    Returns
+    -------
+    list of (row, history or None), one per cell.
+    """
     from p2pfl.engine import DivergenceError, run_stacked
     from p2pfl.engine import run as run_experiment
 

@@ -81,8 +81,22 @@ def _name(m: dict[str, Any], color_by: str) -> str:
 
 def plot_curves(means: list[dict[str, Any]], histories: dict[tuple[str, str, int], Any],
                 color_by: str, path: Path, title: str = "", gamma: float = 0.9) -> list[Path]:
-    """Test accuracy and consensus distance per round, one curve per topology of one algorithm
-    (`means` rows of it), coloured by the metric `color_by` (analysis.study_measure.METRICS)."""
+    """Test accuracy and consensus distance per round, one curve per topology of one algorithm,
+    coloured by the metric `color_by`.
+
+    Parameters
+    ----------
+    means : the mean rows of the algorithm's topologies.
+    histories : {(algorithm, label, seed): per-round records}.
+    color_by : a key of analysis.study_measure.METRICS.
+    path : the figure's path (PNG; a PDF beside it).
+    title : the figure's title.
+    gamma : the decay of the effective number of neighbours (for the colour bar's label).
+
+    Returns
+    -------
+    list of the Paths written.
+    """
     shown = [m for m in means if m["status"] == "ok" and _mean(m, color_by) is not None]
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.8), layout="constrained")
     values = [_mean(m, color_by) for m in shown]

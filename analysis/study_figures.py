@@ -26,10 +26,27 @@ CURVES = {"diameter": "curves_by_diameter", "spectral_gap_per_round": "curves_by
 
 def plot_sweep(means: list[dict[str, Any]], sweep: str, path: Path, target: float | None,
                rounds: int, title: str = "", metric: str = "test_acc") -> list[Path]:
-    """1 x 3 for one sweep: final accuracy and rounds to target (a series per algorithm; a
-    lower bound, where some seeds never reached the target, drawn with an upward arrow), and
-    diameter (left axis) with spectral gap per round (right axis, log) against the swept value;
-    error bars ± sd over seeds."""
+    """1 x 3 for one sweep: final accuracy, rounds to target, and the topology's diameter and
+    spectral gap against the swept value.
+
+    Rounds to target: a series per algorithm; a lower bound, where some seeds never reached the
+    target, drawn with an upward arrow. Diameter on the left axis, spectral gap per round on the
+    right (log). Error bars ± sd over seeds.
+
+    Parameters
+    ----------
+    means : the study's mean rows.
+    sweep : the sweep's label.
+    path : the figure's path (PNG; a PDF beside it).
+    target : the common target, or None.
+    rounds : the longest run's rounds (where censored points are drawn).
+    title : the figure's title.
+    metric : "test_acc" or "test_loss", the target's metric.
+
+    Returns
+    -------
+    list of the Paths written.
+    """
     rows = [m for m in means if m["sweep"] == sweep and m["status"] == "ok"]
     algorithms = list(dict.fromkeys(m.get("algorithm", "") for m in rows))
     vary = rows[0]["vary"] if rows else "value"
@@ -103,7 +120,18 @@ def plot_sweep(means: list[dict[str, Any]], sweep: str, path: Path, target: floa
 
 
 def plot_study(result: Any, out: Path, title: str = "") -> list[Path]:
-    """Every figure of a StudyResult into `out`; none if no run finished."""
+    """Every figure of a StudyResult into `out`.
+
+    Parameters
+    ----------
+    result : the StudyResult.
+    out : the figure folder.
+    title : the figures' title.
+
+    Returns
+    -------
+    list of the Paths written; none if no run finished.
+    """
     means = [m for m in result.means if m["status"] == "ok"]
     if not means:
         return []

@@ -79,13 +79,39 @@ DEFAULT_X = ("diameter", "spectral_gap_per_round")  # the x axes of convergence_
 
 
 def metric_label(key: str, gamma: float = GAMMA, head: bool = False) -> str:
-    """The axis label (or, with `head`, the table header) of metric `key`."""
+    """The axis label (or, with `head`, the table header) of metric `key`.
+
+    Parameters
+    ----------
+    key : a key of METRICS.
+    gamma : the decay of the effective number of neighbours, put in the label.
+    head : the table header instead of the axis label.
+
+    Returns
+    -------
+    str.
+    """
     m = METRICS[key]
     return (m.head if head else m.axis).format(gamma=gamma)
 
 
 def check_gamma(gamma: Any, where: str = "study.gamma") -> float:
-    """The decay of the effective number of neighbours: a number in [0, 1)."""
+    """The decay of the effective number of neighbours, checked.
+
+    Parameters
+    ----------
+    gamma : a number in [0, 1).
+    where : the field's name, for the error.
+
+    Returns
+    -------
+    float.
+
+    Raises
+    ------
+    ConfigError
+        naming `where` unless gamma is a number in [0, 1).
+    """
     if isinstance(gamma, bool) or not isinstance(gamma, int | float) or not 0 <= gamma < 1:
         raise ConfigError(where, f"must be a number in [0, 1) (the decay of the effective "
                           f"number of neighbours), got {gamma!r}")
@@ -93,7 +119,22 @@ def check_gamma(gamma: Any, where: str = "study.gamma") -> float:
 
 
 def check_x(x: Any, where: str = "x") -> tuple[str, ...]:
-    """The metrics on the x axes of convergence_vs_topology: one or more names of METRICS."""
+    """The metrics on the x axes of convergence_vs_topology, checked.
+
+    Parameters
+    ----------
+    x : a name of METRICS, or a list of them.
+    where : the field's name, for the error.
+
+    Returns
+    -------
+    tuple of str.
+
+    Raises
+    ------
+    ConfigError
+        naming `where` for no name or a name not in METRICS.
+    """
     names = [x] if isinstance(x, str) else list(x) if isinstance(x, list | tuple) else []
     if not names:
         raise ConfigError(where, f"must name one or more metrics ({', '.join(METRICS)}), got "
@@ -106,8 +147,17 @@ def check_x(x: Any, where: str = "x") -> tuple[str, ...]:
 
 
 def is_factory(obj: object) -> bool:
-    """Whether `obj` is a topology factory: a callable (not a graph or schedule) whose
-    signature names `class_counts`."""
+    """Whether `obj` is a topology factory: a callable (not a graph or schedule) whose signature
+    names `class_counts`.
+
+    Parameters
+    ----------
+    obj : anything.
+
+    Returns
+    -------
+    bool.
+    """
     import networkx as nx
 
     import topologies as T
@@ -121,8 +171,25 @@ def is_factory(obj: object) -> bool:
 
 
 def from_factory(factory: Callable[..., object], cfg: Any, counts: np.ndarray) -> object:
-    """The topology object `factory` builds for the run of `cfg` from its class counts
-    [n, K] (with its n and topology seed, where the factory names them)."""
+    """The topology object `factory` builds for the run of `cfg` from its class counts.
+
+    The factory is given n and the topology seed too, where it names them.
+
+    Parameters
+    ----------
+    factory : a callable taking class_counts (and n, seed).
+    cfg : the cell's config.
+    counts : [n, K] the run's class counts.
+
+    Returns
+    -------
+    the topology object.
+
+    Raises
+    ------
+    UserCodeError
+        when the factory fails.
+    """
     from p2pfl.core.seeding import stream_seed
     from p2pfl.errors import UserCodeError
 
@@ -154,9 +221,27 @@ class Partitions:
 
 def cell_schedule(cfg: Any, algorithm: Any, obj: object | None,
                   counts: np.ndarray | None = None) -> tuple[Any, dict[str, Any] | None]:
-    """(the schedule the run of cfg builds, the record of `obj`: None for a named topology) on
-    `obj` if given (checked as `p2pfl.run` checks it), else the named one (built from `counts`
-    where it takes the partition); a wrong parameter or object is a ConfigError."""
+    """The schedule the run of cfg builds, on `obj` if given, else the named one.
+
+    `obj` is checked as `p2pfl.run` checks it; the named one is built from `counts` where it
+    takes the partition.
+
+    Parameters
+    ----------
+    cfg : the cell's config.
+    algorithm : the cell's algorithm.
+    obj : a topology object, or None.
+    counts : [n, K] the run's class counts, or None.
+
+    Returns
+    -------
+    tuple (schedule, the record of `obj`: None for a named topology).
+
+    Raises
+    ------
+    ConfigError
+        for a wrong parameter or object.
+    """
     from p2pfl.engine import schedule_for
     from p2pfl.objects.topology import resolve_topology
 
@@ -167,8 +252,19 @@ def cell_schedule(cfg: Any, algorithm: Any, obj: object | None,
 
 
 def heterogeneity(schedule: Any, mixing: str, counts: np.ndarray, rounds: int) -> float | None:
-    """Mean of tau(W(t)) (`neighborhood_heterogeneity`) over rounds 0..rounds-1 with the class
-    proportions of `counts` [n, K]; None where it is undefined (module docstring)."""
+    """Mean of tau(W(t)) (`neighborhood_heterogeneity`) over rounds 0..rounds-1.
+
+    Parameters
+    ----------
+    schedule : the cell's schedule.
+    mixing : "column_stochastic" or "doubly_stochastic".
+    counts : [n, K] the run's class counts (their proportions are used).
+    rounds : rounds averaged.
+
+    Returns
+    -------
+    float, or None where it is undefined (module docstring).
+    """
     import topologies as T
     from analysis.neighbors import neighborhood_heterogeneity
 
@@ -187,10 +283,24 @@ def heterogeneity(schedule: Any, mixing: str, counts: np.ndarray, rounds: int) -
 
 def measure(cfg: Any, obj: object | None = None, counts: np.ndarray | None = None,
             gamma: float = GAMMA) -> dict[str, Any] | str:
-    """The metrics of the module docstring (`summary`'s keys, `heterogeneity`, `object_class`,
-    `fingerprint`) of the schedule and mixing the run of cfg uses, on `obj` if given; or why
-    the algorithm cannot use it (not connected, wrong mixing). `counts`: the run's class counts
-    (default: computed where the topology needs them; without them, no heterogeneity)."""
+    """The metrics of the schedule and mixing the run of cfg uses, on `obj` if given.
+
+    The metrics of the module docstring: `summary`'s keys, `heterogeneity`, `object_class`,
+    `fingerprint`.
+
+    Parameters
+    ----------
+    cfg : the cell's config.
+    obj : a topology object or factory, or None.
+    counts : the run's class counts (default: computed where the topology needs them; without
+        them, no heterogeneity).
+    gamma : the decay of the effective number of neighbours.
+
+    Returns
+    -------
+    dict of the metrics, or str: why the algorithm cannot use the topology (not connected, wrong
+    mixing).
+    """
     from algorithms import ALGORITHMS
     from analysis.matrices import DENSE_MAX
     from analysis.summary import summary

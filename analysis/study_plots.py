@@ -49,7 +49,17 @@ def _key(m: dict[str, Any]) -> tuple[str, str]:
 
 
 def target_label(target: float | None, metric: str = "test_acc") -> str:
-    """The y label of rounds to the study's target."""
+    """The y label of rounds to the study's target.
+
+    Parameters
+    ----------
+    target : the common target, or None.
+    metric : "test_acc" or "test_loss".
+
+    Returns
+    -------
+    str.
+    """
     if target is None:
         return RESULTS["rounds_to_target"]
     if metric == "test_loss":
@@ -58,9 +68,20 @@ def target_label(target: float | None, metric: str = "test_acc") -> str:
 
 
 def special(m: dict[str, Any], key: str) -> tuple[str, float] | None:
-    """(label, order) of the column past the break where `m` is drawn on the axis of `key`, or
-    None for a point on the numeric range: an exact-averaging topology on a gap axis, a
-    topology that never averages exactly on the axis of rounds to exact averaging."""
+    """Where a mean row is drawn past the axis break of `key`, if it is.
+
+    An exact-averaging topology on a gap axis, a topology that never averages exactly on the axis
+    of rounds to exact averaging.
+
+    Parameters
+    ----------
+    m : a mean row.
+    key : the x metric.
+
+    Returns
+    -------
+    tuple (label, order) of the column past the break, or None for a point on the numeric range.
+    """
     exact = m.get("exact_averaging_rounds_mean")
     if key in GAPS and exact is not None and math.isfinite(exact) and _mean(m, key) is not None:
         return f"{exact:g} rd{'s' * (exact != 1)}", -exact
@@ -164,9 +185,26 @@ def plot_convergence_vs_topology(means: list[dict[str, Any]], path: Path, target
                                  gamma: float = 0.9, note: str = "",
                                  correlations: tuple[dict[str, Any], ...] = ()) -> list[Path]:
     """2 x len(x): final accuracy and rounds to `target` against each metric of `x` (module
-    docstring); `note`: how the target was chosen (the caption); `correlations`: the rank
-    correlations (analysis.study_rank), Kendall's tau of each metric with rounds to target
-    above its panel."""
+    docstring).
+
+    Parameters
+    ----------
+    means : the study's mean rows.
+    path : the figure's path (PNG; a PDF beside it).
+    target : the common target, or None.
+    rounds : the longest run's rounds (where censored points are drawn).
+    title : the figure's title.
+    metric : "test_acc" or "test_loss", the target's metric.
+    x : the metrics on the x axes.
+    gamma : the decay of the effective number of neighbours.
+    note : how the target was chosen (the caption).
+    correlations : the rank correlations (analysis.study_rank), Kendall's tau of each metric with
+        rounds to target above its panel.
+
+    Returns
+    -------
+    list of the Paths written.
+    """
     means = [m for m in means if m["status"] == "ok"]
     algorithms = list(dict.fromkeys(m.get("algorithm", "") for m in means))
     topologies = list(dict.fromkeys(m["label"] for m in means))

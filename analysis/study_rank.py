@@ -42,9 +42,19 @@ def _ranked(values: list[float]) -> list[float]:
 
 
 def correlation(x: list[float], y: list[float]) -> dict[str, float | None]:
-    """Kendall's tau-b and Spearman's rho of the pairs (x, y), with their p-values; inf ranks
-    after every finite value (ties among the infinite). None where undefined: fewer than
-    MIN_POINTS pairs, or x or y constant."""
+    """Kendall's tau-b and Spearman's rho of the pairs (x, y), with their p-values.
+
+    inf ranks after every finite value (ties among the infinite).
+
+    Parameters
+    ----------
+    x, y : the paired values.
+
+    Returns
+    -------
+    dict with kendall_tau, kendall_p, spearman_rho, spearman_p; None where undefined: fewer than
+    MIN_POINTS pairs, or x or y constant.
+    """
     from scipy.stats import kendalltau, spearmanr
 
     out: dict[str, float | None] = dict.fromkeys(("kendall_tau", "kendall_p", "spearman_rho",
@@ -74,10 +84,19 @@ def _cells(rows: list[dict[str, Any]], algorithm: str) -> list[dict[str, Any]]:
 
 def rank_correlations(rows: list[dict[str, Any]],
                       metrics: tuple[str, ...] = RANKED) -> list[dict[str, Any]]:
-    """One dict per algorithm and metric: algorithm, metric, n (cells ranked), censored (of
-    them, runs that never reached the target), diverged (cells left out), kendall_tau,
-    kendall_p, spearman_rho, spearman_p (module docstring). `rows`: the study's rows, with
-    rounds_to_target."""
+    """One dict per algorithm and metric: the rank correlation of the metric with rounds to target.
+
+    Parameters
+    ----------
+    rows : the study's rows, with rounds_to_target.
+    metrics : the metrics ranked.
+
+    Returns
+    -------
+    list of dict: algorithm, metric, n (cells ranked), censored (of them, runs that never reached
+    the target), diverged (cells left out), kendall_tau, kendall_p, spearman_rho, spearman_p
+    (module docstring).
+    """
     out = []
     for algorithm in dict.fromkeys(r.get("algorithm", "") for r in rows):
         cells = _cells(rows, algorithm)
@@ -95,7 +114,17 @@ def rank_correlations(rows: list[dict[str, Any]],
 
 
 def strongest(correlations: list[dict[str, Any]], algorithm: str) -> dict[str, Any] | None:
-    """The metric of `algorithm` with the largest |Kendall tau| (the first of equals)."""
+    """The metric of `algorithm` with the largest |Kendall tau| (the first of equals).
+
+    Parameters
+    ----------
+    correlations : `rank_correlations`' dicts.
+    algorithm : the algorithm's label.
+
+    Returns
+    -------
+    dict, or None without a defined tau.
+    """
     mine = [c for c in correlations if c["algorithm"] == algorithm
             and c["kendall_tau"] is not None]
     return max(mine, key=lambda c: abs(c["kendall_tau"]), default=None)
@@ -106,8 +135,21 @@ def _number(value: float | None, digits: int = 2) -> str:
 
 
 def correlation_text(correlations: list[dict[str, Any]], target: str, gamma: float) -> str:
-    """The rank correlations as aligned text (what `p2pfl study` prints), per algorithm when
-    there are several, with the strongest metric, the sign convention and the censoring rule."""
+    """The rank correlations as aligned text (what `p2pfl study` prints).
+
+    Per algorithm when there are several, with the strongest metric, the sign convention and the
+    censoring rule.
+
+    Parameters
+    ----------
+    correlations : `rank_correlations`' dicts.
+    target : the target as text.
+    gamma : the decay of the effective number of neighbours.
+
+    Returns
+    -------
+    str ("" without correlations).
+    """
     if not correlations:
         return ""
     algorithms = list(dict.fromkeys(c["algorithm"] for c in correlations))

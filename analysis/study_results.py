@@ -78,10 +78,21 @@ def _censored(ok: list[dict[str, Any]]) -> dict[str, Any]:
 
 def means(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One row per (algorithm, label) (in first-seen order): the mean and sd over the seeds that
-    finished, rounds and seconds to target censored (module docstring); `reached` counts the
-    seeds that reached the target. An infinite value (diameter, rounds to exact averaging)
-    makes the mean infinite. `same_runs_as`: the earlier topology of the same algorithm whose
-    runs these are (every finished cell reused one of its runs: a sweep value equal to it)."""
+    finished.
+
+    Rounds and seconds to target are censored (module docstring); `reached` counts the seeds that
+    reached the target. An infinite value (diameter, rounds to exact averaging) makes the mean
+    infinite. `same_runs_as`: the earlier topology of the same algorithm whose runs these are
+    (every finished cell reused one of its runs: a sweep value equal to it).
+
+    Parameters
+    ----------
+    rows : the study's rows.
+
+    Returns
+    -------
+    list of dict.
+    """
     keys = list(dict.fromkeys((r.get("algorithm", ""), r["label"]) for r in rows))
     runs_of: dict[tuple[str, str], set[str]] = {}
     out = []
@@ -121,9 +132,22 @@ def _csv(rows: list[dict[str, Any]], columns: tuple[str, ...]) -> str:
 
 def study_time(wall_s: float, rounds_s: float, evaluation_s: float,
                writing_s: float) -> dict[str, float]:
-    """Where a study's wall time went (seconds): its rounds' training, evaluation, the tables and
-    figures, and start-up (the rest: planning, data, building runs, checkpoints); and the
-    percentage outside the rounds."""
+    """Where a study's wall time went.
+
+    Its rounds' training, evaluation, the tables and figures, and start-up (the rest: planning,
+    data, building runs, checkpoints); and the percentage outside the rounds.
+
+    Parameters
+    ----------
+    wall_s : the study's wall time (s).
+    rounds_s : its rounds' time (s).
+    evaluation_s : its evaluations' time (s).
+    writing_s : the tables' and figures' time (s).
+
+    Returns
+    -------
+    dict of seconds (wall_s, rounds_s, evaluation_s, startup_s, writing_s) and outside_pct.
+    """
     startup = max(wall_s - rounds_s - evaluation_s - writing_s, 0.0)
     outside = wall_s - rounds_s
     return {"wall_s": wall_s, "rounds_s": rounds_s, "evaluation_s": evaluation_s,
@@ -132,7 +156,16 @@ def study_time(wall_s: float, rounds_s: float, evaluation_s: float,
 
 
 def time_text(spent: dict[str, float]) -> str:
-    """One line: the wall time, the rounds' share and what lay outside them."""
+    """One line: the wall time, the rounds' share and what lay outside them.
+
+    Parameters
+    ----------
+    spent : `study_time`'s dict.
+
+    Returns
+    -------
+    str.
+    """
     outside = spent["wall_s"] - spent["rounds_s"]
     return (f"time: {spent['wall_s']:.1f} s, rounds {spent['rounds_s']:.1f} s; outside the "
             f"rounds {outside:.1f} s ({spent['outside_pct']:.1f} %): evaluation "
@@ -141,9 +174,23 @@ def time_text(spent: dict[str, float]) -> str:
 
 
 def write_study(out: Path, cfg: Any, result: Any, began: float, bar: Any) -> list[Path]:
-    """study.csv, study_mean.csv, the figures (analysis.study_plots), then study.json with the
-    study's time since `began` (time.perf_counter) as `bar` (study_cells.Progress) measured its
-    rounds; sets result.time."""
+    """Write study.csv, study_mean.csv, the figures (analysis.study_plots), then study.json.
+
+    study.json holds the study's time since `began` as `bar` measured its rounds; sets
+    result.time.
+
+    Parameters
+    ----------
+    out : the study's folder.
+    cfg : the study's config.
+    result : the StudyResult.
+    began : the study's start (time.perf_counter).
+    bar : the study's progress bar (study_cells.Progress).
+
+    Returns
+    -------
+    list of the Paths written.
+    """
     from analysis.study_figures import plot_study
     from p2pfl.report.results import atomic_file, write_json_atomic
 
@@ -186,13 +233,31 @@ def _inf_as_text(obj: Any) -> Any:
 
 
 def algorithms_of(rows: list[dict[str, Any]]) -> list[str]:
-    """The study's algorithm labels, in first-seen order."""
+    """The study's algorithm labels, in first-seen order.
+
+    Parameters
+    ----------
+    rows : rows or mean rows.
+
+    Returns
+    -------
+    list of str.
+    """
     return list(dict.fromkeys(r.get("algorithm", "") for r in rows))
 
 
 def target_text(result: Any, short: bool = False) -> str:
-    """'80.0 % test accuracy' ('80.0 %' if short) or 'test loss 0.5' (the study's common
-    target), or 'target'."""
+    """The study's common target as text.
+
+    Parameters
+    ----------
+    result : the StudyResult.
+    short : '80.0 %' rather than '80.0 % test accuracy'.
+
+    Returns
+    -------
+    str, '80.0 % test accuracy' or 'test loss 0.5', or 'target' without one.
+    """
     if result.target is None:
         return "target"
     if getattr(result, "target_metric", "test_acc") == "test_loss":
@@ -216,8 +281,17 @@ def _cell(value: Any, sd: Any = None, scale: float = 1.0, digits: int | None = N
 
 
 def rounds_cell(m: dict[str, Any]) -> str:
-    """Rounds to target of a mean row: 'mean ± sd', '>= mean' (a lower bound: some seeds never
-    reached it) or '> R' (none did), '-' without a target."""
+    """Rounds to target of a mean row, as a table cell.
+
+    Parameters
+    ----------
+    m : a mean row.
+
+    Returns
+    -------
+    str: 'mean ± sd', '>= mean' (a lower bound: some seeds never reached it) or '> R' (none did),
+    '-' without a target.
+    """
     mean = m.get("rounds_to_target_mean")
     if mean is None:
         return "-"
@@ -227,17 +301,39 @@ def rounds_cell(m: dict[str, Any]) -> str:
 
 
 def gap_cell(m: dict[str, Any], key: str = "spectral_gap_per_round") -> str:
-    """A gap of a mean row; one of a topology that averages exactly in k rounds (gap 1, as the
-    complete graph's) reads '1 (exact: k)'."""
+    """A gap of a mean row, as a table cell.
+
+    One of a topology that averages exactly in k rounds (gap 1, as the complete graph's) reads
+    '1 (exact: k)'.
+
+    Parameters
+    ----------
+    m : a mean row.
+    key : the gap's metric.
+
+    Returns
+    -------
+    str.
+    """
     exact = m.get("exact_averaging_rounds_mean")
     text = _cell(m.get(f"{key}_mean"), m.get(f"{key}_sd"))
     return f"{text} (exact: {exact:g})" if exact is not None and math.isfinite(exact) else text
 
 
 def format_table(result: Any) -> str:
-    """The per-(algorithm, topology) means as aligned text (what `p2pfl study` prints), the
-    algorithm column when there are several, the target stated, then the rank correlations
-    (analysis.study_rank)."""
+    """The per-(algorithm, topology) means as aligned text (what `p2pfl study` prints).
+
+    The algorithm column when there are several, the target stated, then the rank correlations
+    (analysis.study_rank).
+
+    Parameters
+    ----------
+    result : the StudyResult.
+
+    Returns
+    -------
+    str.
+    """
     several = len(algorithms_of(result.means)) > 1
     gamma = getattr(result, "gamma", 0.9)
     heads = ("algorithm",) * several + (

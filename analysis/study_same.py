@@ -37,9 +37,20 @@ def _rounds(cfg: Any, schedule: Any, obj: object | None) -> range | None:
 
 
 def equal_mixing(cfg: Any, obj: object | None, counts: Any = None) -> str | None:
-    """Why the gossip and the Push-Sum runs of `cfg` mix with the same matrix on every round
-    (doubly stochastic, so the Push-Sum weights stay 1), or None where that does not hold or
-    cannot be known before the run."""
+    """Why the gossip and the Push-Sum runs of `cfg` mix with the same matrix on every round.
+
+    Doubly stochastic, so the Push-Sum weights stay 1.
+
+    Parameters
+    ----------
+    cfg : the cell's config.
+    obj : a topology object, or None.
+    counts : the run's class counts, or None.
+
+    Returns
+    -------
+    str, the reason, or None where that does not hold or cannot be known before the run.
+    """
     import topologies as T
     from algorithms import ALGORITHMS
 
@@ -67,8 +78,17 @@ def _key(cell: Planned) -> str:
 
 
 def same_cells(planned: list[Planned]) -> dict[int, tuple[int, str]]:
-    """Index of each cell that repeats an earlier one -> (the earlier cell's index, why they are
-    the same computation); the earlier cell is one that runs."""
+    """The cells that repeat an earlier one; the earlier cell is one that runs.
+
+    Parameters
+    ----------
+    planned : the study's cells.
+
+    Returns
+    -------
+    dict {index of a repeating cell: (the earlier cell's index, why they are the same
+    computation)}.
+    """
     from algorithms import ALGORITHMS
     from algorithms.forms import round_form
 
@@ -102,8 +122,18 @@ def same_cells(planned: list[Planned]) -> dict[int, tuple[int, str]]:
 
 
 def same_lines(planned: list[Planned], same: dict[int, tuple[int, str]]) -> list[str]:
-    """One line per (algorithm, topology) whose cells repeat another algorithm's: which, over
-    which seeds, and why."""
+    """One line per (algorithm, topology) whose cells repeat another algorithm's: which, over which
+    seeds, and why.
+
+    Parameters
+    ----------
+    planned : the study's cells.
+    same : `same_cells`' dict.
+
+    Returns
+    -------
+    list of str.
+    """
     grouped: dict[tuple[str, str, str, str], list[int]] = {}
     for i, (j, why) in same.items():
         cell, first = planned[i], planned[j]
@@ -120,8 +150,21 @@ def same_lines(planned: list[Planned], same: dict[int, tuple[int, str]]) -> list
 
 
 def reused_row(cell: Planned, first: dict[str, Any], first_name: str) -> dict[str, Any]:
-    """The row of `cell`, which repeats the cell whose row is `first`: its results, with the
-    cell's own algorithm, topology and measurements, and `same_as` naming that cell."""
+    """The row of `cell`, which repeats the cell whose row is `first`.
+
+    Its results, with the cell's own algorithm, topology and measurements, and `same_as` naming
+    that cell.
+
+    Parameters
+    ----------
+    cell : the repeating cell.
+    first : the row of the cell it repeats.
+    first_name : that cell's name.
+
+    Returns
+    -------
+    dict.
+    """
     row = dict(first)
     row.update({"algorithm": cell.algorithm, "label": cell.entry.label,
                 "sweep": cell.entry.sweep, "vary": cell.entry.vary, "value": cell.entry.value,
@@ -131,7 +174,17 @@ def reused_row(cell: Planned, first: dict[str, Any], first_name: str) -> dict[st
 
 
 def echo_same(planned: list[Planned], echo: Callable[[str], None]) -> dict[int, tuple[int, str]]:
-    """`same_cells` of `planned`, each group said in one line through `echo`."""
+    """`same_cells` of `planned`, each group said in one line through `echo`.
+
+    Parameters
+    ----------
+    planned : the study's cells.
+    echo : prints a line.
+
+    Returns
+    -------
+    dict, as `same_cells`.
+    """
     same = same_cells(planned)
     for line in same_lines(planned, same):
         echo(line)

@@ -84,7 +84,19 @@ class Entry:
 
 def object_entry(label: str, item: object, overrides: Mapping[str, Any] | None = None,
                  **sweep: Any) -> Entry:
-    """The entry of a topology object, or of a factory (`is_factory`)."""
+    """The entry of a topology object, or of a factory (`is_factory`).
+
+    Parameters
+    ----------
+    label : the entry's label.
+    item : the object or factory.
+    overrides : dotted-key overrides of the entry, or None.
+    **sweep : the sweep fields of a sweep's value (sweep, vary, value).
+
+    Returns
+    -------
+    Entry.
+    """
     return Entry(label, overrides or {}, **{"factory" if is_factory(item) else "obj": item},
                  **sweep)
 
@@ -115,13 +127,38 @@ class StudySpec:
 
 
 def file_stem(label: str) -> str:
-    """A label as part of a figure's file name: its folder name without dots (the figure's
-    .png and .pdf are added to it)."""
+    """A label as part of a figure's file name: its folder name without dots.
+
+    The figure's .png and .pdf are added to it.
+
+    Parameters
+    ----------
+    label : the label.
+
+    Returns
+    -------
+    str.
+    """
     return folder_name(label).replace(".", "_")
 
 
 def parse_topology(spec: str, where: str = "study.topologies") -> tuple[str, dict[str, Any]]:
-    """'exponential:directed=false:base=3' -> (label, {'topology.name': ..., ...})."""
+    """A topology spec string as a label and overrides.
+
+    Parameters
+    ----------
+    spec : 'exponential:directed=false:base=3'.
+    where : the field's name, for the error.
+
+    Returns
+    -------
+    tuple (label, {'topology.name': ..., 'topology.<option>': ...}).
+
+    Raises
+    ------
+    ConfigError
+        naming `where` for an empty name or an option that is not key=value.
+    """
     name, *options = spec.strip().split(":")
     if not name:
         raise ConfigError(where, f"empty topology name in {spec!r}")
@@ -194,9 +231,25 @@ def _sweep_entries(sweep: Sweep, where: str) -> list[Entry]:
 
 def study_entries(topologies: Sequence[Any] | Mapping[str, Any],
                   sweeps: Sequence[Sweep] = ()) -> list[Entry]:
-    """The study's entries, topologies first, then each sweep's values; labels, and sweep labels,
-    must be distinct as folder names (each runs in OUT/<label>/seed<k>, each sweep draws
-    sweep_<label>)."""
+    """The study's entries, topologies first, then each sweep's values.
+
+    Labels, and sweep labels, must be distinct as folder names (each runs in OUT/<label>/seed<k>,
+    each sweep draws sweep_<label>).
+
+    Parameters
+    ----------
+    topologies : specs, tables, or {label: spec, table, object or factory}.
+    sweeps : the sweeps.
+
+    Returns
+    -------
+    list of Entry.
+
+    Raises
+    ------
+    ConfigError
+        naming the entry that is malformed or whose label is taken.
+    """
     if isinstance(topologies, Mapping):
         entries = [_entry(item, str(label), f"study.topologies[{label!r}]")
                    for label, item in topologies.items()]
@@ -227,8 +280,24 @@ def study_entries(topologies: Sequence[Any] | Mapping[str, Any],
 
 
 def study_algorithms(items: Sequence[Any]) -> list[Algorithm]:
-    """The study's algorithms from names or tables of [algorithm] fields (a table's `label`
-    names it, default: its name and fields); labels must be distinct as folder names."""
+    """The study's algorithms from names or tables of [algorithm] fields.
+
+    A table's `label` names it (default: its name and fields); labels must be distinct as folder
+    names.
+
+    Parameters
+    ----------
+    items : names or tables.
+
+    Returns
+    -------
+    list of Algorithm entries.
+
+    Raises
+    ------
+    ConfigError
+        naming study.algorithms (or the item) for anything else or a label taken twice.
+    """
     if isinstance(items, str | Mapping) or not isinstance(items, Sequence):
         raise ConfigError("study.algorithms", f"must be a list of names or tables, got {items!r}")
     algorithms, folders = [], {}
@@ -261,7 +330,22 @@ def _check_keys(table: Mapping[str, Any], allowed: Sequence[str], where: str) ->
 
 
 def check_seeds(seeds: Any, where: str = "study.seeds") -> list[int]:
-    """A non-empty list of distinct integers >= 0."""
+    """The study's seeds, checked.
+
+    Parameters
+    ----------
+    seeds : the value given.
+    where : the field's name, for the error.
+
+    Returns
+    -------
+    list of int: non-empty, distinct, >= 0.
+
+    Raises
+    ------
+    ConfigError
+        naming `where` for anything else.
+    """
     if (not isinstance(seeds, list | tuple) or not seeds
             or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in seeds)):
         raise ConfigError(where, f"must be a non-empty list of integers >= 0, got {seeds!r}")
@@ -271,7 +355,22 @@ def check_seeds(seeds: Any, where: str = "study.seeds") -> list[int]:
 
 
 def check_target(target: Any, where: str = "study.target") -> float | None:
-    """None, or a test accuracy in (0, 1]."""
+    """The study's target accuracy, checked.
+
+    Parameters
+    ----------
+    target : None, or a test accuracy in (0, 1].
+    where : the field's name, for the error.
+
+    Returns
+    -------
+    float, or None.
+
+    Raises
+    ------
+    ConfigError
+        naming `where` for anything else.
+    """
     if target is None:
         return None
     if isinstance(target, bool) or not isinstance(target, int | float) or not 0 < target <= 1:
@@ -280,7 +379,22 @@ def check_target(target: Any, where: str = "study.target") -> float | None:
 
 
 def check_target_loss(target: Any, where: str = "study.target_loss") -> float | None:
-    """None, or a test loss > 0."""
+    """The study's target loss, checked.
+
+    Parameters
+    ----------
+    target : None, or a test loss > 0.
+    where : the field's name, for the error.
+
+    Returns
+    -------
+    float, or None.
+
+    Raises
+    ------
+    ConfigError
+        naming `where` for anything else.
+    """
     if target is None:
         return None
     if (isinstance(target, bool) or not isinstance(target, int | float)
@@ -290,14 +404,43 @@ def check_target_loss(target: Any, where: str = "study.target_loss") -> float | 
 
 
 def check_stack(stack: Any, where: str = "study.stack") -> int:
-    """The number of cells run stacked at once: an integer >= 1 (1: one after another)."""
+    """The number of cells run stacked at once, checked.
+
+    Parameters
+    ----------
+    stack : an integer >= 1 (1: one after another).
+    where : the field's name, for the error.
+
+    Returns
+    -------
+    int.
+
+    Raises
+    ------
+    ConfigError
+        naming `where` for anything else.
+    """
     if isinstance(stack, bool) or not isinstance(stack, int) or stack < 1:
         raise ConfigError(where, f"must be an integer >= 1 (cells run at once), got {stack!r}")
     return stack
 
 
 def study_from_table(table: Any) -> StudySpec:
-    """The `[study]` table of a TOML config (already parsed) as a StudySpec."""
+    """The `[study]` table of a TOML config (already parsed) as a StudySpec.
+
+    Parameters
+    ----------
+    table : the parsed table.
+
+    Returns
+    -------
+    StudySpec.
+
+    Raises
+    ------
+    ConfigError
+        naming the field that is refused.
+    """
     if not isinstance(table, Mapping):
         raise ConfigError("study", f"must be a table, got {table!r}")
     _check_keys(table, STUDY_FIELDS, "study")
@@ -334,8 +477,22 @@ def study_from_table(table: Any) -> StudySpec:
 
 def load_study(path: str, overrides: Mapping[str, Any] | None = None
                ) -> tuple[Config, StudySpec]:
-    """A TOML file's experiment (every table but [study], with dotted-key overrides) and its
-    [study] table (empty if it has none)."""
+    """A TOML file's experiment and its [study] table.
+
+    Parameters
+    ----------
+    path : the TOML file.
+    overrides : dotted-key overrides of the experiment, or None.
+
+    Returns
+    -------
+    tuple (Config of every table but [study], StudySpec: empty if it has none).
+
+    Raises
+    ------
+    ConfigError
+        naming the field that is refused.
+    """
     raw = read_toml(path)
     table = raw.pop("study", {})
     return config_with_overrides(raw, dict(overrides or {})), study_from_table(table)

@@ -107,8 +107,19 @@ def _static(graph: nx.Graph | None, W: Matrix, eps: float, gamma: float) -> dict
 
 
 def detected_period(schedule: Any, rounds: int = APERIODIC_HORIZON) -> int | None:
-    """The smallest p <= rounds / 2 for which the graphs of rounds t and t + p are equal (nodes,
-    edges and weights) for every t + p < `rounds`; None if there is none."""
+    """The smallest p <= rounds / 2 for which the graphs of rounds t and t + p are equal.
+
+    Equal nodes, edges and weights, for every t + p < `rounds`.
+
+    Parameters
+    ----------
+    schedule : anything with at(t).
+    rounds : rounds compared.
+
+    Returns
+    -------
+    int, or None if there is none.
+    """
     graphs = [schedule.at(t) for t in range(rounds)]
     for p in range(1, rounds // 2 + 1):
         if all(nx.utils.graphs_equal(graphs[t], graphs[t + p]) for t in range(rounds - p)):

@@ -29,8 +29,23 @@ MIXINGS: dict[str, Callable[[nx.Graph], np.ndarray]] = {
 
 
 def round_matrix(graph: nx.Graph, mixing: str | None = None) -> np.ndarray:
-    """W of one round: the natural matrix of `graph` (mixing=None: MH if undirected, push rule if
-    directed) or the named one ("column_stochastic" | "doubly_stochastic")."""
+    """W of one round.
+
+    Parameters
+    ----------
+    graph : the round's graph.
+    mixing : None: the natural matrix (MH if undirected, push rule if directed); or
+        "column_stochastic" | "doubly_stochastic".
+
+    Returns
+    -------
+    [n, n] float64 ndarray.
+
+    Raises
+    ------
+    ValueError
+        for an unknown mixing.
+    """
     if mixing is None:
         return np.asarray(as_matrix(graph, dense_max=graph.number_of_nodes()))
     if mixing not in MIXINGS:
@@ -39,7 +54,23 @@ def round_matrix(graph: nx.Graph, mixing: str | None = None) -> np.ndarray:
 
 
 def product(schedule: ScheduleLike, t0: int, t1: int, mixing: str | None = None) -> np.ndarray:
-    """W(t1-1) @ ... @ W(t0), [n, n] (identity when t0 == t1)."""
+    """W(t1-1) @ ... @ W(t0).
+
+    Parameters
+    ----------
+    schedule : a schedule, graph, matrix or trace.
+    t0, t1 : first round and one past the last, 0 <= t0 <= t1.
+    mixing : as `round_matrix`.
+
+    Returns
+    -------
+    [n, n] float64 ndarray (identity when t0 == t1).
+
+    Raises
+    ------
+    ValueError
+        unless 0 <= t0 <= t1.
+    """
     if not 0 <= t0 <= t1:
         raise ValueError(f"need 0 <= t0 <= t1, got t0={t0}, t1={t1}")
     sched, _ = rounds_of(schedule)
@@ -53,12 +84,26 @@ def per_round_rate(schedule: ScheduleLike, rounds: int | None = None,
                    mixing: str | None = None) -> float:
     """``slem(W(rounds-1) ... W(0)) ** (1 / rounds)``: the geometric-mean contraction per round.
 
-    rounds defaults to the period. 1 when the union of the rounds is not strongly connected
-    (slem's convention: no consensus); 0 for exact averaging (the product is pi 1^T). For a
-    static W it equals slem(W); for circulant schedules ``||Pi - J||_2 ** (1 / period)``
-    (one-peer exponential, n = 12: 0.6762). Accurate for any number of rounds: the
-    product is never formed (its slem, 0.5^400 say, is far below its rounding error); see
+    For a static W it equals slem(W); for circulant schedules ``||Pi - J||_2 ** (1 / period)``
+    (one-peer exponential, n = 12: 0.6762). Accurate for any number of rounds: the product is
+    never formed (its slem, 0.5^400 say, is far below its rounding error); see
     `_log_slem_of_product`.
+
+    Parameters
+    ----------
+    schedule : a schedule, graph, matrix or trace.
+    rounds : rounds of the product; defaults to the period (or a trace's length).
+    mixing : as `round_matrix`.
+
+    Returns
+    -------
+    float in [0, 1]: 1 when the union of the rounds is not strongly connected (slem's
+    convention: no consensus); 0 for exact averaging (the product is pi 1^T).
+
+    Raises
+    ------
+    ValueError
+        for a schedule without a period when rounds is not given, or rounds not an integer >= 1.
     """
     sched, length = rounds_of(schedule)
     rounds = rounds or sched.period or length
@@ -99,13 +144,28 @@ def _log_slem_of_product(matrices: Iterable[np.ndarray], n: int) -> float:
 def schedule_mixing_time(schedule: ScheduleLike, eps: float = 1e-3, max_rounds: int = 10_000,
                          mixing: str | None = None) -> int | None:
     """First t with ``||W(t-1) ... W(0) (I - J)||_2 <= eps`` whose rounds 0..t-1 have a strongly
-    connected union, or None within max_rounds.
+    connected union.
 
-    For doubly-stochastic rounds this is ``||W(t:0) - J||_2``; for
-    column-stochastic ones it measures how far the columns of the product still differ, which
-    says nothing while some node has not heard from another (0 -> 1 <-> 2: the columns agree,
-    node 0 keeps its own value). None at once for a periodic schedule whose union over a
+    For doubly-stochastic rounds this is ``||W(t:0) - J||_2``; for column-stochastic ones it
+    measures how far the columns of the product still differ, which says nothing while some node
+    has not heard from another (0 -> 1 <-> 2: the columns agree, node 0 keeps its own value).
+
+    Parameters
+    ----------
+    schedule : a schedule, graph, matrix or trace.
+    eps : tolerance, in (0, 1).
+    max_rounds : largest t checked.
+    mixing : as `round_matrix`.
+
+    Returns
+    -------
+    int, or None within max_rounds; None at once for a periodic schedule whose union over a
     period is not strongly connected.
+
+    Raises
+    ------
+    ValueError
+        unless eps is in (0, 1).
     """
     if not 0 < eps < 1:
         raise ValueError(f"eps must be in (0, 1), got {eps}")
@@ -156,9 +216,23 @@ def round_matrices(topology: ScheduleLike | Matrix, mixing: str | None = None) -
     """The rounds of a matrix, graph, schedule or trace as dense column-stochastic matrices.
 
     A matrix (dense or sparse) is static and used as given, like a matrix in a trace; a graph or
-    a schedule's round goes through `round_matrix` (`mixing`). ValueError for more than
-    DENSE_MAX nodes, for `mixing` with a matrix, and for a given matrix that is not
-    column-stochastic (non-negative, columns summing to 1 within 1e-9).
+    a schedule's round goes through `round_matrix` (`mixing`).
+
+    Parameters
+    ----------
+    topology : a matrix, graph, schedule, or trace (list or tuple of graphs or matrices).
+    mixing : as `round_matrix`; None for a matrix.
+
+    Returns
+    -------
+    MatrixRounds, ``at(t)`` is W(t) [n, n].
+
+    Raises
+    ------
+    ValueError
+        for more than DENSE_MAX nodes, for `mixing` with a matrix, an empty trace, and for a
+        given matrix that is not column-stochastic (non-negative, columns summing to 1 within
+        1e-9).
     """
     if _is_matrix(topology):
         if mixing is not None:

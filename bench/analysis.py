@@ -28,20 +28,50 @@ from topologies.random_graphs import random_out_graph
 
 
 def regular_mh(n: int, d: int = 4, seed: int = 0) -> tuple[nx.Graph, sp.csr_array]:
-    """Random d-regular graph and its Metropolis-Hastings matrix (I + A) / (d + 1), CSR."""
+    """Random d-regular graph and its Metropolis-Hastings matrix (I + A) / (d + 1).
+
+    Parameters
+    ----------
+    n : nodes.
+    d : degree.
+    seed : the graph's seed.
+
+    Returns
+    -------
+    tuple (nx.Graph, [n, n] scipy CSR).
+    """
     G = nx.random_regular_graph(d, n, seed=seed)
     return G, A.sparse_mixing(G)
 
 
 def timed(fn: Callable[[], Any]) -> tuple[Any, float]:
+    """Call `fn` once and time it.
+
+    Parameters
+    ----------
+    fn : the call.
+
+    Returns
+    -------
+    tuple (its value, seconds).
+    """
     start = time.perf_counter()
     value = fn()
     return value, time.perf_counter() - start
 
 
 def directed_rows(n: int) -> list[tuple[str, int, float, float]]:
-    """Perron vector, SLEM and spectral gap of a strongly connected random 15-out digraph, and
-    the SLEM of a random 2-out one (not strongly connected), n nodes, push-sum matrices."""
+    """Perron vector, SLEM and spectral gap of a strongly connected random 15-out digraph, and the
+    SLEM of a random 2-out one (not strongly connected), n nodes, push-sum matrices.
+
+    Parameters
+    ----------
+    n : nodes.
+
+    Returns
+    -------
+    list of (row name, n, value, seconds).
+    """
     K = A.sparse_mixing(random_out_graph(n, 15, seed=0))
     pi, t_pi = timed(lambda: A.perron_vector(K))
     value, t_slem = timed(lambda: A.slem(K))
@@ -55,6 +85,7 @@ def directed_rows(n: int) -> list[tuple[str, int, float, float]]:
 
 
 def main() -> None:
+    """Time the spectral and connectivity metrics of large sparse topologies and print the table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=100_000,
                         help="nodes of the large 4-regular and directed rows")

@@ -36,8 +36,20 @@ AIMS = 4  # probes aimed at the budget
 
 
 def measure(name: str, num_nodes: int, device: str) -> int:
-    """Bytes the build and one round of `num_nodes` nodes of workload `name` raised memory by
-    (run in this process)."""
+    """Bytes the build and one round of `num_nodes` nodes of workload `name` raised memory by.
+
+    Run in this process.
+
+    Parameters
+    ----------
+    name : a workload's name.
+    num_nodes : N.
+    device : "cpu" or "cuda".
+
+    Returns
+    -------
+    int, bytes.
+    """
     from bench.memory import PeakMemory, release_memory
     from bench.runner import timed_round
     from bench.workloads import workload_config
@@ -58,9 +70,24 @@ def measure(name: str, num_nodes: int, device: str) -> int:
 
 
 def measure_apart(name: str, num_nodes: int, device: str) -> int | None:
-    """`measure` in a fresh Python process (so that no earlier allocation is reused); None when
-    it ran out of memory (killed by the kernel, or a MemoryError / out-of-memory error); any
-    other failure (a crash included) is raised with its last line."""
+    """`measure` in a fresh Python process (so that no earlier allocation is reused).
+
+    Parameters
+    ----------
+    name : a workload's name.
+    num_nodes : N.
+    device : "cpu" or "cuda".
+
+    Returns
+    -------
+    int, bytes; None when it ran out of memory (killed by the kernel, or a MemoryError /
+    out-of-memory error).
+
+    Raises
+    ------
+    RuntimeError
+        for any other failure (a crash included), with its last line.
+    """
     done = subprocess.run([sys.executable, "-m", "bench.capacity", "--measure", name,
                            str(num_nodes), "--device", device], capture_output=True, text=True)
     if done.returncode != 0:
@@ -74,7 +101,16 @@ def measure_apart(name: str, num_nodes: int, device: str) -> int | None:
 
 
 def available_bytes(device: str) -> int:
-    """Memory this machine has free for a probe: CUDA's free memory, or MemAvailable."""
+    """Memory this machine has free for a probe: CUDA's free memory, or MemAvailable.
+
+    Parameters
+    ----------
+    device : "cpu" or "cuda...".
+
+    Returns
+    -------
+    int, bytes.
+    """
     if device.startswith("cuda"):
         return torch.cuda.mem_get_info()[0]
     with open("/proc/meminfo") as f:
@@ -84,7 +120,24 @@ def available_bytes(device: str) -> int:
 
 def search(name: str, budget: int, device: str,
            echo: Callable[[str], None] = print) -> dict[str, object]:
-    """The measurements of one workload and the largest N measured to fit `budget` bytes."""
+    """The measurements of one workload and the largest N measured to fit `budget` bytes.
+
+    Parameters
+    ----------
+    name : a workload's name.
+    budget : bytes.
+    device : "cpu" or "cuda".
+    echo : prints each measurement.
+
+    Returns
+    -------
+    dict: workload, budget_bytes, largest_fitting, bytes_per_node, measured {N: bytes or None}.
+
+    Raises
+    ------
+    RuntimeError
+        when the workload's smallest population, or twice it, cannot be measured.
+    """
     start = next(w for w in WORKLOADS if w.name == name).num_nodes
     points: dict[int, int | None] = {}
 
@@ -128,6 +181,16 @@ def search(name: str, budget: int, device: str,
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The `python -m bench.capacity` command: the largest population that fits a memory budget.
+
+    Parameters
+    ----------
+    argv : the arguments (default: sys.argv[1:]).
+
+    Returns
+    -------
+    int, the exit status: 0, or 2 after a one-line error.
+    """
     parser = argparse.ArgumentParser(prog="python -m bench.capacity", description=__doc__)
     parser.add_argument("--only", default="mlp-100,cnn", help="workloads (default mlp-100,cnn)")
     parser.add_argument("--budget-gb", type=float, default=16.0, help="GiB (default 16)")

@@ -20,7 +20,17 @@ from torch import nn
 
 
 def layer_flops(model: nn.Module, input_shape: tuple[int, ...]) -> list[tuple[str, float]]:
-    """Forward FLOPs of one sample in each Linear/Conv2d layer, in the order the layers run."""
+    """Forward FLOPs of one sample in each Linear/Conv2d layer, in the order the layers run.
+
+    Parameters
+    ----------
+    model : the module.
+    input_shape : one sample's shape.
+
+    Returns
+    -------
+    list of (layer name, FLOPs).
+    """
     counted: list[tuple[str, float]] = []
     names = {module: name for name, module in model.named_modules()}
 
@@ -44,12 +54,32 @@ def layer_flops(model: nn.Module, input_shape: tuple[int, ...]) -> list[tuple[st
 
 
 def forward_flops_per_sample(model: nn.Module, input_shape: tuple[int, ...]) -> float:
-    """FLOPs of one forward pass of one sample (Linear and Conv2d layers)."""
+    """FLOPs of one forward pass of one sample (Linear and Conv2d layers).
+
+    Parameters
+    ----------
+    model : the module.
+    input_shape : one sample's shape.
+
+    Returns
+    -------
+    float.
+    """
     return sum(f for _, f in layer_flops(model, input_shape))
 
 
 def gradient_flops_per_sample(model: nn.Module, input_shape: tuple[int, ...]) -> float:
-    """FLOPs of one forward + backward pass of one sample: sum 3 F_l - F_first."""
+    """FLOPs of one forward + backward pass of one sample: sum 3 F_l - F_first.
+
+    Parameters
+    ----------
+    model : the module.
+    input_shape : one sample's shape.
+
+    Returns
+    -------
+    float (0 without Linear or Conv2d layers).
+    """
     layers = layer_flops(model, input_shape)
     if not layers:
         return 0.0
@@ -57,16 +87,32 @@ def gradient_flops_per_sample(model: nn.Module, input_shape: tuple[int, ...]) ->
 
 
 def synchronize(device: torch.device) -> None:
-    """Wait for the device's queued kernels (a no-op on CPU)."""
+    """Wait for the device's queued kernels (a no-op on CPU).
+
+    Parameters
+    ----------
+    device : the device.
+    """
     if device.type == "cuda":
         torch.cuda.synchronize(device)
 
 
 def matmul_gflops(device: torch.device, size: int | None = None, repeats: int = 10,
                   dtype: torch.dtype = torch.float32) -> float:
-    """The device's matmul rate in `dtype` now (GFLOP/s): median of `repeats` square products.
+    """The device's matmul rate in `dtype` now: median of `repeats` square products.
 
-    Default size: 2048 on CPU, 8192 on CUDA (large enough to saturate the GPU)."""
+    Parameters
+    ----------
+    device : the device.
+    size : the matrices' side; default 2048 on CPU, 8192 on CUDA (large enough to saturate the
+        GPU).
+    repeats : products timed.
+    dtype : the matrices' dtype.
+
+    Returns
+    -------
+    float, GFLOP/s.
+    """
     size = size or (8192 if device.type == "cuda" else 2048)
     a = torch.randn(size, size, device=device, dtype=dtype)
     b = torch.randn(size, size, device=device, dtype=dtype)
@@ -85,12 +131,29 @@ def matmul_gflops(device: torch.device, size: int | None = None, repeats: int = 
 def products_gflops(model: nn.Module, input_shape: tuple[int, ...], num_nodes: int,
                     chunk: int, steps: int, batch: int, device: torch.device,
                     repeats: int = 3) -> float | None:
-    """The rate (GFLOP/s) of a round's batched products alone, for a model of Linear layers only
-    (None otherwise): for each chunk of `chunk` of the `num_nodes` nodes and each of `steps`
-    steps, every layer's forward product, weight-gradient product (accumulated into a
-    momentum-like buffer, as the round does) and input-gradient product (not for the first
-    layer), with every node's own weights, batch `batch`; median of `repeats` such rounds.
-    This is the ceiling of the round at the bench's sizes: its products with nothing else."""
+    """The rate of a round's batched products alone, for a model of Linear layers only.
+
+    For each chunk of `chunk` of the `num_nodes` nodes and each of `steps` steps, every layer's
+    forward product, weight-gradient product (accumulated into a momentum-like buffer, as the
+    round does) and input-gradient product (not for the first layer), with every node's own
+    weights, batch `batch`; median of `repeats` such rounds. This is the ceiling of the round at
+    the bench's sizes: its products with nothing else.
+
+    Parameters
+    ----------
+    model : the module.
+    input_shape : one sample's shape.
+    num_nodes : N.
+    chunk : nodes a chunk.
+    steps : local steps.
+    batch : batch size.
+    device : the device.
+    repeats : rounds timed.
+
+    Returns
+    -------
+    float, GFLOP/s; None for a model with anything but Linear layers.
+    """
     layers = [m for m in model.modules() if isinstance(m, nn.Linear | nn.Conv2d)]
     if not layers or any(isinstance(m, nn.Conv2d) for m in layers):
         return None

@@ -56,14 +56,34 @@ client_app = ClientApp()
 
 @client_app.query()
 def report_partition(msg: Message, context: Context) -> Message:
-    """Tell the server which of p2pfl's clients this SuperNode is."""
+    """Tell the server which of p2pfl's clients this SuperNode is.
+
+    Parameters
+    ----------
+    msg : the server's query.
+    context : the SuperNode's context (its partition-id).
+
+    Returns
+    -------
+    Message, the reply with the partition-id.
+    """
     record = MetricRecord({"partition-id": int(context.node_config["partition-id"])})
     return Message(RecordDict({"node": record}), reply_to=msg)
 
 
 @client_app.train()
 def train(msg: Message, context: Context) -> Message:
-    """Round t of client `partition-id`: p2pfl's local SGD steps from the received model."""
+    """Round t of client `partition-id`: p2pfl's local SGD steps from the received model.
+
+    Parameters
+    ----------
+    msg : the server's message: the model's arrays and the config (workload, threads, round).
+    context : the SuperNode's context (its partition-id).
+
+    Returns
+    -------
+    Message, the reply with the trained model, its train_loss and num-examples.
+    """
     config = msg.content["config"]
     cfg, data = _workload(str(config["workload"]))
     torch.set_num_threads(int(config["threads"]))
@@ -166,13 +186,24 @@ def _server_app(cfg: Config, threads: int, out: dict[str, Any]) -> ServerApp:
 
 
 def run(cfg: Config, cpus: int, client_cpus: int, verbose: bool = False) -> dict[str, Any]:
-    """Run `cfg` (bench.peer_match.fedavg_config) in Flower's simulation with `cpus` Ray CPUs
-    and `client_cpus` CPUs (= torch threads) per virtual client, so cpus // client_cpus clients
-    train at once. Returns setup_s (start until round 1 begins: Ray, actors, SuperNodes, the
-    partition query, the server's data), query_s (the partition query, once every SuperNode
-    has registered; it waits for the Ray actors to start), per-round
-    seconds, eval_s, total_s (until run_simulation returns, Ray shut down), final_test_acc and
-    the final global model (name -> tensor)."""
+    """Run `cfg` (bench.peer_match.fedavg_config) in Flower's simulation.
+
+    cpus // client_cpus clients train at once.
+
+    Parameters
+    ----------
+    cfg : the FedAvg config.
+    cpus : Ray CPUs.
+    client_cpus : CPUs (= torch threads) per virtual client.
+    verbose : let Flower and Ray log.
+
+    Returns
+    -------
+    dict: setup_s (start until round 1 begins: Ray, actors, SuperNodes, the partition query, the
+    server's data), query_s (the partition query, once every SuperNode has registered; it waits
+    for the Ray actors to start), per-round seconds, eval_s, total_s (until run_simulation
+    returns, Ray shut down), final_test_acc and the final global model (name -> tensor).
+    """
     out: dict[str, Any] = {}
     if not verbose:
         logging.getLogger("flwr").setLevel(logging.ERROR)

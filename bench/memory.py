@@ -26,7 +26,12 @@ _MAXRSS_UNIT = 1 if sys.platform == "darwin" else 1024  # ru_maxrss: bytes on ma
 
 
 def current_rss() -> int | None:
-    """Resident set size of this process in bytes (None where /proc is missing)."""
+    """Resident set size of this process.
+
+    Returns
+    -------
+    int, bytes; None where /proc is missing.
+    """
     try:
         with open("/proc/self/statm") as f:
             return int(f.read().split()[1]) * _PAGE
@@ -39,8 +44,13 @@ def _max_rss() -> int:
 
 
 def release_memory(device: torch.device) -> None:
-    """Free what earlier work left cached (Python garbage, the CUDA cache, glibc's free lists),
-    so that the next block's growth starts from a low base."""
+    """Free what earlier work left cached (Python garbage, the CUDA cache, glibc's free lists), so
+    that the next block's growth starts from a low base.
+
+    Parameters
+    ----------
+    device : the device whose cache is freed.
+    """
     gc.collect()
     if device.type == "cuda":
         torch.cuda.empty_cache()

@@ -39,7 +39,18 @@ def _seconds(fn: Callable[[], object], device: torch.device, repeats: int) -> fl
 
 
 def copy_bandwidth(num_bytes: int, device: str | torch.device, repeats: int = 5) -> float:
-    """GB/s of copying a `num_bytes` tensor into a preallocated one (read + write counted)."""
+    """GB/s of copying a `num_bytes` tensor into a preallocated one (read + write counted).
+
+    Parameters
+    ----------
+    num_bytes : bytes copied.
+    device : the device.
+    repeats : copies timed (median).
+
+    Returns
+    -------
+    float, GB/s.
+    """
     device = torch.device(device)
     src = torch.ones(num_bytes // 4, device=device, dtype=torch.float32)
     dst = torch.empty_like(src)
@@ -51,9 +62,19 @@ def mixing_throughput(num_nodes: int, num_params: int, out_degree: int, layout: 
                       device: str | torch.device, repeats: int = 5) -> dict:
     """Time `comm.mix` of an [N, P] float32 population over a random out-degree graph.
 
-    layout: "auto" | "dense" | "sparse" (`engine.mixing`). Returns the median seconds per mix,
-    the layout actually used, the operator's nonzeros, bytes moved (2 N P 4: read X, write X) and
-    GB/s = bytes / seconds.
+    Parameters
+    ----------
+    num_nodes : N.
+    num_params : P.
+    out_degree : the graph's out-degree (at most N - 1).
+    layout : "auto" | "dense" | "sparse" (`engine.mixing`).
+    device : the device.
+    repeats : mixes timed.
+
+    Returns
+    -------
+    dict: the median seconds per mix, the layout actually used, the operator's nonzeros, bytes
+    moved (2 N P 4: read X, write X) and GB/s = bytes / seconds.
     """
     device = torch.device(device)
     graph = T.random_out(num_nodes, min(out_degree, num_nodes - 1), seed=0).at(0)
@@ -71,6 +92,7 @@ def mixing_throughput(num_nodes: int, num_params: int, out_degree: int, layout: 
 
 
 def main() -> None:
+    """Time mixing against the copy bandwidth and print the lines."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--repeats", type=int, default=5)

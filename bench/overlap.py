@@ -28,7 +28,20 @@ WARM_ROUNDS = 2 * MAX_DELAY  # rounds mixed before timing: the in-flight buffers
 
 def overlap_cost(num_nodes: int, num_params: int, out_degree: int,
                  device: str | torch.device, repeats: int = 5) -> dict:
-    """Median seconds of one synchronous Push-Sum mix and of one overlapped mix (steady state)."""
+    """Median seconds of one synchronous Push-Sum mix and of one overlapped mix (steady state).
+
+    Parameters
+    ----------
+    num_nodes : N.
+    num_params : P.
+    out_degree : the graph's out-degree (at most N - 1).
+    device : the device.
+    repeats : mixes timed.
+
+    Returns
+    -------
+    dict: nodes, num_params, out_degree, max_delay, sync_s, overlap_s and their ratio.
+    """
     device = torch.device(device)
     gen = torch.Generator().manual_seed(0)
     params = {"w": torch.randn(num_nodes, num_params, generator=gen).to(device)}
@@ -60,12 +73,23 @@ def overlap_cost(num_nodes: int, num_params: int, out_degree: int,
 
 
 def overlap_line(result: dict) -> str:
+    """The line of `overlap_cost`'s result.
+
+    Parameters
+    ----------
+    result : `overlap_cost`'s dict.
+
+    Returns
+    -------
+    str.
+    """
     return (f"overlap Push-Sum mix, N = {result['nodes']}, P = {result['num_params']}, "
             f"delays 0..{result['max_delay']} rounds: {1e3 * result['overlap_s']:.1f} ms against "
             f"{1e3 * result['sync_s']:.1f} ms synchronous ({result['ratio']:.1f}x)")
 
 
 def main() -> None:
+    """Time one synchronous and one overlapped Push-Sum mix; print the line and the JSON."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--nodes", type=int, default=100)

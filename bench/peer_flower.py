@@ -42,11 +42,22 @@ BARE_ROUNDS = 10
 
 
 def run_p2pfl(cfg: Config, threads: int) -> dict[str, Any]:
-    """`cfg` through p2pfl's engine (build, then the Runner's rounds) with `threads` torch
-    threads: setup_s (build: data, partition, model), per-round seconds (the Runner's wall_s,
-    evaluation excluded), eval_s, total_s, final_test_acc and the final server model; then,
-    outside those numbers, bare_rounds_s: up to BARE_ROUNDS more rounds of `algorithm.round`
-    alone (no divergence guard, no record), to show what the Runner adds."""
+    """`cfg` through p2pfl's engine (build, then the Runner's rounds) with `threads` torch threads.
+
+    Then, outside those numbers, up to BARE_ROUNDS more rounds of `algorithm.round` alone (no
+    divergence guard, no record), to show what the Runner adds.
+
+    Parameters
+    ----------
+    cfg : the FedAvg config.
+    threads : torch threads.
+
+    Returns
+    -------
+    dict: setup_s (build: data, partition, model), per-round seconds (the Runner's wall_s,
+    evaluation excluded), eval_s, total_s, final_test_acc, the final server model, and
+    bare_rounds_s.
+    """
     torch.set_num_threads(threads)
     start = time.perf_counter()
     ctx, algorithm = build(cfg)
@@ -71,6 +82,16 @@ def run_p2pfl(cfg: Config, threads: int) -> dict[str, Any]:
 
 
 def summary(result: dict[str, Any]) -> dict[str, float]:
+    """The headline numbers of one engine's result, rounded.
+
+    Parameters
+    ----------
+    result : `run_p2pfl`'s or `flower_app.run`'s dict.
+
+    Returns
+    -------
+    dict: setup_s, median_s_per_round, first_round_s, total_s, final_test_acc.
+    """
     return {"setup_s": round(result["setup_s"], 3),
             "median_s_per_round": round(statistics.median(result["rounds_s"]), 4),
             "first_round_s": round(result["rounds_s"][0], 4),
@@ -79,11 +100,31 @@ def summary(result: dict[str, Any]) -> dict[str, float]:
 
 
 def max_difference(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> float:
-    """Largest absolute difference between two models' parameters."""
+    """Largest absolute difference between two models' parameters.
+
+    Parameters
+    ----------
+    a, b : name -> tensor, the same names and shapes.
+
+    Returns
+    -------
+    float.
+    """
     return max(float((a[k].double() - b[k].double()).abs().max()) for k in a)
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The same FedAvg run in p2pfl and in Flower's simulation, side by side (skipped without
+    Flower).
+
+    Parameters
+    ----------
+    argv : the arguments (default: sys.argv[1:]).
+
+    Returns
+    -------
+    int, the exit status (0).
+    """
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--clients", type=int, default=100)

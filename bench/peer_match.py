@@ -26,10 +26,27 @@ from p2pfl.engine.builder import federated_data as build_federated_data
 def fedavg_config(rounds: int = 20, clients: int = 100, participation: float = 0.1,
                   local_steps: int = 5, batch_size: int = 32, lr: float = 0.05,
                   seed: int = 0, data: dict | None = None) -> Config:
-    """FedAvg on the star: plain SGD (no momentum, weight decay or lr decay), server_lr 1,
-    `local_steps` steps of `batch_size` per sampled client, the global model evaluated only
-    after the last round. `data` overrides the [data] section (default: real Fashion-MNIST,
-    Dirichlet(0.3) over `clients` nodes); the model is `mlp`, the device the CPU."""
+    """FedAvg on the star: plain SGD (no momentum, weight decay or lr decay), server_lr 1.
+
+    `local_steps` steps of `batch_size` per sampled client, the global model evaluated only after
+    the last round; the model is `mlp`, the device the CPU.
+
+    Parameters
+    ----------
+    rounds : rounds.
+    clients : N.
+    participation : share of the clients sampled per round.
+    local_steps : steps per sampled client.
+    batch_size : B.
+    lr : the local learning rate.
+    seed : the run's seed.
+    data : overrides of the [data] section (default: real Fashion-MNIST, Dirichlet(0.3) over
+        `clients` nodes).
+
+    Returns
+    -------
+    Config.
+    """
     return config_from_dict({
         "seed": seed, "rounds": rounds, "device": "cpu",
         "data": {"name": "fashion_mnist", "partition": "dirichlet", "alpha": 0.3,
@@ -44,22 +61,63 @@ def fedavg_config(rounds: int = 20, clients: int = 100, participation: float = 0
 
 
 def config_json(cfg: Config) -> str:
-    """`cfg` as a JSON string (what a message to a client can carry); `from_json` inverts it."""
+    """`cfg` as a JSON string (what a message to a client can carry); `from_json` inverts it.
+
+    Parameters
+    ----------
+    cfg : the config.
+
+    Returns
+    -------
+    str.
+    """
     return json.dumps(cfg.to_dict(), sort_keys=True)
 
 
 def from_json(text: str) -> Config:
+    """The config of a `config_json` string.
+
+    Parameters
+    ----------
+    text : the JSON.
+
+    Returns
+    -------
+    Config.
+    """
     return config_from_dict(json.loads(text))
 
 
 def federated_data(cfg: Config, dtype: torch.dtype = torch.float32) -> FederatedData:
-    """The dataset and node partition of `p2pfl.engine.builder(cfg)` on the CPU (the engine's own
-    loading and partition with the same seed): node i's data is client i's local data."""
+    """The dataset and node partition of `p2pfl.engine.builder(cfg)` on the CPU.
+
+    The engine's own loading and partition with the same seed: node i's data is client i's local
+    data.
+
+    Parameters
+    ----------
+    cfg : the config.
+    dtype : the inputs' dtype.
+
+    Returns
+    -------
+    FederatedData.
+    """
     return build_federated_data(cfg, dtype)
 
 
 def initial_model(cfg: Config, data: FederatedData) -> nn.Module:
-    """The model every node and the server start from in `p2pfl.engine.builder(cfg)`."""
+    """The model every node and the server start from in `p2pfl.engine.builder(cfg)`.
+
+    Parameters
+    ----------
+    cfg : the config.
+    data : its federated data (input shape, classes, dtype).
+
+    Returns
+    -------
+    nn.Module.
+    """
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(stream_seed(cfg.seed, "init"))
         model = build_model(cfg.model.name, data.input_shape, data.num_classes)
@@ -67,8 +125,23 @@ def initial_model(cfg: Config, data: FederatedData) -> nn.Module:
 
 
 def sampled_clients(cfg: Config, t: int) -> list[int]:
-    """The clients p2pfl's server samples in round t (0-based): m = max(1, round(r * N)) of the
-    N clients without replacement, sorted (`algorithms.server.Server.sample`, sampling "fixed")."""
+    """The clients p2pfl's server samples in round t (`algorithms.server.Server.sample`, sampling
+    "fixed").
+
+    Parameters
+    ----------
+    cfg : the config.
+    t : round, from 0.
+
+    Returns
+    -------
+    list of int: m = max(1, round(r * N)) of the N clients without replacement, sorted.
+
+    Raises
+    ------
+    ValueError
+        for a sampling other than "fixed".
+    """
     n, r = cfg.data.num_nodes, cfg.algorithm.participation
     if cfg.algorithm.sampling != "fixed":
         raise ValueError(f"only 'fixed' sampling is matched, got {cfg.algorithm.sampling!r}")
@@ -77,8 +150,21 @@ def sampled_clients(cfg: Config, t: int) -> list[int]:
 
 
 def client_batches(cfg: Config, data: FederatedData, t: int, client: int) -> list[torch.Tensor]:
-    """Indices into `data.x_train` of each local step of `client` in round t: K tensors int64
-    [B], the rows p2pfl's trainer gathers for that client (`FederatedData.batch`)."""
+    """Indices into `data.x_train` of each local step of `client` in round t.
+
+    The rows p2pfl's trainer gathers for that client (`FederatedData.batch`).
+
+    Parameters
+    ----------
+    cfg : the config.
+    data : its federated data.
+    t : round, from 0.
+    client : the client's node id.
+
+    Returns
+    -------
+    list of K int64 tensors [B].
+    """
     a = cfg.algorithm
     plan = data.plan(cfg.seed, t, a.batch_size, a.local_epochs, a.local_steps, a.last_batch)
     return [plan.ids[k, client, :int(plan.lengths[client, k])]
@@ -86,8 +172,22 @@ def client_batches(cfg: Config, data: FederatedData, t: int, client: int) -> lis
 
 
 def local_sgd(model: nn.Module, cfg: Config, data: FederatedData, t: int, client: int) -> float:
-    """Train `model` in place as client `client` in round t: plain SGD on its minibatches at the
-    round's lr (one torch.optim.SGD step per minibatch). Returns the mean minibatch loss."""
+    """Train `model` in place as client `client` in round t.
+
+    Plain SGD on its minibatches at the round's lr (one torch.optim.SGD step per minibatch).
+
+    Parameters
+    ----------
+    model : the client's model, trained in place.
+    cfg : the config.
+    data : its federated data.
+    t : round, from 0.
+    client : the client's node id.
+
+    Returns
+    -------
+    float, the mean minibatch loss.
+    """
     a = cfg.algorithm
     optimizer = torch.optim.SGD(model.parameters(), lr=a.lr * a.lr_decay**t)
     losses = []
@@ -102,7 +202,18 @@ def local_sgd(model: nn.Module, cfg: Config, data: FederatedData, t: int, client
 
 @torch.no_grad()
 def accuracy(model: nn.Module, data: FederatedData, batch_size: int = 1000) -> float:
-    """Top-1 accuracy of `model` on the whole test set."""
+    """Top-1 accuracy of `model` on the whole test set.
+
+    Parameters
+    ----------
+    model : the model.
+    data : the federated data (its test set).
+    batch_size : samples per forward pass.
+
+    Returns
+    -------
+    float in [0, 1].
+    """
     correct = 0
     for s in range(0, len(data.y_test), batch_size):
         logits = model(data.x_test[s:s + batch_size])

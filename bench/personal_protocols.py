@@ -34,8 +34,22 @@ COLUMNS = ("server model", "head, as logged", "head, {epochs} epochs", "whole mo
 
 
 def load_run(run_dir: str | Path) -> tuple[RunContext, Server, int]:
-    """The run of `run_dir` rebuilt at its last checkpoint: (context, algorithm, rounds done).
-    A run that is not a server algorithm with a personal split is a ConfigError."""
+    """The run of `run_dir` rebuilt at its last checkpoint.
+
+    Parameters
+    ----------
+    run_dir : a run directory with a checkpoint.
+
+    Returns
+    -------
+    tuple (context, algorithm, rounds done).
+
+    Raises
+    ------
+    ConfigError
+        naming resume without a checkpoint, algorithm.personal_fraction for a run that is not a
+        server algorithm with a personal split.
+    """
     cfg = read_run_config(run_dir)
     state = load_checkpoint(Path(run_dir), resolve_device(cfg.device))
     if state is None:
@@ -50,9 +64,22 @@ def load_run(run_dir: str | Path) -> tuple[RunContext, Server, int]:
 
 
 def protocols(ctx: RunContext, server: Server, rounds: int, epochs: int) -> dict[str, float]:
-    """Mean over clients of the accuracy on their own splits (%) of the run's final models
-    after `rounds` rounds, under each protocol of COLUMNS (the fine-tuning minibatches and lr
-    are those of the last round's evaluation)."""
+    """Mean over clients of the accuracy on their own splits (%) of the run's final models under
+    each protocol of COLUMNS.
+
+    The fine-tuning minibatches and lr are those of the last round's evaluation.
+
+    Parameters
+    ----------
+    ctx : the rebuilt run.
+    server : its server algorithm.
+    rounds : rounds done.
+    epochs : epochs of the longer head fine-tuning.
+
+    Returns
+    -------
+    dict {protocol: accuracy (%)}.
+    """
     p, t = server.personal, rounds - 1
 
     def mean(models: dict[str, torch.Tensor]) -> float:
@@ -68,6 +95,16 @@ def protocols(ctx: RunContext, server: Server, rounds: int, epochs: int) -> dict
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Print the personalised accuracy of each run under every protocol, one table row per run.
+
+    Parameters
+    ----------
+    argv : the arguments (default: sys.argv[1:]).
+
+    Returns
+    -------
+    int, the exit status: 0, or 2 after a one-line error.
+    """
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("runs", nargs="+", help="run directories (each with a checkpoint)")
     parser.add_argument("--epochs", type=int, default=10,

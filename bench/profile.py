@@ -39,12 +39,34 @@ PARTS = {
 
 
 def part_of(name: str) -> str:
-    """The part an operator's time belongs to."""
+    """The part an operator's time belongs to.
+
+    Parameters
+    ----------
+    name : the operator's name.
+
+    Returns
+    -------
+    str, a key of PARTS, or "other operators".
+    """
     return next((part for part, ops in PARTS.items() if name in ops), "other operators")
 
 
 def breakdown(workload_name: str, solver: str, rounds: int, device: str, top: int) -> list[str]:
-    """The printed lines: each part's ms per round and share, then the `top` operators."""
+    """Where a benchmark round's time goes.
+
+    Parameters
+    ----------
+    workload_name : a workload's name.
+    solver : "sgd" or "sam".
+    rounds : rounds profiled.
+    device : "cpu" or "cuda".
+    top : operators listed.
+
+    Returns
+    -------
+    list of the printed lines: each part's ms per round and share, then the `top` operators.
+    """
     workload = next(w for w in WORKLOADS if w.name == workload_name)
     dataset, _ = load_workload_data(workload.data)
     cfg = workload_config(workload, solver, "vectorized", workload.num_nodes, device,
@@ -78,6 +100,16 @@ def breakdown(workload_name: str, solver: str, rounds: int, device: str, top: in
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The `python -m bench.profile` command: where a benchmark round's time goes.
+
+    Parameters
+    ----------
+    argv : the arguments (default: sys.argv[1:]).
+
+    Returns
+    -------
+    int, the exit status: 0, or 2 after a one-line error.
+    """
     parser = argparse.ArgumentParser(prog="python -m bench.profile", description=__doc__)
     parser.add_argument("--only", default="mlp-100", help="one workload (default mlp-100)")
     parser.add_argument("--solver", default="sgd", choices=("sgd", "sam"))

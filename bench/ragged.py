@@ -40,8 +40,19 @@ def _config(partition: dict[str, Any], algorithm: dict[str, Any], device: str):
 
 
 def run_ragged(dataset: Dataset, device: str, rounds: int) -> dict[str, Any]:
-    """Time both populations; {"workload": "ragged", ..., "rows": [ragged, balanced],
-    "ratio"}."""
+    """Time a ragged population (unequal local datasets) against a balanced one of equal
+    node-steps.
+
+    Parameters
+    ----------
+    dataset : the data.
+    device : "cpu" or "cuda".
+    rounds : rounds timed.
+
+    Returns
+    -------
+    dict {"workload": "ragged", ..., "rows": [ragged, balanced], "ratio"}.
+    """
     ragged_cfg = _config({"partition": "label_dirichlet", "alpha": ALPHA},
                          {"local_epochs": 1, "local_steps": 0}, device)
     ragged_ctx, ragged_alg = build(ragged_cfg, dataset)
@@ -76,7 +87,16 @@ def run_ragged(dataset: Dataset, device: str, rounds: int) -> dict[str, Any]:
 
 
 def ragged_lines(result: dict[str, Any]) -> list[str]:
-    """The table lines of `run_ragged`'s result."""
+    """The table lines of `run_ragged`'s result.
+
+    Parameters
+    ----------
+    result : `run_ragged`'s dict.
+
+    Returns
+    -------
+    list of str.
+    """
     lines = [f"ragged population ({result['num_nodes']} nodes, mlp, {result['partition']}, "
              f"1 epoch of batch {result['batch_size']}) against a balanced one of equal "
              "node-steps:"]

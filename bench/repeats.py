@@ -12,7 +12,18 @@ SHOWN = (("s/round", "s_per_round", ".3f"), ("vs loop", "speedup", ".2f"),
 
 
 def spread(rows: list[dict[str, Any]], key: str, form: str) -> str:
-    """'median (min-max)' of `key` over `rows` (those that have it), 'n/a' when none do."""
+    """'median (min-max)' of `key` over `rows` (those that have it).
+
+    Parameters
+    ----------
+    rows : result rows.
+    key : the number.
+    form : its format spec (".3f").
+
+    Returns
+    -------
+    str, 'n/a' when no row has it.
+    """
     values = [r[key] for r in rows if r.get(key) is not None]
     if not values:
         return "n/a"
@@ -20,8 +31,16 @@ def spread(rows: list[dict[str, Any]], key: str, form: str) -> str:
 
 
 def repeat_lines(results: list[dict[str, Any]]) -> list[str]:
-    """One line per solver and precision of one workload's repeated results (`run_workload`
-    dicts): the median and range over the repeats of each SHOWN number."""
+    """One line per solver and precision of one workload's repeated results.
+
+    Parameters
+    ----------
+    results : `run_workload` dicts of the repeats.
+
+    Returns
+    -------
+    list of str: the median and range over the repeats of each SHOWN number.
+    """
     lines = []
     keys = dict.fromkeys((r["solver"], r["precision"]) for res in results for r in res["rows"])
     for solver, precision in keys:

@@ -58,8 +58,22 @@ EXPERIMENTS = (
 def run_experiment(exp: Experiment, out: Path, seeds: list[int], rounds: int | None,
                    progress: bool, figures: Path | None = None,
                    train: bool = True) -> tuple[str, list[str]]:
-    """Run (or continue) one experiment; its table and, if any run diverged, the message.
-    `train` False: only tabulate and draw the runs already in `out`, as far as they got."""
+    """Run (or continue) one experiment.
+
+    Parameters
+    ----------
+    exp : the experiment.
+    out : its folder.
+    seeds : seeds.
+    rounds : cap on its rounds, or None.
+    progress : whether to draw progress bars.
+    figures : folder of its figure, or None.
+    train : False: only tabulate and draw the runs already in `out`, as far as they got.
+
+    Returns
+    -------
+    tuple (its table, the messages of runs that diverged).
+    """
     cfg = load_config(exp.config, dict(exp.overrides))
     if rounds is not None:
         cfg = dataclasses.replace(cfg, rounds=min(rounds, cfg.rounds))
@@ -87,6 +101,16 @@ def run_experiment(exp: Experiment, out: Path, seeds: list[int], rounds: int | N
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Reproduce the source papers' experiments: print each table.
+
+    Parameters
+    ----------
+    argv : the arguments (default: sys.argv[1:]).
+
+    Returns
+    -------
+    int, the exit status: 0, 2 after a one-line error, 3 when a run diverged.
+    """
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="runs/reproduce", help="folder of the experiments")
     parser.add_argument("--seeds", default="0", help="comma-separated seeds (default 0)")

@@ -47,7 +47,18 @@ MIB = 2**20
 
 
 def timed_round(ctx: RunContext, algorithm: Algorithm, t: int) -> float:
-    """Seconds of round t of the algorithm, the device synchronized before and after."""
+    """Seconds of round t of the algorithm, the device synchronized before and after.
+
+    Parameters
+    ----------
+    ctx : the run.
+    algorithm : its algorithm.
+    t : round, from 0.
+
+    Returns
+    -------
+    float.
+    """
     synchronize(ctx.device)
     start = time.perf_counter()
     graph = ctx.schedule.at(t)
@@ -57,7 +68,18 @@ def timed_round(ctx: RunContext, algorithm: Algorithm, t: int) -> float:
 
 
 def time_rounds(ctx: RunContext, algorithm: Algorithm, rounds: int) -> list[float]:
-    """Seconds of each of `rounds` timed rounds, after one untimed warm-up round."""
+    """Seconds of each of `rounds` timed rounds, after one untimed warm-up round.
+
+    Parameters
+    ----------
+    ctx : the run.
+    algorithm : its algorithm.
+    rounds : rounds timed.
+
+    Returns
+    -------
+    list of float.
+    """
     return [timed_round(ctx, algorithm, t) for t in range(rounds + 1)][1:]
 
 
@@ -66,7 +88,16 @@ PROBE_ROUNDS = 2
 
 
 def bf16_support(device: torch.device) -> tuple[bool, str]:
-    """Whether the device multiplies bf16 natively, and what it has for it."""
+    """Whether the device multiplies bf16 natively, and what it has for it.
+
+    Parameters
+    ----------
+    device : the device.
+
+    Returns
+    -------
+    tuple (bool, str).
+    """
     if device.type == "cuda":
         native = torch.cuda.is_bf16_supported(including_emulation=False)
         return native, "bf16 tensor cores" if native else "no native bf16 on this GPU"
@@ -79,8 +110,20 @@ def bf16_support(device: torch.device) -> tuple[bool, str]:
 
 def probe_bf16(fp32: tuple[RunContext, Algorithm, int], bf16: tuple[RunContext, Algorithm, int],
                device: torch.device) -> str | None:
-    """Why bf16 should not be timed (None: it pays): the device's support, then PROBE_ROUNDS
-    rounds of each precision, alternating; bf16 is off when its median round is slower."""
+    """Why bf16 should not be timed.
+
+    The device's support, then PROBE_ROUNDS rounds of each precision, alternating; bf16 is off
+    when its median round is slower.
+
+    Parameters
+    ----------
+    fp32, bf16 : (context, algorithm, peak bytes) of each precision's population.
+    device : the device.
+
+    Returns
+    -------
+    str, the reason; None when bf16 pays.
+    """
     native, what = bf16_support(device)
     if not native:
         return what
@@ -113,16 +156,31 @@ def run_solver(workload: Workload, solver: str, dataset: Dataset, device: str, r
                matmul_gflops: dict[str, float], compile: bool = False,
                precisions: tuple[str, ...] = ("fp32",), bf16_auto: bool = False
                ) -> list[dict[str, Any]]:
-    """Time `solver` ("sgd" or "sam") on `workload`, vectorized in each of `precisions`
-    (compiled when `compile`) and with the float32 loop executor; one row per precision.
-    `bf16_auto`: bf16 is timed beside fp32 only where `probe_bf16` finds that it pays.
-    The round's products alone are timed at the vectorized population's chunk size
-    (bench.flops.products_gflops) just before its rounds.
+    """Time `solver` on `workload`, vectorized in each of `precisions` and with the float32 loop
+    executor.
 
-    The timed rounds alternate between the populations (vectorized fp32 round t, vectorized
-    bf16 round t, loop round t, ...), so that a slow spell of a shared machine weighs on all
-    alike; each side's s/round is the median of its rounds. `matmul_gflops`: the measured
-    matmul rate of each precision, for "% matmul"."""
+    The round's products alone are timed at the vectorized population's chunk size
+    (bench.flops.products_gflops) just before its rounds. The timed rounds alternate between the
+    populations (vectorized fp32 round t, vectorized bf16 round t, loop round t, ...), so that a
+    slow spell of a shared machine weighs on all alike; each side's s/round is the median of its
+    rounds.
+
+    Parameters
+    ----------
+    workload : the workload.
+    solver : "sgd" or "sam".
+    dataset : the data.
+    device : "cpu" or "cuda".
+    rounds : rounds timed.
+    matmul_gflops : the measured matmul rate of each precision, for "% matmul".
+    compile : torch.compile the vectorized populations.
+    precisions : "fp32", "bf16".
+    bf16_auto : bf16 is timed beside fp32 only where `probe_bf16` finds that it pays.
+
+    Returns
+    -------
+    list of dict, one row per precision.
+    """
     n, k, b = workload.num_nodes, workload.local_steps, workload.batch_size
     loop_nodes = min(max(workload.loop_nodes, 2), n)  # a Push-Sum graph needs 2 nodes
     vectorized = {p: _built(workload, solver, "vectorized", n, dataset, device, compile, p)
@@ -184,8 +242,31 @@ def run_workload(workload: Workload, dataset: Dataset, data_label: str, device: 
                  solvers: tuple[str, ...] = tuple(SOLVERS), compile: bool = False,
                  precisions: tuple[str, ...] = ("fp32",), bf16_auto: bool = False
                  ) -> dict[str, Any]:
-    """Every solver and precision of one workload: {"workload", "model", "data", "num_nodes",
-    ..., "rows": [run_solver(...) rows of every solver]}."""
+    """Every solver and precision of one workload.
+
+    Parameters
+    ----------
+    workload : the workload.
+    dataset : the data.
+    data_label : how the table names the data.
+    device : "cpu" or "cuda".
+    rounds : rounds timed.
+    matmul_gflops : the measured matmul rate of each precision.
+    solvers : "sgd", "sam".
+    compile : torch.compile the vectorized populations.
+    precisions : "fp32", "bf16".
+    bf16_auto : as in `run_solver`.
+
+    Returns
+    -------
+    dict {"workload", "model", "data", "num_nodes", ..., "rows": [run_solver(...) rows of every
+    solver]}.
+
+    Raises
+    ------
+    ValueError
+        when a node would hold fewer samples than the batch size.
+    """
     per_node = len(dataset.y_train) // workload.num_nodes
     if per_node < workload.batch_size:
         raise ValueError(f"{workload.name}: {per_node} samples per node, fewer than the batch "

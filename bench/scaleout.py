@@ -27,7 +27,16 @@ COLUMNS = ("workload", "N", "processes", "s/round", "vs 1 process", "mixing MB/r
 
 
 def toml_text(raw: dict[str, Any]) -> str:
-    """A config dict (scalars in one level of tables) as TOML."""
+    """A config dict (scalars in one level of tables) as TOML.
+
+    Parameters
+    ----------
+    raw : the config dict.
+
+    Returns
+    -------
+    str.
+    """
     def value(v: Any) -> str:
         if isinstance(v, bool):
             return "true" if v else "false"
@@ -41,7 +50,26 @@ def toml_text(raw: dict[str, Any]) -> str:
 
 def run_processes(workload: Workload, data_name: str, processes: int, rounds: int,
                   folder: Path) -> dict[str, Any]:
-    """One run of `workload` on `processes` processes; its per-round time and bytes."""
+    """One run of `workload` on `processes` processes; its per-round time and bytes.
+
+    Parameters
+    ----------
+    workload : the workload.
+    data_name : the engine's dataset name.
+    processes : ranks.
+    rounds : the run has rounds + 1 rounds; the median wall_s is over all but its first and
+        last.
+    folder : where the config and run go.
+
+    Returns
+    -------
+    dict, one row of the table.
+
+    Raises
+    ------
+    ConfigError
+        naming --nproc when the processes fail.
+    """
     raw = workload_config(workload, "sgd", "vectorized", workload.num_nodes, "cpu",
                           data_name).to_dict()
     raw["rounds"] = rounds + 1
@@ -69,7 +97,19 @@ def run_processes(workload: Workload, data_name: str, processes: int, rounds: in
 
 def scaleout(workload: Workload, data_name: str, nprocs: list[int],
              rounds: int) -> list[dict[str, Any]]:
-    """The workload on each number of processes in `nprocs`, in one temporary folder."""
+    """The workload on each number of processes in `nprocs`, in one temporary folder.
+
+    Parameters
+    ----------
+    workload : the workload.
+    data_name : the engine's dataset name.
+    nprocs : numbers of processes.
+    rounds : rounds timed.
+
+    Returns
+    -------
+    list of dict, one row per number of processes (vs_one: the speed-up over one process).
+    """
     with tempfile.TemporaryDirectory(prefix="p2pfl-bench-") as folder:
         rows = [run_processes(workload, data_name, r, rounds, Path(folder)) for r in nprocs]
     base = next((r["s_per_round"] for r in rows if r["processes"] == 1), None)
@@ -79,7 +119,16 @@ def scaleout(workload: Workload, data_name: str, nprocs: list[int],
 
 
 def table(rows: list[dict[str, Any]]) -> str:
-    """The rows as a Markdown table."""
+    """The rows as a Markdown table.
+
+    Parameters
+    ----------
+    rows : `scaleout`'s rows.
+
+    Returns
+    -------
+    str.
+    """
     lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
     for r in rows:
         vs = f"{r['vs_one']:.2f}x" if r["vs_one"] else ""

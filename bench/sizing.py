@@ -45,14 +45,35 @@ TOPOLOGIES = {  # the graphs of one period; the table shows the busiest round
 
 
 def seconds(near: int, far: int) -> float:
-    """Time to send `near` bytes over NVLink and `far` bytes over the network."""
+    """Time to send `near` bytes over NVLink and `far` bytes over the network.
+
+    Parameters
+    ----------
+    near : bytes within a machine.
+    far : bytes to other machines.
+
+    Returns
+    -------
+    float, seconds.
+    """
     return near / (NVLINK_GBPS * 1e9) + far / (NETWORK_GBPS * 1e9)
 
 
 def busiest_rank_bytes(W: sp.csr_array, world: int, per_machine: int,
                        row_bytes: int) -> tuple[int, int, int]:
-    """(rows received, bytes sent to its own machine, to other machines) of the rank whose
-    sends take longest, under the engine's exchange plan for W."""
+    """The traffic of the rank whose sends take longest, under the engine's exchange plan for W.
+
+    Parameters
+    ----------
+    W : [N, N] mixing matrix.
+    world : ranks.
+    per_machine : ranks (GPUs) a machine.
+    row_bytes : bytes of one node's row.
+
+    Returns
+    -------
+    tuple (rows received, bytes sent to its own machine, to other machines).
+    """
     worst = (0, 0, 0)
     dense = torch.from_numpy(W.toarray())
     for rank in range(world):
@@ -70,6 +91,21 @@ def busiest_rank_bytes(W: sp.csr_array, world: int, per_machine: int,
 
 def sizing(num_nodes: int, model_name: str, gpus: list[int], per_machine: int, steps: int,
            batch: int) -> str:
+    """The sizing of a sharded run: model, compute and the exchange's time for each GPU count.
+
+    Parameters
+    ----------
+    num_nodes : N.
+    model_name : the model.
+    gpus : GPU counts (ranks).
+    per_machine : GPUs a machine.
+    steps : local steps a round.
+    batch : batch size.
+
+    Returns
+    -------
+    str, the printed lines.
+    """
     model = build_model(model_name, CIFAR, 10)
     params = sum(p.numel() for p in model.parameters())
     grad = gradient_flops_per_sample(model, CIFAR)
@@ -98,6 +134,16 @@ def sizing(num_nodes: int, model_name: str, gpus: list[int], per_machine: int, s
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The `python -m bench.sizing` command: sizing a sharded run before buying the GPUs for it.
+
+    Parameters
+    ----------
+    argv : the arguments (default: sys.argv[1:]).
+
+    Returns
+    -------
+    int, the exit status (0).
+    """
     p = argparse.ArgumentParser(prog="python -m bench.sizing", description=__doc__.split("\n")[0])
     p.add_argument("num_nodes", nargs="?", type=int, default=1000)
     p.add_argument("model", nargs="?", default="resnet18_gn")

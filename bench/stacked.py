@@ -37,7 +37,17 @@ def _config(seed: int, rounds: int, device: str) -> Config:
 
 
 def run_stacked_bench(device: str, quick: bool = False) -> dict[str, Any]:
-    """Time both sides; {"workload": "stacked-seeds", ..., "rows": [one row], "speedup"}."""
+    """Time SEEDS whole runs one after another against the same runs stacked.
+
+    Parameters
+    ----------
+    device : "cpu" or "cuda".
+    quick : fewer rounds.
+
+    Returns
+    -------
+    dict {"workload": "stacked-seeds", ..., "rows": [one row], "speedup"}.
+    """
     rounds = QUICK_ROUNDS if quick else ROUNDS
     cfgs = [_config(seed, rounds, device) for seed in range(SEEDS)]
     with tempfile.TemporaryDirectory(prefix="p2pfl-bench-") as tmp:
@@ -62,7 +72,16 @@ def run_stacked_bench(device: str, quick: bool = False) -> dict[str, Any]:
 
 
 def stacked_lines(result: dict[str, Any]) -> list[str]:
-    """The table of `run_stacked_bench`'s result."""
+    """The table of `run_stacked_bench`'s result.
+
+    Parameters
+    ----------
+    result : `run_stacked_bench`'s dict.
+
+    Returns
+    -------
+    list of str.
+    """
     row = result["rows"][0]
     return ["", f"stacked experiments: {row['experiments']} seeds of a {row['nodes']}-node mlp "
             f"study cell (SGP, ring, {row['rounds']} rounds, whole runs)",

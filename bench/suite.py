@@ -78,7 +78,16 @@ def _cpu_name() -> str:
 
 
 def environment(device: torch.device) -> dict[str, Any]:
-    """What the numbers were measured on."""
+    """What the numbers were measured on.
+
+    Parameters
+    ----------
+    device : the device.
+
+    Returns
+    -------
+    dict: device, its name, threads, library versions, date.
+    """
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else _cpu_name()
     cuda = {"cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version(),
             "nccl": ".".join(map(str, torch.cuda.nccl.version()))} if device.type == "cuda" else {}
@@ -89,8 +98,19 @@ def environment(device: torch.device) -> dict[str, Any]:
 
 
 def mixing_rate(workload: Workload, num_params: int, device: torch.device) -> dict[str, Any] | str:
-    """`bench.mixing`'s throughput of mixing this workload's population, with the copy bandwidth
-    of the same bytes; a one-line reason string where it cannot be measured."""
+    """`bench.mixing`'s throughput of mixing this workload's population, with the copy bandwidth of
+    the same bytes.
+
+    Parameters
+    ----------
+    workload : the workload.
+    num_params : P.
+    device : the device.
+
+    Returns
+    -------
+    dict, or a one-line reason string where it cannot be measured.
+    """
     try:
         from bench.mixing import copy_bandwidth, mixing_throughput
     except ImportError:
@@ -118,14 +138,29 @@ def _row(values: tuple[Any, ...]) -> str:
 
 
 def table_header() -> str:
-    """Column names and a rule."""
+    """Column names and a rule.
+
+    Returns
+    -------
+    str, two lines.
+    """
     header = " ".join(name.ljust(w) if s == "s" else name.rjust(w) for name, w, s in COLUMNS)
     return header + "\n" + "-" * len(header)
 
 
 def table_rows(result: dict[str, Any]) -> list[str]:
-    """One table row per solver and precision of a `run_workload` result; `!` marks a row whose
-    vectorized or loop rounds ranged over more than SPREAD_FLAG x."""
+    """One table row per solver and precision of a `run_workload` result.
+
+    `!` marks a row whose vectorized or loop rounds ranged over more than SPREAD_FLAG x.
+
+    Parameters
+    ----------
+    result : a `run_workload` dict.
+
+    Returns
+    -------
+    list of str.
+    """
     rows = []
     for r in result["rows"]:
         row = _row((result["workload"], result["data"], result["num_nodes"], r["solver"],
@@ -146,7 +181,16 @@ def table_rows(result: dict[str, Any]) -> list[str]:
 
 
 def mixing_line(result: dict[str, Any]) -> str:
-    """The mixing measurement of one workload, or why there is none."""
+    """The mixing measurement of one workload, or why there is none.
+
+    Parameters
+    ----------
+    result : a `run_workload` dict with its "mixing".
+
+    Returns
+    -------
+    str.
+    """
     mixing = result["mixing"]
     prefix = f"mixing {result['workload']} (N={result['num_nodes']}, P={result['num_params']:,})"
     if isinstance(mixing, str):
@@ -159,7 +203,12 @@ def mixing_line(result: dict[str, Any]) -> str:
 
 
 def parser() -> argparse.ArgumentParser:
-    """The suite's options (`p2pfl bench ...`, `python -m bench.suite ...`)."""
+    """The suite's options (`p2pfl bench ...`, `python -m bench.suite ...`).
+
+    Returns
+    -------
+    argparse.ArgumentParser.
+    """
     b = argparse.ArgumentParser(prog="p2pfl bench", description="benchmark suite: vectorized "
                                 "population against the per-node loop (docs/performance.md)")
     b.add_argument("--quick", action="store_true",
@@ -200,7 +249,21 @@ def _nprocs(text: str) -> list[int]:
 
 
 def run_scaleout(args: argparse.Namespace) -> int:
-    """`--nproc`: the scale-out table of the chosen workloads (mlp ones: Fashion-MNIST)."""
+    """`--nproc`: the scale-out table of the chosen workloads (mlp ones: Fashion-MNIST).
+
+    Parameters
+    ----------
+    args : the parsed options.
+
+    Returns
+    -------
+    int, the exit status (0).
+
+    Raises
+    ------
+    ConfigError
+        naming --nproc on CUDA, --only for a workload that is unknown or not an mlp one.
+    """
     nprocs = _nprocs(args.nproc)
     if args.device == "cuda":
         raise ConfigError("--nproc", "the scale-out benchmark runs gloo on CPU")
@@ -237,7 +300,21 @@ def _precisions(text: str) -> tuple[str, ...]:
 
 
 def run_suite(args: argparse.Namespace) -> int:
-    """Run the selected workloads, print the tables and the JSON lines; 0 on success."""
+    """Run the selected workloads, print the tables and the JSON lines.
+
+    Parameters
+    ----------
+    args : the parsed options.
+
+    Returns
+    -------
+    int, the exit status: 0 on success.
+
+    Raises
+    ------
+    ConfigError
+        naming the option that is refused.
+    """
     if args.nproc is not None:
         return run_scaleout(args)
     device = resolve_device(args.device)
@@ -320,7 +397,16 @@ def run_suite(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m bench.suite ARGS` = `p2pfl bench ARGS` (one-line errors, exit 2)."""
+    """`python -m bench.suite ARGS` = `p2pfl bench ARGS` (one-line errors, exit 2).
+
+    Parameters
+    ----------
+    argv : the arguments (default: sys.argv[1:]).
+
+    Returns
+    -------
+    int, the exit status.
+    """
     try:
         return run_suite(parser().parse_args(sys.argv[1:] if argv is None else argv))
     except ConfigError as err:

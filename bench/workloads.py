@@ -63,8 +63,22 @@ QUICK_WORKLOADS = (
 
 
 def select(workloads: tuple[Workload, ...], only: str | None) -> list[Workload]:
-    """The workloads named in `only` (comma-separated names, or model names for all of a model's
-    workloads); all when `only` is None. Unknown name -> ValueError listing the choices."""
+    """The workloads named in `only`.
+
+    Parameters
+    ----------
+    workloads : the workloads to choose from.
+    only : comma-separated names, or model names for all of a model's workloads; None: all.
+
+    Returns
+    -------
+    list of Workload.
+
+    Raises
+    ------
+    ValueError
+        for an unknown name, listing the choices.
+    """
     if not only:
         return list(workloads)
     wanted = [w.strip() for w in only.split(",") if w.strip()]
@@ -77,7 +91,24 @@ def select(workloads: tuple[Workload, ...], only: str | None) -> list[Workload]:
 
 
 def load_workload_data(kind: str, quick: bool = False) -> tuple[Dataset, str]:
-    """The dataset of a workload's `data` kind and the label the table shows for it."""
+    """The dataset of a workload's `data` kind and the label the table shows for it.
+
+    Without CIFAR-10 on disk, "cifar" is synthetic data of its shape.
+
+    Parameters
+    ----------
+    kind : "fashion_mnist", "synthetic" or "cifar".
+    quick : a tenth of the synthetic CIFAR-shaped training set.
+
+    Returns
+    -------
+    tuple (Dataset, label).
+
+    Raises
+    ------
+    ValueError
+        for an unknown kind.
+    """
     if kind == "fashion_mnist":
         return load_dataset("fashion_mnist"), "fashion_mnist"
     if kind == "synthetic":
@@ -97,9 +128,23 @@ def load_workload_data(kind: str, quick: bool = False) -> tuple[Dataset, str]:
 def workload_config(workload: Workload, solver: str, executor: str, num_nodes: int,
                     device: str, data_name: str, compile: bool = False,
                     precision: str = "fp32") -> Config:
-    """The run config of one timed population (`data_name`: the engine's dataset name;
-    `compile`: torch.compile the vectorized population, never the loop; `precision`:
-    engine.precision)."""
+    """The run config of one timed population.
+
+    Parameters
+    ----------
+    workload : the workload.
+    solver : a key of SOLVERS ("sgd", "sam").
+    executor : "vectorized" or "loop".
+    num_nodes : N.
+    device : "cpu" or "cuda".
+    data_name : the engine's dataset name.
+    compile : torch.compile the vectorized population, never the loop.
+    precision : engine.precision.
+
+    Returns
+    -------
+    Config.
+    """
     algorithm, options = SOLVERS[solver]
     raw: dict[str, Any] = {
         "seed": 0, "rounds": 1, "device": device,

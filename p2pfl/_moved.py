@@ -69,5 +69,6 @@ class MovedFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
 
 def install() -> None:
+    """Put the finder of the moved import paths first on sys.meta_path (once)."""
     if not any(isinstance(f, MovedFinder) for f in sys.meta_path):
         sys.meta_path.insert(0, MovedFinder())  # before any finder of a stale install

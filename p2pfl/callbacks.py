@@ -79,8 +79,27 @@ class Callback:
 
 
 def call_all(callbacks: list[Callback], end: RoundEnd, record: dict[str, Any]) -> str | None:
-    """Run `callbacks` after a round, adding their metrics to `record`; the reason of the first
-    StopRun (the callbacks after it still run), or None."""
+    """Run `callbacks` after a round, adding their metrics to `record`.
+
+    A StopRun does not stop the callbacks after it: they still run.
+
+    Parameters
+    ----------
+    callbacks : the run's round callbacks, in order.
+    end : what the round left (`RoundEnd`).
+    record : the round's metrics, updated in place with what each callback returns.
+
+    Returns
+    -------
+    str, the reason of the first StopRun (its message, else the callback's class name), or None.
+
+    Raises
+    ------
+    CallbackError
+        when a callback fails (naming it and the round) or returns anything but a mapping or None.
+    ValueError
+        when a callback returns a metric the round's record already has.
+    """
     reason = None
     for callback in callbacks:
         name = type(callback).__name__
@@ -110,9 +129,20 @@ PLAIN = (bool, int, float, str, type(None), torch.Tensor)
 
 
 def check_state(callback: Callback) -> None:
-    """Refuse (CallbackError) a callback whose state_dict() a checkpoint could write but a
-    resume could not load: anything but tensors, numbers, strings, None and lists, tuples and
-    str-keyed dicts of them (checkpoints load without running code)."""
+    """Refuse a callback whose state_dict() a checkpoint could write but a resume could not load.
+
+    Checkpoints load without running code, so the state may hold only tensors, numbers, strings,
+    None and lists, tuples and str-keyed dicts of them.
+
+    Parameters
+    ----------
+    callback : the callback.
+
+    Raises
+    ------
+    CallbackError
+        naming the callback and the first value of another kind (or a state that is not a dict).
+    """
 
     def bad(value: Any, where: str) -> str | None:
         if isinstance(value, PLAIN):

@@ -41,9 +41,20 @@ class RunContext:
     eval_batch_size: int = 1000  # samples per model in one evaluation batch
 
     def faults(self, t: int, graph: nx.Graph) -> T.Faults:
-        """The lost messages and offline nodes of round t on `graph` (its node ids), drawn from
-        (seed, "faults", t) with `link_drop` and `node_drop`; with overlap, a node still busy
-        with its local phase (a straggler) is offline for the round too."""
+        """The lost messages and offline nodes of round t on `graph`.
+
+        Drawn from (seed, "faults", t) with `link_drop` and `node_drop`; with overlap, a node still
+        busy with its local phase (a straggler) is offline for the round too.
+
+        Parameters
+        ----------
+        t : round, from 0.
+        graph : the round's graph (its node ids).
+
+        Returns
+        -------
+        Faults.
+        """
         if self.link_drop == 0 and self.node_drop == 0:
             faults = T.Faults.none(graph.number_of_nodes(), sparse=True)
         else:

@@ -31,8 +31,20 @@ VARIANTS = ("paper", "reference_code")
 def option(default: Any, *, low: float | None = None, high: float | None = None,
           low_open: bool = False, high_open: bool = False, choices: tuple[str, ...] = (),
           doc: str = "") -> Any:
-    """A dataclass field with its limits: [low, high] (an end is excluded when `*_open`; None is
-    unbounded) for numbers, `choices` for strings."""
+    """A dataclass field with its limits.
+
+    Parameters
+    ----------
+    default : the field's default.
+    low, high : the number's bounds; None is unbounded.
+    low_open, high_open : whether that end is excluded.
+    choices : the allowed strings (empty: any).
+    doc : the field's help.
+
+    Returns
+    -------
+    dataclasses.Field with the limits in its metadata.
+    """
     return field(default=default, metadata={"low": low, "high": high, "low_open": low_open,
                                             "high_open": high_open, "choices": choices,
                                             "doc": doc})
@@ -40,7 +52,18 @@ def option(default: Any, *, low: float | None = None, high: float | None = None,
 
 def check_number(value: float, low: float | None, high: float | None, low_open: bool = False,
                  high_open: bool = False) -> str:
-    """Why `value` is outside [low, high] (ends excluded when open); "" when it is inside."""
+    """Why `value` is outside [low, high] (ends excluded when open).
+
+    Parameters
+    ----------
+    value : the number.
+    low, high : bounds, None for unbounded.
+    low_open, high_open : whether that end is excluded.
+
+    Returns
+    -------
+    str, the reason ("must be finite ..." or "... is out of range [low, high]"); "" when inside.
+    """
     if not math.isfinite(value):
         return f"must be finite, got {value!r}"
     too_low = low is not None and (value < low or (value == low and low_open))
@@ -54,8 +77,17 @@ def check_number(value: float, low: float | None, high: float | None, low_open: 
 
 
 def check_values(values: Any) -> None:
-    """Raise ParameterError (naming the field) for the first field of a dataclass outside the
-    limits `param` declared for it."""
+    """Check every field of a dataclass against the limits `option` declared for it.
+
+    Parameters
+    ----------
+    values : an options dataclass instance.
+
+    Raises
+    ------
+    ParameterError
+        naming the first field outside its choices or range.
+    """
     for f in dataclasses.fields(values):
         meta, value = f.metadata, getattr(values, f.name)
         if meta.get("choices") and value not in meta["choices"]:
@@ -69,7 +101,16 @@ def check_values(values: Any) -> None:
 
 
 def field_types(cls: type) -> dict[str, type]:
-    """Field name -> type of an options dataclass (annotations resolved)."""
+    """Field name -> type of an options dataclass (annotations resolved).
+
+    Parameters
+    ----------
+    cls : an options dataclass.
+
+    Returns
+    -------
+    dict {field name: type}.
+    """
     return {k: v for k, v in get_type_hints(cls).items()
             if k in {f.name for f in dataclasses.fields(cls)}}
 

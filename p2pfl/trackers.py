@@ -25,7 +25,16 @@ from p2pfl.callbacks import Callback, RoundEnd
 
 
 def scalars(record: Mapping[str, Any]) -> dict[str, float]:
-    """The finite numbers of a round's record (not `round` itself, which is the step)."""
+    """The finite numbers of a round's record (not `round` itself, which is the step).
+
+    Parameters
+    ----------
+    record : a round's metrics.
+
+    Returns
+    -------
+    dict {name: float}.
+    """
     return {k: float(v) for k, v in record.items()
             if k != "round" and isinstance(v, int | float) and not isinstance(v, bool)
             and math.isfinite(v)}

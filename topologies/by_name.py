@@ -56,6 +56,10 @@ def grid_of(n: int, rows: int = 0, cols: int = 0) -> nx.Graph:
     n : number of nodes.
     rows, cols : grid shape, rows * cols = n; 0 = choose (rows = the largest divisor of n not
         above sqrt(n)).
+
+    Returns
+    -------
+    nx.Graph, the grid; node r * cols + c at row r, column c.
     """
     return b.grid(*_grid_shape(n, rows, cols, 1))
 
@@ -69,6 +73,10 @@ def torus_of(n: int, rows: int = 0, cols: int = 0) -> nx.Graph:
     n : number of nodes.
     rows, cols : torus shape, rows * cols = n; 0 = choose (rows = the largest divisor of n not
         above sqrt(n), at least 3).
+
+    Returns
+    -------
+    nx.Graph, 4-regular; node r * cols + c at row r, column c.
     """
     return b.torus(*_grid_shape(n, rows, cols, 3))
 
@@ -80,6 +88,15 @@ def hypercube_of(n: int) -> nx.Graph:
     Parameters
     ----------
     n : number of nodes, a power of two, at least 2.
+
+    Returns
+    -------
+    nx.Graph, log2(n)-regular.
+
+    Raises
+    ------
+    ParameterError
+        naming n, unless it is a power of two of at least 2.
     """
     dim = n.bit_length() - 1
     if n < 2 or 2**dim != n:
@@ -113,6 +130,15 @@ def adjacency_file(n: int, path: str = "", directed: bool = True) -> nx.Graph:
     n : number of nodes.
     path : .npy, .npz (scipy.sparse), .csv or whitespace text; A[i, j] != 0 is the edge i -> j.
     directed : True: a DiGraph unless the matrix is symmetric; False forces an undirected graph.
+
+    Returns
+    -------
+    nx.Graph or nx.DiGraph on 0..n-1.
+
+    Raises
+    ------
+    ParameterError
+        naming path, when the file's matrix is not [n, n].
     """
     A = _load_matrix(path)
     if A.shape != (n, n):
@@ -139,6 +165,16 @@ def edges_file(n: int, path: str = "", directed: bool = True) -> nx.Graph:
     n : number of nodes; the file's node ids are 0..n-1, the largest n - 1.
     path : text file, one 'i j' or 'i j weight' per line.
     directed : edges i -> j (True) or i <-> j (False).
+
+    Returns
+    -------
+    nx.DiGraph or nx.Graph on 0..n-1, edges with a ``weight`` attribute where the file gives one.
+
+    Raises
+    ------
+    ParameterError
+        naming path, unless the file holds one edge per row in 2 or 3 columns with node ids in
+        0..n-1.
     """
     E = _load_matrix(path)
     if sp.issparse(E):
@@ -162,7 +198,21 @@ def edges_file(n: int, path: str = "", directed: bool = True) -> nx.Graph:
 
 
 def named(name: str) -> NamedTopology:
-    """The registered topology `name` (ParameterError naming the close ones otherwise)."""
+    """The registered topology `name`.
+
+    Parameters
+    ----------
+    name : a registered topology's name.
+
+    Returns
+    -------
+    NamedTopology, its builder, options and summary.
+
+    Raises
+    ------
+    ParameterError
+        naming name (and the close registered names) when none is registered under it.
+    """
     if name not in REGISTRY:
         raise ParameterError("name", f"{name!r} is not a topology; {did_you_mean(name, REGISTRY)}"
                              f"choose one of {', '.join(REGISTRY)}")
@@ -214,5 +264,10 @@ def build_schedule(name: str, n: int, *, seed: int = 0, window: int = 1,
 
 
 def topology_names() -> tuple[str, ...]:
-    """The registered topologies, in registration order."""
+    """The registered topologies, in registration order.
+
+    Returns
+    -------
+    tuple of str, the names.
+    """
     return tuple(REGISTRY)

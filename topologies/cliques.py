@@ -25,8 +25,23 @@ SWAP_TOLERANCE = 1e-12  # a swap must lower the skew by more than this (not a ro
 
 
 def check_counts(class_counts: object, name: str = "class_counts") -> np.ndarray:
-    """[n, K] float64 array of non-negative finite counts, every row with some mass, or
-    ParameterError naming `name`."""
+    """Class counts, checked: non-negative, finite, every row with some mass.
+
+    Parameters
+    ----------
+    class_counts : [n, K] array-like, samples of each class (column) on each node (row).
+    name : the argument's name, for the error.
+
+    Returns
+    -------
+    [n, K] float64 array of the counts.
+
+    Raises
+    ------
+    ParameterError
+        naming `name`, unless the array is [n, K] with n, K >= 1, non-negative and finite, and no
+        row is all zero.
+    """
     counts = np.asarray(class_counts, dtype=float)
     if counts.ndim != 2 or counts.shape[0] < 1 or counts.shape[1] < 1:
         raise ParameterError(name, f"must be an [n, K] array (a row per node, a column per "
@@ -81,9 +96,22 @@ def _skew(pooled: np.ndarray, global_dist: np.ndarray) -> np.ndarray:
 
 def greedy_swap(counts: np.ndarray, cliques: list[np.ndarray], steps: int,
                 rng: np.random.Generator) -> list[np.ndarray]:
-    """The paper's greedy swap on `cliques` (lists of node ids, changed in place and returned):
-    `steps` times, two distinct random cliques, and one of the node swaps between them that
-    lowers the sum of their two skews, drawn uniformly (no swap when none does)."""
+    """The paper's greedy swap on `cliques`.
+
+    `steps` times: two distinct random cliques, and one of the node swaps between them that lowers
+    the sum of their two skews, drawn uniformly (no swap when none does).
+
+    Parameters
+    ----------
+    counts : [n, K] class counts of each node.
+    cliques : lists (int arrays) of node ids, one per clique; changed in place.
+    steps : number of swap attempts.
+    rng : numpy Generator that draws the cliques and the swaps.
+
+    Returns
+    -------
+    list of arrays, `cliques` itself (unchanged when it holds fewer than 2 cliques).
+    """
     total = counts.sum(axis=0)
     global_dist = total / total.sum()
     if len(cliques) < 2:

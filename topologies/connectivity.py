@@ -12,14 +12,43 @@ from topologies.schedules import Schedule
 
 
 def is_strongly_connected(G: nx.Graph) -> bool:
-    """Strong connectivity of a DiGraph, plain connectivity of an nx.Graph."""
+    """Strong connectivity of a DiGraph, plain connectivity of an nx.Graph.
+
+    Parameters
+    ----------
+    G : nx.Graph or nx.DiGraph, at least one node.
+
+    Returns
+    -------
+    bool, True when every node reaches every other.
+
+    Raises
+    ------
+    ValueError
+        for the empty graph (connectivity is undefined).
+    """
     if G.number_of_nodes() == 0:
         raise ValueError("connectivity is undefined for the empty graph")
     return nx.is_strongly_connected(G) if G.is_directed() else nx.is_connected(G)
 
 
 def union_graph(schedule: Schedule, t0: int, t1: int) -> nx.DiGraph:
-    """DiGraph on 0..n-1 of all edges used in rounds t0..t1-1 (undirected edges go both ways)."""
+    """All the edges used in rounds t0..t1-1 of a schedule, as one graph.
+
+    Parameters
+    ----------
+    schedule : Schedule on n nodes.
+    t0, t1 : first round and one past the last round, 0 <= t0 <= t1.
+
+    Returns
+    -------
+    nx.DiGraph on 0..n-1 (undirected edges go both ways).
+
+    Raises
+    ------
+    ValueError
+        unless 0 <= t0 <= t1.
+    """
     if not 0 <= t0 <= t1:
         raise ValueError(f"need 0 <= t0 <= t1, got t0={t0}, t1={t1}")
     union = nx.DiGraph()

@@ -31,8 +31,19 @@ from topologies.schedules import _round_rng, _schedule_seed
 
 
 def default_m(n: int) -> int:
-    """m = floor(5 ln n) (at least 1): the Theta(ln n) number of offsets with which the authors'
-    code shows EquiStatic's consensus rate not changing with n."""
+    """m = floor(5 ln n) (at least 1), EquiStatic's default number of offsets.
+
+    The Theta(ln n) number of offsets with which the authors' code shows EquiStatic's consensus rate
+    not changing with n.
+
+    Parameters
+    ----------
+    n : number of nodes.
+
+    Returns
+    -------
+    int, m >= 1.
+    """
     return max(1, int(5 * math.log(n)))
 
 

@@ -63,8 +63,17 @@ class Faults:
 
     @classmethod
     def none(cls, n: int, sparse: bool = False) -> Faults:
-        """No lost message and no offline node on n nodes (`sparse`: links as an empty scipy
-        CSR array, which costs nothing for large n)."""
+        """No lost message and no offline node on n nodes.
+
+        Parameters
+        ----------
+        n : nodes.
+        sparse : links as an empty scipy CSR array, which costs nothing for large n.
+
+        Returns
+        -------
+        Faults.
+        """
         links = sp.csr_array((n, n), dtype=bool) if sparse else np.zeros((n, n), dtype=bool)
         return cls(links, np.zeros(n, dtype=bool))
 
@@ -79,7 +88,16 @@ class Faults:
         return int(self.nodes.shape[0])
 
     def lost(self, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
-        """bool per message src[e] -> dst[e]: lost on the link, or an end is offline."""
+        """Whether each message src[e] -> dst[e] is lost: on the link, or an end is offline.
+
+        Parameters
+        ----------
+        src, dst : int arrays [E], the messages' senders and receivers.
+
+        Returns
+        -------
+        bool array [E].
+        """
         if len(src) == 0:  # a round without messages (an edgeless graph)
             return np.zeros(0, dtype=bool)
         if sp.issparse(self.links):

@@ -40,9 +40,26 @@ class FunctionSchedule:
 
 
 def from_function(fn: Callable[[int], nx.Graph], period: int | None = None) -> FunctionSchedule:
-    """Schedule whose round-t graph is ``fn(t)`` (t = 0, 1, ...): a pure function of t, so that a
-    resumed run sees the same graphs (seed any randomness with t). ``period``: fn(t + period) is
-    fn(t), or None."""
+    """Schedule whose round-t graph is ``fn(t)`` (t = 0, 1, ...).
+
+    ``fn`` must be a pure function of t, so that a resumed run sees the same graphs (seed any
+    randomness with t).
+
+    Parameters
+    ----------
+    fn : t -> networkx graph on 0..n-1 (the same n every round).
+    period : fn(t + period) is fn(t), or None.
+
+    Returns
+    -------
+    FunctionSchedule, n and directedness read from fn(0).
+
+    Raises
+    ------
+    ParameterError
+        naming period unless it is None or an integer >= 1; naming topology when fn(0) is not a
+        networkx graph.
+    """
     if period is not None:
         check_int(period, "period", 1)
     G = fn(0)
@@ -79,7 +96,23 @@ def as_schedule(obj: object) -> Schedule:
     A Schedule is returned as it is; a networkx graph is static; a mixing matrix (numpy or
     scipy.sparse, [n, n], ``W[j, i]`` = share of i's mass sent to j, diagonal implied) is a
     static graph whose edges carry those weights; a sequence of graphs or matrices is periodic
-    (``cycle``); a callable ``t -> graph`` is ``from_function``. Anything else: TypeError.
+    (``cycle``); a callable ``t -> graph`` is ``from_function``.
+
+    Parameters
+    ----------
+    obj : a Schedule, a networkx graph, a mixing matrix, a sequence of graphs or matrices, or a
+        callable t -> graph.
+
+    Returns
+    -------
+    Schedule.
+
+    Raises
+    ------
+    TypeError
+        for anything else, or a sequence holding something other than graphs and matrices.
+    ValueError
+        for a matrix with a diagonal whose columns do not sum to 1.
     """
     if isinstance(obj, nx.Graph):
         return static(obj)

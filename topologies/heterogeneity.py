@@ -30,7 +30,21 @@ PROPORTION_TOLERANCE = 1e-9  # |row sum - 1| allowed in `proportions`
 
 
 def check_proportions(proportions: object) -> np.ndarray:
-    """[n, K] float64 class proportions (rows summing to 1), or ParameterError."""
+    """Class proportions, checked.
+
+    Parameters
+    ----------
+    proportions : [n, K] array-like, each node's class proportions.
+
+    Returns
+    -------
+    [n, K] float64 array, rows summing to 1.
+
+    Raises
+    ------
+    ParameterError
+        naming proportions, unless they are valid counts (``check_counts``) whose rows sum to 1.
+    """
     pi = check_counts(proportions, "proportions")
     sums = pi.sum(axis=1)
     off = np.flatnonzero(np.abs(sums - 1) > PROPORTION_TOLERANCE)
@@ -63,7 +77,23 @@ def neighborhood_heterogeneity(W: np.ndarray, proportions: np.ndarray) -> float:
 
 
 def stl_fw_objective(W: np.ndarray, proportions: np.ndarray, lam: float) -> float:
-    """g(W) = tau(W) + lam ||W - J||_F^2 / n, the function STL-FW minimises."""
+    """g(W) = tau(W) + lam ||W - J||_F^2 / n, the function STL-FW minimises.
+
+    Parameters
+    ----------
+    W : [n, n] mixing matrix, x <- W x.
+    proportions : [n, K] class proportions Pi of each node, rows summing to 1.
+    lam : weight of the spread term, a finite number >= 0.
+
+    Returns
+    -------
+    float, g(W).
+
+    Raises
+    ------
+    ParameterError
+        naming lam unless it is a finite number >= 0, or proportions (``check_proportions``).
+    """
     W = np.asarray(W, dtype=float)
     spread = ((W - 1 / len(W)) ** 2).sum() / len(W)
     return neighborhood_heterogeneity(W, proportions) + _check_lam(lam) * spread
@@ -154,10 +184,18 @@ def stl_fw_graph(proportions: np.ndarray, budget: int, lam: float = 0.1,
     """The weighted graph of ``stl_fw(proportions, budget, lam, max_iter)``.
 
     Edge i -> j carries ``weight`` W[j, i] (the share of i's mass sent to j), so that
-    ``T.column_stochastic(G)`` is W again; the self weights are implied. An nx.DiGraph, or an
-    nx.Graph when W is symmetric (then ``T.doubly_stochastic(G)`` is W too). A directed W is run
+    ``T.column_stochastic(G)`` is W again; the self weights are implied. A directed W is run
     by a Push-Sum algorithm (``sgp``): since W is doubly stochastic the Push-Sum weights stay 1
     and SGP is D-SGD with W.
+
+    Parameters
+    ----------
+    proportions : [n, K] class proportions of each node, rows summing to 1.
+    budget, lam, max_iter : as in ``stl_fw``.
+
+    Returns
+    -------
+    nx.DiGraph, or nx.Graph when W is symmetric (then ``T.doubly_stochastic(G)`` is W too).
 
     Examples
     --------
@@ -181,6 +219,10 @@ def stl_fw_of_counts(class_counts: np.ndarray, budget: int, lam: float = 0.1,
     budget : Frank-Wolfe iterations, which bound every node's in- and out-degree; must be given.
     lam : weight of ||W - J||_F^2 / n against the heterogeneity tau(W).
     max_iter : cap on the iterations (the smaller of it and budget runs).
+
+    Returns
+    -------
+    nx.DiGraph, or nx.Graph when W is symmetric; edge i -> j carries weight W[j, i].
     """
     counts = check_counts(class_counts)
     return stl_fw_graph(counts / counts.sum(axis=1, keepdims=True), budget, lam, max_iter)

@@ -272,24 +272,66 @@ def _problem(W: Matrix, atol: float, rows: bool) -> str | None:
 
 
 def is_column_stochastic(W: Matrix, atol: float = 1e-10) -> bool:
-    """True if W (dense or sparse) is square, non-negative and every column sums to 1."""
+    """Whether W is column-stochastic.
+
+    Parameters
+    ----------
+    W : [n, n] dense or sparse matrix.
+    atol : tolerance on the column sums.
+
+    Returns
+    -------
+    bool, True if W is square, non-negative and every column sums to 1.
+    """
     return _problem(W, atol, rows=False) is None
 
 
 def is_doubly_stochastic(W: Matrix, atol: float = 1e-10) -> bool:
-    """True if W (dense or sparse) is square, non-negative and every column and row sums to 1."""
+    """Whether W is doubly stochastic.
+
+    Parameters
+    ----------
+    W : [n, n] dense or sparse matrix.
+    atol : tolerance on the row and column sums.
+
+    Returns
+    -------
+    bool, True if W is square, non-negative and every column and row sums to 1.
+    """
     return _problem(W, atol, rows=True) is None
 
 
 def check_column_stochastic(W: Matrix, atol: float = 1e-10) -> None:
-    """Raise ValueError saying where W fails to be column-stochastic."""
+    """Check that W is column-stochastic.
+
+    Parameters
+    ----------
+    W : [n, n] dense or sparse matrix.
+    atol : tolerance on the column sums.
+
+    Raises
+    ------
+    ValueError
+        saying where W fails to be square, non-negative, or to have columns summing to 1.
+    """
     problem = _problem(W, atol, rows=False)
     if problem is not None:
         raise ValueError(f"W is not column-stochastic: {problem}")
 
 
 def check_doubly_stochastic(W: Matrix, atol: float = 1e-10) -> None:
-    """Raise ValueError saying where W fails to be doubly stochastic."""
+    """Check that W is doubly stochastic.
+
+    Parameters
+    ----------
+    W : [n, n] dense or sparse matrix.
+    atol : tolerance on the row and column sums.
+
+    Raises
+    ------
+    ValueError
+        saying where W fails to be square, non-negative, or to have rows and columns summing to 1.
+    """
     problem = _problem(W, atol, rows=True)
     if problem is not None:
         raise ValueError(f"W is not doubly stochastic: {problem}")

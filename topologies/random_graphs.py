@@ -22,7 +22,18 @@ def _simple(G: nx.Graph) -> nx.Graph:
 
 
 def sample_out_neighbours(rng: np.random.Generator, n: int, k: int) -> np.ndarray:
-    """[n, k] int64 array; row i holds k distinct nodes drawn uniformly from the other n - 1."""
+    """k distinct out-neighbours for every node, uniformly among the other n - 1.
+
+    Parameters
+    ----------
+    rng : numpy Generator.
+    n : number of nodes.
+    k : out-neighbours per node, 1 <= k <= n - 1.
+
+    Returns
+    -------
+    [n, k] int64 array; row i holds k distinct nodes drawn uniformly from the other n - 1.
+    """
     m = n - 1
     if m <= k * k:
         # The k smallest of m random keys form a uniform k-subset: O(n m) work.
@@ -39,7 +50,16 @@ def sample_out_neighbours(rng: np.random.Generator, n: int, k: int) -> np.ndarra
 
 
 def out_digraph(targets: np.ndarray) -> nx.DiGraph:
-    """DiGraph on 0..n-1 where node i sends to every node of row i of `targets` [n, k]."""
+    """The DiGraph in which node i sends to every node of row i of `targets`.
+
+    Parameters
+    ----------
+    targets : [n, k] int array of out-neighbours.
+
+    Returns
+    -------
+    nx.DiGraph on 0..n-1 with out-degree k everywhere.
+    """
     n, k = targets.shape
     G = nx.DiGraph()
     G.add_nodes_from(range(n))
@@ -173,7 +193,22 @@ def random_regular_digraph(n: int, d: int = 4, seed: Seed = None) -> nx.DiGraph:
 
 
 def check_regular(n: int, d: int) -> tuple[int, int]:
-    """(n, d) as ints, or ParameterError unless a d-regular graph on n nodes exists."""
+    """(n, d) as ints, checked to admit a d-regular graph on n nodes.
+
+    Parameters
+    ----------
+    n : number of nodes, at least 1.
+    d : degree, in [0, n - 1].
+
+    Returns
+    -------
+    tuple (n, d) of ints.
+
+    Raises
+    ------
+    ParameterError
+        naming n or d, unless n >= 1, 0 <= d <= n - 1 and n * d is even.
+    """
     n = check_int(n, "n", 1)
     d = check_int(d, "d", 0, n - 1)
     if n * d % 2:

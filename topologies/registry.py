@@ -48,7 +48,22 @@ class NamedTopology:
     renamed: Mapping[str, str] = field(default_factory=dict)  # old config key -> option
 
     def call(self, facts: Mapping[str, Any], options: Mapping[str, Any]) -> Any:
-        """The builder called with the run facts it takes and `options` (checked by name)."""
+        """The builder called with the run facts it takes and `options` (checked by name).
+
+        Parameters
+        ----------
+        facts : the run's facts (n, seed, class_counts, ...); those the builder takes are passed.
+        options : the topology's options.
+
+        Returns
+        -------
+        what the builder returns (a graph or schedule).
+
+        Raises
+        ------
+        ParameterError
+            naming an option the topology does not take, or one without a default that is missing.
+        """
         unknown = sorted(set(options) - set(self.options))
         if unknown:
             hint = did_you_mean(unknown[0], self.options)
@@ -66,9 +81,27 @@ REGISTRY: dict[str, NamedTopology] = {}
 
 def register(builder: Callable[..., Any] | None = None, *, name: str | None = None,
              renamed: Mapping[str, str] | None = None) -> Any:
-    """Register `builder` as the topology `name` (default: the function's name); usable as
-    `@register` or `@register(name=..., renamed={old_key: option})` (`renamed`: config keys of
-    an earlier release that still work, with a deprecation message). Returns the builder."""
+    """Register `builder` as a named topology.
+
+    Usable as ``@register`` or ``@register(name=..., renamed={old_key: option})``.
+
+    Parameters
+    ----------
+    builder : the topology's builder (its signature is its options); None when called with
+        keywords only.
+    name : the topology's name (default: the function's name).
+    renamed : {old config key: option}, keys of an earlier release that still work, with a
+        deprecation message.
+
+    Returns
+    -------
+    the builder itself, or (without `builder`) the decorator that registers one.
+
+    Raises
+    ------
+    ValueError
+        when the name is registered already (and see ``describe_builder``).
+    """
 
     def add(fn: Callable[..., Any]) -> Callable[..., Any]:
         key = name or fn.__name__
@@ -82,8 +115,27 @@ def register(builder: Callable[..., Any] | None = None, *, name: str | None = No
 
 def describe_builder(fn: Callable[..., Any], name: str,
                      renamed: Mapping[str, str] | None = None) -> NamedTopology:
-    """The NamedTopology of builder `fn`: its options from the signature (types from the
-    annotations), their help from the docstring's Parameters section."""
+    """The NamedTopology of builder `fn`.
+
+    Its options come from the signature (types from the annotations), their help from the
+    docstring's Parameters section; parameters named in RUN_FACTS are filled by the run.
+
+    Parameters
+    ----------
+    fn : the builder.
+    name : the topology's name.
+    renamed : {old config key: option}, or None.
+
+    Returns
+    -------
+    NamedTopology.
+
+    Raises
+    ------
+    ValueError
+        when fn takes *args or **kwargs, an option has no plain type, or a renamed key names no
+        option.
+    """
     hints = typing.get_type_hints(fn)
     docs = option_docs(fn.__doc__ or "")
     options, facts = {}, []
@@ -104,8 +156,26 @@ def describe_builder(fn: Callable[..., Any], name: str,
 
 
 def plain_type(hint: Any, p: inspect.Parameter, name: str) -> type:
-    """The config type of an option: its annotation if plain (bool, int, float, str), the
-    first plain member of a union (``str | Selector`` -> str), else the default's type."""
+    """The config type of an option.
+
+    Its annotation if plain (bool, int, float, str), the first plain member of a union
+    (``str | Selector`` -> str), else the default's type.
+
+    Parameters
+    ----------
+    hint : the option's type hint.
+    p : the option's parameter (for its default).
+    name : the topology's name, for the error.
+
+    Returns
+    -------
+    type, one of bool, int, float, str.
+
+    Raises
+    ------
+    ValueError
+        when neither the annotation nor the default gives a plain type.
+    """
     members = typing.get_args(hint) if isinstance(hint, types.UnionType) or (
         typing.get_origin(hint) is typing.Union) else (hint,)
     for member in members:
@@ -118,8 +188,17 @@ def plain_type(hint: Any, p: inspect.Parameter, name: str) -> type:
 
 
 def option_docs(doc: str) -> dict[str, str]:
-    """{parameter: its help} from a numpydoc Parameters section ("name : text" lines, a
-    continuation indented further; several names may share a line: "rows, cols : ...")."""
+    """The help of each parameter, read from a numpydoc Parameters section.
+
+    Parameters
+    ----------
+    doc : a docstring; its Parameters section has "name : text" lines, a continuation indented
+        further; several names may share a line: "rows, cols : ...".
+
+    Returns
+    -------
+    dict {parameter: its help}, empty when there is no Parameters section.
+    """
     text = inspect.cleandoc(doc)
     section = re.search(r"^Parameters\n-+\n(.*?)(?:\n\n[A-Z][a-z]+\n-+\n|\Z)", text, re.S | re.M)
     if not section:

@@ -145,7 +145,20 @@ class EpidemicOracle:
 
 
 def static(G: nx.Graph) -> StaticSchedule:
-    """A schedule of period 1 whose ``at(t)`` returns G itself (nodes 0..n-1, no self-loops).
+    """A schedule of period 1 whose ``at(t)`` returns G itself.
+
+    Parameters
+    ----------
+    G : nx.Graph or nx.DiGraph, nodes 0..n-1, no self-loops.
+
+    Returns
+    -------
+    StaticSchedule.
+
+    Raises
+    ------
+    ValueError
+        unless G's nodes are 0..n-1 without self-loops (``check_nodes``).
 
     Examples
     --------

@@ -59,12 +59,25 @@ def _check_losses(losses: np.ndarray | None, n: int) -> np.ndarray | None:
 
 def weighted_choice(weight: Callable[[np.ndarray], np.ndarray], n: int, mask: np.ndarray | None,
                     k: int, rng: np.random.Generator) -> np.ndarray:
-    """[n, k] targets: row i draws k distinct candidates without replacement, each draw with
-    probability proportional to ``weight(rows)[i, j]`` among those left.
+    """k distinct candidates per node, drawn with probabilities proportional to weights.
 
-    Exponential keys E_ij / w_ij, smallest first (Efraimidis-Spirakis), give exactly this
-    successive sampling. Zero-weight candidates come after all positive ones, in uniform
-    random order (the fallback when fewer than k candidates have positive weight).
+    Row i draws k distinct candidates without replacement, each draw with probability proportional
+    to ``weight(rows)[i, j]`` among those left. Exponential keys E_ij / w_ij, smallest first
+    (Efraimidis-Spirakis), give exactly this successive sampling. Zero-weight candidates come after
+    all positive ones, in uniform random order (the fallback when fewer than k candidates have
+    positive weight).
+
+    Parameters
+    ----------
+    weight : rows -> [len(rows), n] non-negative weights of those rows' candidates.
+    n : number of nodes.
+    mask : [n, n] bool array of the allowed candidates (no diagonal), or None for all others.
+    k : draws per node.
+    rng : numpy Generator.
+
+    Returns
+    -------
+    [n, k] int64 array, row i the targets of node i.
     """
     out = np.empty((n, k), dtype=np.int64)
     step = max(1, _CHUNK // max(n, 1))
@@ -85,7 +98,26 @@ def weighted_choice(weight: Callable[[np.ndarray], np.ndarray], n: int, mask: np
 
 def select_random(losses: np.ndarray | None, candidates: int | np.ndarray, k: int,
                   rng: np.random.Generator) -> np.ndarray:
-    """k distinct out-neighbours per node, uniformly among its candidates; losses are unused."""
+    """k distinct out-neighbours per node, uniformly among its candidates.
+
+    Parameters
+    ----------
+    losses : unused (a selector's signature).
+    candidates : int n, or [n, n] bool array of allowed candidates (module docstring).
+    k : out-neighbours per node.
+    rng : numpy Generator.
+
+    Returns
+    -------
+    [n, k] int64 array, row i the out-neighbours of node i.
+
+    Raises
+    ------
+    ParameterError
+        naming k unless 1 <= k <= n - 1 (candidates an int).
+    ValueError
+        for a malformed mask or a node with fewer than k candidates.
+    """
     n, mask = _candidates(candidates, k)
     if mask is None:
         return sample_out_neighbours(rng, n, k)
@@ -94,10 +126,28 @@ def select_random(losses: np.ndarray | None, candidates: int | np.ndarray, k: in
 
 def select_loss_based(losses: np.ndarray | None, candidates: int | np.ndarray, k: int,
                       rng: np.random.Generator) -> np.ndarray:
-    """DFedSGPSM-S: ``Pr(i picks j) = |f_i - f_j| / sum_l |f_i - f_l|``, k draws without
-    replacement; uniform when all differences are 0 or losses is None (then the same draw as
-    ``select_random``), and once the nodes with a positive difference are used up, uniform over
-    the rest."""
+    """DFedSGPSM-S: ``Pr(i picks j) = |f_i - f_j| / sum_l |f_i - f_l|``, k draws.
+
+    The draws are without replacement: uniform when all differences are 0 or losses is None (then
+    the same draw as ``select_random``), and once the nodes with a positive difference are used
+    up, uniform over the rest.
+
+    Parameters
+    ----------
+    losses : [n] float array of the nodes' latest losses f, or None.
+    candidates : int n, or [n, n] bool array of allowed candidates (module docstring).
+    k : out-neighbours per node.
+    rng : numpy Generator.
+
+    Returns
+    -------
+    [n, k] int64 array, row i the out-neighbours of node i.
+
+    Raises
+    ------
+    ValueError
+        when losses are not a finite [n] array (and as in ``select_random``).
+    """
     n, mask = _candidates(candidates, k)
     f = _check_losses(losses, n)
     if f is None:
@@ -106,8 +156,23 @@ def select_loss_based(losses: np.ndarray | None, candidates: int | np.ndarray, k
 
 
 def loss_softmax(temperature: float = 1.0) -> Selector:
-    """Selector with ``Pr(i picks j) proportional to exp(|f_i - f_j| / temperature)``, drawn
-    without replacement; with losses None, the draw of ``select_random``."""
+    """Selector with ``Pr(i picks j)`` proportional to ``exp(|f_i - f_j| / temperature)``.
+
+    Drawn without replacement; with losses None, the draw of ``select_random``.
+
+    Parameters
+    ----------
+    temperature : a positive finite number.
+
+    Returns
+    -------
+    Selector.
+
+    Raises
+    ------
+    ParameterError
+        naming temperature unless it is a positive finite number.
+    """
     try:
         tau = float(temperature)
     except (TypeError, ValueError):
@@ -135,7 +200,22 @@ SELECTIONS = ("random", "loss_based", "loss_softmax")
 
 
 def get_selector(selection: str | Selector, temperature: float = 1.0) -> Selector:
-    """The selector named `selection` (one of SELECTIONS), or `selection` itself if callable."""
+    """The selector named `selection`, or `selection` itself if callable.
+
+    Parameters
+    ----------
+    selection : one of SELECTIONS, or a selector.
+    temperature : loss_softmax's temperature (unused by the others).
+
+    Returns
+    -------
+    Selector.
+
+    Raises
+    ------
+    ParameterError
+        naming selection when it is neither a known name nor callable.
+    """
     if callable(selection):
         return selection
     if selection == "random":
@@ -149,7 +229,24 @@ def get_selector(selection: str | Selector, temperature: float = 1.0) -> Selecto
 
 
 def check_targets(targets: np.ndarray, n: int, k: int) -> np.ndarray:
-    """`targets` as int64 [n, k], or ValueError unless every row holds k distinct other nodes."""
+    """A selector's result, checked.
+
+    Parameters
+    ----------
+    targets : what the selector returned.
+    n : number of nodes.
+    k : out-neighbours per node.
+
+    Returns
+    -------
+    [n, k] int64 array, targets.
+
+    Raises
+    ------
+    ValueError
+        unless targets is an int array [n, k] whose every row holds k distinct nodes of 0..n-1
+        other than its own.
+    """
     targets = np.asarray(targets)
     if targets.shape != (n, k) or not np.issubdtype(targets.dtype, np.integer):
         raise ValueError(f"selector must return an int array [{n}, {k}], got {targets.dtype} "

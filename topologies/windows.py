@@ -47,7 +47,8 @@ def union_window(schedule: Schedule | nx.Graph, B: int) -> UnionWindow:
 
     Parameters
     ----------
-    schedule : a Schedule or a networkx graph; B : window length, at least 1.
+    schedule : a Schedule or a networkx graph.
+    B : window length, at least 1.
 
     Returns
     -------

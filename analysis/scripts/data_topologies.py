@@ -53,7 +53,23 @@ SGP = {"algorithm.name": "sgp", "algorithm.order": ""}  # sgp has no order: its 
 
 
 def connected_gnm(n: int, m: int, seed: int) -> nx.Graph:
-    """A connected uniformly random graph with n nodes and m edges (redrawn until connected)."""
+    """A connected uniformly random graph with n nodes and m edges (redrawn until connected).
+
+    Parameters
+    ----------
+    n : nodes.
+    m : edges.
+    seed : the first draw's seed (draw k uses seed + k).
+
+    Returns
+    -------
+    nx.Graph.
+
+    Raises
+    ------
+    RuntimeError
+        when no draw in 1000 is connected.
+    """
     for attempt in range(1000):
         G = nx.gnm_random_graph(n, m, seed=seed + attempt)
         if nx.is_connected(G):
@@ -62,7 +78,23 @@ def connected_gnm(n: int, m: int, seed: int) -> nx.Graph:
 
 
 def connected_regular(n: int, d: int, seed: int) -> nx.Graph:
-    """A connected random d-regular graph (redrawn until connected, as the authors' code)."""
+    """A connected random d-regular graph (redrawn until connected, as the authors' code).
+
+    Parameters
+    ----------
+    n : nodes.
+    d : degree.
+    seed : the first draw's seed (draw k uses seed + k).
+
+    Returns
+    -------
+    nx.Graph.
+
+    Raises
+    ------
+    RuntimeError
+        when no draw in 1000 is connected.
+    """
     for attempt in range(1000):
         G = T.random_regular(n, d, seed=seed + attempt)
         if nx.is_connected(G):
@@ -71,12 +103,32 @@ def connected_regular(n: int, d: int, seed: int) -> nx.Graph:
 
 
 def second_singular_value(W: np.ndarray) -> float:
-    """sigma_2(W) = ||W - J||_2 for a doubly-stochastic W: the contraction of one averaging."""
+    """sigma_2(W) = ||W - J||_2 for a doubly-stochastic W: the contraction of one averaging.
+
+    Parameters
+    ----------
+    W : [n, n] doubly-stochastic matrix.
+
+    Returns
+    -------
+    float.
+    """
     return float(np.linalg.svd(W, compute_uv=False)[1])
 
 
 def train(cfg: Config, topology: object, overrides: dict[str, Any]) -> dict[str, Any]:
-    """One run: final accuracy, the accuracy curve, messages a round and wall seconds."""
+    """One run of `cfg` with `overrides` on `topology`.
+
+    Parameters
+    ----------
+    cfg : the experiment's config.
+    topology : the topology object.
+    overrides : {dotted key: value}.
+
+    Returns
+    -------
+    dict: test_acc (final), curve [(round, test_acc)], messages a round and wall_s.
+    """
     start = time.perf_counter()
     history = run(with_overrides(cfg, overrides), topology=topology, figures=False)
     curve = [(r["round"], r["test_acc"]) for r in history if "test_acc" in r]
@@ -85,7 +137,18 @@ def train(cfg: Config, topology: object, overrides: dict[str, Any]) -> dict[str,
 
 
 def cached(path: Path, key: str, compute: Callable[[], dict[str, Any]]) -> dict[str, Any]:
-    """`compute()` stored under `key` in the JSON file `path` (read back if it is there)."""
+    """`compute()` stored under `key` in the JSON file `path` (read back if it is there).
+
+    Parameters
+    ----------
+    path : the JSON file of results.
+    key : the result's key.
+    compute : makes the result when it is not stored.
+
+    Returns
+    -------
+    dict, the result.
+    """
     results = json.loads(path.read_text()) if path.exists() else {}
     if key not in results:
         results[key] = compute()
@@ -96,7 +159,17 @@ def cached(path: Path, key: str, compute: Callable[[], dict[str, Any]]) -> dict[
 
 
 def dcliques(cfg: Config, store: Path) -> list[dict[str, Any]]:
-    """The D-Cliques comparison: one row per variant."""
+    """The D-Cliques comparison: one row per variant.
+
+    Parameters
+    ----------
+    cfg : the experiment's config (its seed picks the draws).
+    store : the JSON file caching the runs.
+
+    Returns
+    -------
+    list of dict, one per variant.
+    """
     counts = federated_data(cfg).label_counts()
     n = counts.shape[0]
     G = T.d_cliques(counts, clique_size=10, inter="fully", seed=cfg.seed)
@@ -129,8 +202,19 @@ def dcliques(cfg: Config, store: Path) -> list[dict[str, Any]]:
 
 
 def edges_table(sizes: tuple[int, ...] = (100, 1000), classes: int = 10) -> str:
-    """Edges and messages of D-Cliques (cliques of `classes` nodes, one class a node, as many
-    nodes of each class) against the complete graph, for each network size."""
+    """Edges and messages of D-Cliques against the complete graph, for each network size.
+
+    Cliques of `classes` nodes, one class a node, as many nodes of each class.
+
+    Parameters
+    ----------
+    sizes : network sizes.
+    classes : classes (and clique size).
+
+    Returns
+    -------
+    str, a Markdown table.
+    """
     lines = ["| nodes | topology | edges | model messages / round | with clique averaging | "
              "edges saved vs complete |", "|---|---|---|---|---|---|"]
     for n in sizes:
@@ -147,9 +231,21 @@ def edges_table(sizes: tuple[int, ...] = (100, 1000), classes: int = 10) -> str:
 
 
 def summary(rows: list[dict[str, Any]], keys: tuple[str, ...]) -> list[dict[str, Any]]:
-    """Rows of several seeds merged by `keys` (in first-seen order): the numbers are means over
-    the seeds, `acc_sd` the standard deviation of the final accuracy and `seeds` their count
-    (a seed whose graph was not connected, test_acc None, is left out of the accuracy)."""
+    """Rows of several seeds merged by `keys` (in first-seen order).
+
+    The numbers are means over the seeds, `acc_sd` the standard deviation of the final accuracy
+    and `seeds` their count (a seed whose graph was not connected, test_acc None, is left out of
+    the accuracy).
+
+    Parameters
+    ----------
+    rows : per-seed rows.
+    keys : the columns that identify a row.
+
+    Returns
+    -------
+    list of dict, one per distinct key.
+    """
     groups: dict[tuple, list[dict[str, Any]]] = {}
     for r in rows:
         groups.setdefault(tuple(r[k] for k in keys), []).append(r)
@@ -174,7 +270,17 @@ def summary(rows: list[dict[str, Any]], keys: tuple[str, ...]) -> list[dict[str,
 
 
 def accuracy(r: dict[str, Any]) -> str:
-    """'0.834 ± 0.003 (3)': mean final accuracy, its standard deviation over the seeds, seeds."""
+    """A merged row's final accuracy as text.
+
+    Parameters
+    ----------
+    r : a merged row (`summary`).
+
+    Returns
+    -------
+    str, '0.834 ± 0.003 (3 seeds)': mean final accuracy, its standard deviation over the seeds,
+    seeds; "not connected" without a run.
+    """
     if r["test_acc"] is None:
         return "not connected"
     spread = f" ± {r['acc_sd']:.3f}" if r["seeds"] > 1 else ""
@@ -183,6 +289,16 @@ def accuracy(r: dict[str, Any]) -> str:
 
 
 def dcliques_table(rows: list[dict[str, Any]]) -> str:
+    """The D-Cliques comparison as a Markdown table (messages saved against the complete graph).
+
+    Parameters
+    ----------
+    rows : merged rows (`summary`), one labelled "complete".
+
+    Returns
+    -------
+    str.
+    """
     complete = next(r for r in rows if r["label"] == "complete")
     lines = ["| topology | edges | mean clique skew | messages / round | saved vs complete | "
              "final test acc | wall s |", "|---|---|---|---|---|---|---|"]
@@ -195,8 +311,15 @@ def dcliques_table(rows: list[dict[str, Any]]) -> str:
 
 
 def dcliques_figure(rows: list[dict[str, Any]], lr: float, out: Path) -> None:
-    """Accuracy curves (mean over the seeds, band min to max), without momentum (left) and
-    with it (right); `lr` is the step without momentum."""
+    """Accuracy curves (mean over the seeds, band min to max), without momentum (left) and with it
+    (right).
+
+    Parameters
+    ----------
+    rows : merged rows with their curves.
+    lr : the step without momentum.
+    out : the figure folder.
+    """
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), sharey=True)
     for ax, momentum in zip(axes, (False, True)):
         for r in rows:
@@ -219,7 +342,17 @@ def dcliques_figure(rows: list[dict[str, Any]], lr: float, out: Path) -> None:
 
 
 def stlfw(cfg: Config, store: Path) -> list[dict[str, Any]]:
-    """STL-FW against random d-regular graphs: one row per (partition, budget, topology)."""
+    """STL-FW against random d-regular graphs: one row per (partition, budget, topology).
+
+    Parameters
+    ----------
+    cfg : the experiment's config.
+    store : the JSON file caching the runs.
+
+    Returns
+    -------
+    list of dict.
+    """
     rows = []
     for name, partition in HETEROGENEITY:
         part_cfg = with_overrides(cfg, partition)
@@ -244,6 +377,16 @@ def stlfw(cfg: Config, store: Path) -> list[dict[str, Any]]:
 
 
 def stlfw_table(rows: list[dict[str, Any]]) -> str:
+    """The STL-FW comparison as a Markdown table.
+
+    Parameters
+    ----------
+    rows : merged rows (`summary`).
+
+    Returns
+    -------
+    str.
+    """
     lines = ["| partition | budget d | topology | tau(W) | sigma_2(W) | max in-degree | "
              "messages / round | final test acc | wall s |",
              "|---|---|---|---|---|---|---|---|---|"]
@@ -257,8 +400,16 @@ def stlfw_table(rows: list[dict[str, Any]]) -> str:
 
 
 def stlfw_gains(rows: list[dict[str, Any]]) -> dict[tuple[str, int], list[float]]:
-    """(partition, budget) -> the accuracy of STL-FW minus that of the random regular graph,
-    one value per seed where both ran (per-seed rows, each with a "seed")."""
+    """The accuracy of STL-FW minus that of the random regular graph, per (partition, budget).
+
+    Parameters
+    ----------
+    rows : per-seed rows, each with a "seed".
+
+    Returns
+    -------
+    dict {(partition, budget): one gain per seed where both ran}.
+    """
     acc = {(r["partition"], r["budget"], r["kind"], r["seed"]): r["test_acc"] for r in rows}
     gains: dict[tuple[str, int], list[float]] = {}
     for (name, budget, kind, seed), value in acc.items():
@@ -269,8 +420,15 @@ def stlfw_gains(rows: list[dict[str, Any]]) -> dict[tuple[str, int], list[float]
 
 
 def stlfw_figure(merged: list[dict[str, Any]], rows: list[dict[str, Any]], out: Path) -> None:
-    """Final accuracy against the budget (mean over the seeds), the gain of STL-FW over the
-    random regular graph (mean, error bar one standard deviation over the seeds) and tau(W)."""
+    """Final accuracy against the budget (mean over the seeds), the gain of STL-FW over the random
+    regular graph (mean, error bar one standard deviation over the seeds) and tau(W).
+
+    Parameters
+    ----------
+    merged : merged rows (`summary`).
+    rows : per-seed rows (for the gains).
+    out : the figure folder.
+    """
     names = [name for name, _ in HETEROGENEITY]
     colors = dict(zip(names, ("tab:gray", "tab:orange", "tab:purple")))
     styles = {"STL-FW": "-", "random regular": ":"}
@@ -307,6 +465,8 @@ def stlfw_figure(merged: list[dict[str, Any]], rows: list[dict[str, Any]], out: 
 
 
 def main() -> None:
+    """Run one experiment of the module (edges, dcliques or stlfw): print its table and, but
+    for edges, draw its figure (runs cached in --runs, one JSON file per seed and config)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("experiment", choices=("edges", "dcliques", "stlfw"))
     parser.add_argument("--config", default="configs/topology_data.toml")

@@ -45,7 +45,17 @@ STATIC = ("D-EquiStatic (m out-peers)", "U-EquiStatic (<= 2m peers)")
 
 
 def matrices(topology: object, build: Callable) -> Callable[[int], object]:
-    """t -> W(t); a periodic schedule's matrices are built once per phase."""
+    """t -> W(t) of a topology; a periodic schedule's matrices are built once per phase.
+
+    Parameters
+    ----------
+    topology : anything `T.as_schedule` takes.
+    build : graph -> mixing matrix.
+
+    Returns
+    -------
+    callable t -> W(t).
+    """
     S = T.as_schedule(topology)
     if S.period is None:
         return lambda t: build(S.at(t))
@@ -55,7 +65,20 @@ def matrices(topology: object, build: Callable) -> Callable[[int], object]:
 
 def mean_contraction(topology: object, build: Callable, n: int, rounds: int,
                      seed: int) -> float:
-    """Mean over rounds of ||W_t x_t - x̄||^2 / ||x_t - x̄||^2 along one run, x_t renormalised."""
+    """Mean over rounds of ||W_t x_t - x̄||^2 / ||x_t - x̄||^2 along one run, x_t renormalised.
+
+    Parameters
+    ----------
+    topology : anything `T.as_schedule` takes.
+    build : graph -> mixing matrix.
+    n : nodes.
+    rounds : rounds averaged.
+    seed : the seed of x_0 ~ N(0, I_n).
+
+    Returns
+    -------
+    float.
+    """
     W = matrices(topology, build)
     x = np.random.default_rng(seed).standard_normal(n)
     ratios = []
@@ -69,8 +92,21 @@ def mean_contraction(topology: object, build: Callable, n: int, rounds: int,
 
 def rounds_to_eps(topology: object, build: Callable, n: int, seeds: int, rounds: int,
                   seed_topology: Callable[[int], object] | None = None) -> int | None:
-    """Rounds until the mean over seeds of the relative error is below EPS (None: not within
-    `rounds`); `seed_topology(s)` gives seed s its own draw of a random topology."""
+    """Rounds until the mean over seeds of the relative error is below EPS.
+
+    Parameters
+    ----------
+    topology : anything `T.as_schedule` takes.
+    build : graph -> mixing matrix.
+    n : nodes.
+    seeds : runs averaged.
+    rounds : rounds simulated.
+    seed_topology : s -> seed s's own draw of a random topology, or None.
+
+    Returns
+    -------
+    int, or None if not within `rounds`.
+    """
     curves = []
     for seed in range(seeds):
         W = matrices(seed_topology(seed) if seed_topology else topology, build)
@@ -82,6 +118,18 @@ def rounds_to_eps(topology: object, build: Callable, n: int, seeds: int, rounds:
 
 
 def measure(seeds: int, rounds: int, contraction_rounds: int) -> list[dict[str, object]]:
+    """Rounds to EPS and contraction rates of every family for every n of NS (printed as they come).
+
+    Parameters
+    ----------
+    seeds : runs averaged.
+    rounds : gossip rounds per run.
+    contraction_rounds : rounds averaged in a dynamic family's mean contraction.
+
+    Returns
+    -------
+    list of dict, one per n: n, m, rounds of each family, "rate <family>".
+    """
     rows = []
     for n in NS:
         row: dict[str, object] = {"n": n, "m": default_m(n)}
@@ -103,6 +151,17 @@ def measure(seeds: int, rounds: int, contraction_rounds: int) -> list[dict[str, 
 
 
 def figure(rows: list[dict[str, object]], path: Path) -> list[Path]:
+    """The rates against n (left) and the rounds to EPS against n (right).
+
+    Parameters
+    ----------
+    rows : `measure`'s rows.
+    path : the figure's path (PNG; a PDF beside it).
+
+    Returns
+    -------
+    list of the Paths written.
+    """
     ns = np.array([r["n"] for r in rows])
     fig, (left, right) = plt.subplots(1, 2, figsize=(13, 4.6))
     for i, name in enumerate(DYNAMIC + STATIC):
@@ -145,6 +204,16 @@ def figure(rows: list[dict[str, object]], path: Path) -> list[Path]:
 
 
 def table(rows: list[dict[str, object]]) -> str:
+    """`measure`'s rows as a Markdown table.
+
+    Parameters
+    ----------
+    rows : `measure`'s rows.
+
+    Returns
+    -------
+    str.
+    """
     names = list(FAMILIES)
     head = ("| n | m | " + " | ".join(f"rate {n.split(' (')[0]}" for n in DYNAMIC + STATIC)
             + " | " + " | ".join(f"rounds {n.split(' (')[0]}" for n in names) + " |")
@@ -157,6 +226,7 @@ def table(rows: list[dict[str, object]]) -> str:
 
 
 def main() -> None:
+    """Measure, draw and print the consensus rates against n."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="docs/figures", help="output directory")
     parser.add_argument("--seeds", type=int, default=5)

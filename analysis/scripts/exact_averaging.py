@@ -23,7 +23,16 @@ FLOOR = 1e-16  # float64 rounding: a relative error below it is exact consensus
 
 
 def families(n: int) -> dict[str, tuple[object, Build]]:
-    """name -> (graph or schedule, matrix builder): gossip with the graph's natural weights."""
+    """The topologies compared, with their matrix builders: gossip with the graph's natural weights.
+
+    Parameters
+    ----------
+    n : nodes.
+
+    Returns
+    -------
+    dict {name: (graph or schedule, matrix builder)}.
+    """
     side = round(n**0.5)
     rows = {"Base-2 graph (k = 1)": (T.base_graph(n, 1), T.doubly_stochastic),
             "Base-3 graph (k = 2)": (T.base_graph(n, 2), T.doubly_stochastic),
@@ -36,7 +45,17 @@ def families(n: int) -> dict[str, tuple[object, Build]]:
 
 
 def max_degree(topology: object, rounds: int) -> int:
-    """Largest number of neighbours of a node in one round (out-neighbours if directed)."""
+    """Largest number of neighbours of a node in one round (out-neighbours if directed).
+
+    Parameters
+    ----------
+    topology : anything `T.as_schedule` takes.
+    rounds : rounds looked at (at most one period).
+
+    Returns
+    -------
+    int.
+    """
     S = T.as_schedule(topology)
     degrees = [G.out_degree() if G.is_directed() else G.degree()
                for G in (S.at(t) for t in range(min(rounds, S.period or rounds)))]
@@ -45,7 +64,20 @@ def max_degree(topology: object, rounds: int) -> int:
 
 def relative_error(topology: object, build: Build, n: int, rounds: int,
                    seeds: int) -> np.ndarray:
-    """Mean over seeds of ||x(t) - xbar|| / ||x(0) - xbar|| with x(0) ~ N(0, I_n), [rounds + 1]."""
+    """Mean over seeds of ||x(t) - xbar|| / ||x(0) - xbar|| with x(0) ~ N(0, I_n).
+
+    Parameters
+    ----------
+    topology : anything `T.as_schedule` takes.
+    build : graph -> mixing matrix.
+    n : nodes.
+    rounds : rounds simulated.
+    seeds : runs averaged.
+
+    Returns
+    -------
+    [rounds + 1] array.
+    """
     S = T.as_schedule(topology)
     curves = []
     for seed in range(seeds):
@@ -57,7 +89,19 @@ def relative_error(topology: object, build: Build, n: int, rounds: int,
 
 
 def figure(curves: dict[str, np.ndarray], n: int, seeds: int, path: Path) -> list[Path]:
-    """Relative error against round, log y; errors under FLOOR drawn on it."""
+    """Relative error against round, log y; errors under FLOOR drawn on it.
+
+    Parameters
+    ----------
+    curves : {topology name: [rounds + 1] errors}.
+    n : nodes (for the title).
+    seeds : runs averaged (for the title).
+    path : the figure's path (PNG; a PDF beside it).
+
+    Returns
+    -------
+    list of the Paths written.
+    """
     fig, ax = plt.subplots(figsize=(11, 4.8))
     for i, (label, error) in enumerate(curves.items()):
         style = series_style(i)
@@ -78,6 +122,17 @@ def figure(curves: dict[str, np.ndarray], n: int, seeds: int, path: Path) -> lis
 
 
 def table(rows: list[dict[str, object]], rounds: int) -> str:
+    """The families' degrees, periods, rounds to 1e-4 and 1e-8 and errors at rounds 10 and 20.
+
+    Parameters
+    ----------
+    rows : one dict per topology.
+    rounds : rounds simulated (a count not reached shows as "> rounds").
+
+    Returns
+    -------
+    str, a Markdown table.
+    """
     head = ("| topology | max neighbours per round | period | rounds to 1e-4 | rounds to 1e-8 "
             "| error at round 10 | error at round 20 |")
     lines = [head, "|---|---|---|---|---|---|---|"]
@@ -89,6 +144,7 @@ def table(rows: list[dict[str, object]], rounds: int) -> str:
 
 
 def main() -> None:
+    """Simulate, draw and print the consensus error of every family."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="docs/figures", help="output directory")
     parser.add_argument("--n", type=int, default=25)

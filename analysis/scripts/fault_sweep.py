@@ -21,7 +21,17 @@ NODE_DROPS = (0.0, 0.1, 0.3)
 
 
 def sweep(path: str) -> list[dict[str, object]]:
-    """One row per (variant, link_drop, node_drop): label, drops, final test_acc, mass error."""
+    """Every [[compare]] variant of a config over the grid of link_drop and node_drop.
+
+    Parameters
+    ----------
+    path : the TOML config.
+
+    Returns
+    -------
+    list of dict, one per (variant, link_drop, node_drop): label, drops, final test_acc, mass
+    error (None without Push-Sum weights), messages.
+    """
     cfg = load_config(path)
     rows = []
     for variant in cfg.compare:
@@ -42,7 +52,16 @@ def sweep(path: str) -> list[dict[str, object]]:
 
 
 def table(rows: list[dict[str, object]]) -> str:
-    """Markdown: one line per variant and node_drop, one column per link_drop."""
+    """Markdown: one line per variant and node_drop, one column per link_drop.
+
+    Parameters
+    ----------
+    rows : `sweep`'s rows.
+
+    Returns
+    -------
+    str.
+    """
     head = "| algorithm | node_drop | " + " | ".join(f"link {d}" for d in LINK_DROPS)
     lines = [head + " | max abs(sum(w) - N) |", "|---|---|" + "---|" * (len(LINK_DROPS) + 1)]
     for label in dict.fromkeys(r["label"] for r in rows):
@@ -56,6 +75,13 @@ def table(rows: list[dict[str, object]]) -> str:
 
 
 def figure(rows: list[dict[str, object]], out: Path) -> None:
+    """Final accuracy against link_drop, a panel per variant, a line per node_drop.
+
+    Parameters
+    ----------
+    rows : `sweep`'s rows.
+    out : the figure folder.
+    """
     labels = list(dict.fromkeys(r["label"] for r in rows))
     fig, axes = plt.subplots(1, len(labels), figsize=(4.2 * len(labels), 3.2), sharey=True,
                              squeeze=False)
@@ -73,6 +99,7 @@ def figure(rows: list[dict[str, object]], out: Path) -> None:
 
 
 def main() -> None:
+    """Run the sweep of a config, print its table and draw its figure."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("config")
     parser.add_argument("--out", default="docs/figures", help="figure directory")

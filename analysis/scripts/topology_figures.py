@@ -21,7 +21,12 @@ N = 16
 
 
 def families() -> dict[str, object]:
-    """name -> graph or schedule, n = 16."""
+    """The topologies of the figures, n = 16.
+
+    Returns
+    -------
+    dict {name: graph or schedule}.
+    """
     torus = nx.convert_node_labels_to_integers(nx.grid_2d_graph(4, 4, periodic=True))
     return {"complete": T.complete(N), "star": T.star(N), "exponential": T.exponential(N),
             "one-peer exponential": T.one_peer_exponential(N), "torus 4x4": torus,
@@ -29,6 +34,8 @@ def families() -> dict[str, object]:
 
 
 def main() -> None:
+    """Draw the Push-Sum consensus error and the spectra of the topologies, and the directed
+    exponential graph; print each file and each topology's rounds to 1e-3."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="docs/figures", help="output directory")
     parser.add_argument("--rounds", type=int, default=400)

@@ -9,6 +9,12 @@ from typing import Any
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
+    """Add the analysis commands to the `p2pfl` parser: analyze, study, data.
+
+    Parameters
+    ----------
+    sub : the parser's subcommands.
+    """
     a = sub.add_parser("analyze", help="spectral and connectivity summary of a topology",
                        description="Spectral, connectivity and beyond-the-gap metrics of a "
                        "topology (analysis.summary). The neighbourhood heterogeneity needs the "
@@ -80,6 +86,21 @@ def _horizon(params: dict[str, Any]) -> int | None:
 
 
 def analyze(args: argparse.Namespace) -> int:
+    """The `p2pfl analyze` command: spectral and connectivity summary of a topology.
+
+    Parameters
+    ----------
+    args : the parsed command line.
+
+    Returns
+    -------
+    int, the exit status.
+
+    Raises
+    ------
+    ConfigError
+        naming --set for a parameter the topology does not take (and as the topology refuses).
+    """
     import topologies as T
     from analysis.summary import summary
     from p2pfl.config import ConfigError, parse_overrides
@@ -112,6 +133,22 @@ def analyze(args: argparse.Namespace) -> int:
 
 
 def study(args: argparse.Namespace) -> int:
+    """The `p2pfl study` command: one run per algorithm, topology, sweep value and seed, then which
+    topology metric predicts convergence.
+
+    Parameters
+    ----------
+    args : the parsed command line.
+
+    Returns
+    -------
+    int, the exit status.
+
+    Raises
+    ------
+    ConfigError
+        naming the option or config field that is refused.
+    """
     from analysis.study import run_study
     from analysis.study_measure import DEFAULT_X, check_gamma, check_x
     from analysis.study_results import format_table
@@ -180,6 +217,21 @@ def _study_data(path: str, overrides: dict[str, Any]) -> tuple[Any, str]:
 
 
 def data(args: argparse.Namespace) -> int:
+    """The `p2pfl data describe` command: what a config's partition gives each node.
+
+    Parameters
+    ----------
+    args : the parsed command line.
+
+    Returns
+    -------
+    int, the exit status (0).
+
+    Raises
+    ------
+    ConfigError
+        naming compare when [[compare]] variants set data fields (and as the config refuses).
+    """
     from analysis.partition import partition_summary, plot_label_bars
     from p2pfl.config import ConfigError, parse_overrides
     from p2pfl.engine.builder import federated_data

@@ -12,6 +12,12 @@ KINDS = {"doubly_stochastic": "gossip", "column_stochastic": "push-sum",
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
+    """Add the listing commands to the `p2pfl` parser: algorithms, topologies.
+
+    Parameters
+    ----------
+    sub : the parser's subcommands.
+    """
     a = sub.add_parser("algorithms", help="list the algorithms: source paper, kind, options")
     a.add_argument("--json", action="store_true", help="print one JSON object")
     t = sub.add_parser("topologies", help="list the named topologies and the parameters each "
@@ -28,9 +34,15 @@ def _defaults(options: type, without: set[str]) -> dict[str, Any]:
 
 
 def algorithm_table() -> dict[str, dict[str, Any]]:
-    """name -> {kind, source, options: {field: default}} of every registered algorithm; the
-    options are those beyond the fields that every algorithm reads ("all") and that every
-    centralized one reads ("server")."""
+    """Every registered algorithm's kind, source and options.
+
+    The options listed are those beyond the fields that every algorithm reads ("all") and that
+    every centralized one reads ("server").
+
+    Returns
+    -------
+    dict {name: {kind, source, options: {field: default}}}, with the rows "all" and "server".
+    """
     from algorithms import ALGORITHMS
     from algorithms.server import Server
     from p2pfl.options import AlgorithmOptions
@@ -49,8 +61,12 @@ def algorithm_table() -> dict[str, dict[str, Any]]:
 
 
 def topology_table() -> dict[str, dict[str, Any]]:
-    """name -> {what, params: {option: default}} of every registered topology (its builder's
-    docstring and parameters)."""
+    """Every registered topology's summary and parameters (its builder's docstring and signature).
+
+    Returns
+    -------
+    dict {name: {what, params: {option: default or None}}}.
+    """
     import inspect
 
     import topologies as T
@@ -74,6 +90,16 @@ def _print(table: dict[str, dict[str, Any]], describe: Any, as_json: bool) -> in
 
 
 def algorithms(args: argparse.Namespace) -> int:
+    """The `p2pfl algorithms` command: the algorithms, their source paper, kind and options.
+
+    Parameters
+    ----------
+    args : the parsed command line (--json: one JSON object).
+
+    Returns
+    -------
+    int, the exit status.
+    """
     def line(row: dict[str, Any]) -> str:
         options = ", ".join(f"{k}={_value(v)}" for k, v in row["options"].items()) or "-"
         if "kind" not in row:
@@ -87,6 +113,16 @@ def algorithms(args: argparse.Namespace) -> int:
 
 
 def topologies(args: argparse.Namespace) -> int:
+    """The `p2pfl topologies` command: the named topologies and the parameters each reads.
+
+    Parameters
+    ----------
+    args : the parsed command line (--json: one JSON object).
+
+    Returns
+    -------
+    int, the exit status.
+    """
     def line(row: dict[str, Any]) -> str:
         params = ", ".join(f"{k}={_value(v)}" for k, v in row["params"].items())
         return f"{row['what']}{f' ({params})' if params else ''}"

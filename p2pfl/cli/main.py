@@ -306,6 +306,19 @@ def _say(line: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The `p2pfl` command: parse the command line and run the command.
+
+    A refused config, a divergence, an interruption, a lost peer and an OSError are one line on
+    stderr and their own exit status.
+
+    Parameters
+    ----------
+    argv : the arguments (default: sys.argv[1:]).
+
+    Returns
+    -------
+    int, the exit status.
+    """
     parser = _parser()
     argv = sys.argv[1:] if argv is None else list(argv)
     args, rest = parser.parse_known_args(argv)

@@ -11,8 +11,14 @@ EXIT_INTERRUPTED = 130
 
 
 def interrupted_while_starting() -> int:
-    """The line for a Ctrl-C before the command did anything (once: from rank 0 of a
-    distributed run); returns the exit status."""
+    """The line for a Ctrl-C before the command did anything.
+
+    Printed once: from rank 0 of a distributed run.
+
+    Returns
+    -------
+    int, the exit status of an interruption.
+    """
     if prints():
         print("p2pfl: interrupted while starting; nothing was written", file=sys.stderr)
     return EXIT_INTERRUPTED

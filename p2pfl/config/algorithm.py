@@ -13,7 +13,12 @@ from topologies import did_you_mean
 
 
 def declared_options() -> dict[str, tuple[dataclasses.Field, type]]:
-    """Every [algorithm] field some registered algorithm declares -> (its field, its type)."""
+    """Every [algorithm] field some registered algorithm declares.
+
+    Returns
+    -------
+    dict {field name: (its dataclasses.Field, its type)}, the first declaration of each.
+    """
     from algorithms import ALGORITHMS
 
     out: dict[str, tuple[dataclasses.Field, type]] = {}
@@ -51,8 +56,27 @@ def _renamed(values: dict[str, Any], prefix: str) -> dict[str, Any]:
 
 
 def build_algorithm(values: Any, prefix: str, compare_root: bool) -> AlgorithmOptions:
-    """The [algorithm] table read into its algorithm's options class. A field that only other
-    algorithms declare is refused unless it is at its default (then it changes nothing)."""
+    """The [algorithm] table read into its algorithm's options class.
+
+    A field that only other algorithms declare is refused unless it is at its default (then it
+    changes nothing).
+
+    Parameters
+    ----------
+    values : the table, as parsed.
+    prefix : its dotted name in the config ("algorithm", or a variant's).
+    compare_root : whether it is a [[compare]] root's (then one options class holds every field).
+
+    Returns
+    -------
+    AlgorithmOptions, of the named algorithm's class.
+
+    Raises
+    ------
+    ConfigError
+        naming the field: not a table, an unknown algorithm name, a value of the wrong type, an
+        unknown field, or another algorithm's field away from its default.
+    """
     from algorithms import ALGORITHMS
 
     if not isinstance(values, dict):

@@ -15,8 +15,17 @@ RESUMABLE = ("rounds", "device", "engine.checkpoint_every", "engine.on_divergenc
 
 
 def config_diff(old: dict[str, Any], new: dict[str, Any], prefix: str = "") -> list[str]:
-    """Dotted names of the fields whose values differ between two config dicts, as
-    'name (old -> new)'."""
+    """The fields whose values differ between two config dicts.
+
+    Parameters
+    ----------
+    old, new : config dicts (nested).
+    prefix : put before every name (for the recursion into tables).
+
+    Returns
+    -------
+    list of str, 'dotted.name (old -> new)', sorted by name.
+    """
     out = []
     for key in sorted(set(old) | set(new)):
         name = f"{prefix}{key}"

@@ -60,7 +60,22 @@ _SECTIONS = {
 
 
 def config_from_dict(raw: dict[str, Any]) -> Config:
-    """Build and validate a `Config` from a plain nested dict (as parsed from TOML)."""
+    """Build and validate a `Config` from a plain nested dict (as parsed from TOML).
+
+    Parameters
+    ----------
+    raw : {section: table, ...}, [[compare]] variants under "compare".
+
+    Returns
+    -------
+    Config, with what the algorithm implies applied, every variant checked.
+
+    Raises
+    ------
+    ConfigError
+        naming the first bad field: an unknown field or value, a wrong type, a value out of
+        range, a [study] table, variants whose labels share a run folder.
+    """
     top_hints = get_type_hints(Config)
     kwargs: dict[str, Any] = {}
     for key, value in raw.items():
@@ -140,8 +155,20 @@ def _check_range(name: str, value: float, bounds: tuple) -> None:
 
 
 def validate(cfg: Config) -> None:
-    """`check_fields`, then that every [algorithm] field the chosen algorithm does not read is at
-    its default."""
+    """Check a config: `check_fields`, the algorithm's options, the [network] settings.
+
+    Every [algorithm] field the chosen algorithm does not read must be at its default, and
+    [network] fields take effect only when the network is enabled.
+
+    Parameters
+    ----------
+    cfg : the config.
+
+    Raises
+    ------
+    ConfigError
+        naming the field.
+    """
     check_fields(cfg)
     from algorithms import ALGORITHMS
 
@@ -172,7 +199,19 @@ def _check_network(cfg: Config, algorithm: Any) -> None:
 
 
 def check_fields(cfg: Config) -> None:
-    """Check names against the registries and numbers against their ranges."""
+    """Check names against the registries and numbers against their ranges.
+
+    Parameters
+    ----------
+    cfg : the config.
+
+    Raises
+    ------
+    ConfigError
+        naming the field: an unknown value, a number out of range, and settings that contradict
+        each other (local_epochs and local_steps both 0, bf16 without float32, compile with the
+        loop executor, ...).
+    """
     for (section, key), allowed in _choices().items():
         obj = getattr(cfg, section) if section else cfg
         value = getattr(obj, key)
@@ -247,24 +286,65 @@ def _apply_overrides(raw: dict[str, Any], overrides: dict[str, Any]) -> None:
 
 
 def variant_label(variant: dict[str, Any]) -> str:
-    """A [[compare]] variant's label: its `label`, else its overrides as key=value."""
+    """A [[compare]] variant's label: its `label`, else its overrides as key=value.
+
+    Parameters
+    ----------
+    variant : one [[compare]] table.
+
+    Returns
+    -------
+    str.
+    """
     overrides = variant_overrides(variant)
     return str(variant.get("label") or ", ".join(f"{k}={v}" for k, v in overrides.items()))
 
 
 def folder_name(label: str) -> str:
-    """The run folder of a variant label: letters, digits, '_', '.' and '-' only, never '.',
-    '..' or a hidden name."""
+    """The run folder of a variant label.
+
+    Parameters
+    ----------
+    label : the variant's label.
+
+    Returns
+    -------
+    str of letters, digits, '_', '.' and '-' only, lower case, never '.', '..' or a hidden name
+    ("run" when nothing is left).
+    """
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", label).strip("-.").lower() or "run"
 
 
 def variant_overrides(variant: dict[str, Any]) -> dict[str, Any]:
-    """The dotted-key overrides of one [[compare]] table (everything but its label)."""
+    """The dotted-key overrides of one [[compare]] table (everything but its label).
+
+    Parameters
+    ----------
+    variant : one [[compare]] table.
+
+    Returns
+    -------
+    dict {dotted key: value}.
+    """
     return {k: v for k, v in variant.items() if k != "label"}
 
 
 def parse_overrides(items: list[str]) -> dict[str, Any]:
-    """['algorithm.lr=0.05', ...] -> {'algorithm.lr': 0.05, ...}."""
+    """Dotted-key overrides from the command line.
+
+    Parameters
+    ----------
+    items : ['algorithm.lr=0.05', ...]; each value is parsed as a TOML value (else a string).
+
+    Returns
+    -------
+    dict, {'algorithm.lr': 0.05, ...}.
+
+    Raises
+    ------
+    ConfigError
+        naming --set for an item that is not key=value.
+    """
     out: dict[str, Any] = {}
     for item in items:
         key, sep, text = item.partition("=")
@@ -275,7 +355,22 @@ def parse_overrides(items: list[str]) -> dict[str, Any]:
 
 
 def with_overrides(cfg: Config, overrides: dict[str, Any]) -> Config:
-    """A new validated config with dotted-key overrides applied."""
+    """A new validated config with dotted-key overrides applied ([[compare]] variants dropped).
+
+    Parameters
+    ----------
+    cfg : the config.
+    overrides : {dotted key: value}.
+
+    Returns
+    -------
+    Config.
+
+    Raises
+    ------
+    ConfigError
+        naming the field an override makes invalid.
+    """
     raw = cfg.to_dict()
     raw.pop("compare")
     _apply_overrides(raw, overrides)
@@ -283,15 +378,45 @@ def with_overrides(cfg: Config, overrides: dict[str, Any]) -> Config:
 
 
 def config_with_overrides(raw: dict[str, Any], overrides: dict[str, Any]) -> Config:
-    """A validated config from a plain nested dict (e.g. a run's config.json) with dotted-key
-    overrides applied; unlike `with_overrides`, [[compare]] variants are kept."""
+    """A validated config from a plain nested dict with dotted-key overrides applied.
+
+    Unlike `with_overrides`, [[compare]] variants are kept.
+
+    Parameters
+    ----------
+    raw : a config dict (e.g. a run's config.json); not changed.
+    overrides : {dotted key: value}.
+
+    Returns
+    -------
+    Config.
+
+    Raises
+    ------
+    ConfigError
+        naming the invalid field.
+    """
     raw = copy.deepcopy(raw)
     _apply_overrides(raw, overrides)
     return config_from_dict(raw)
 
 
 def read_toml(path: str | Path) -> dict[str, Any]:
-    """The parsed TOML file (ConfigError naming the problem if it cannot be read)."""
+    """The parsed TOML file.
+
+    Parameters
+    ----------
+    path : the file.
+
+    Returns
+    -------
+    dict of its tables.
+
+    Raises
+    ------
+    ConfigError
+        naming config when the file is missing, unreadable, not UTF-8 or not valid TOML.
+    """
     path = Path(path)
     try:
         return tomllib.loads(path.read_text())
@@ -306,7 +431,22 @@ def read_toml(path: str | Path) -> dict[str, Any]:
 
 
 def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> Config:
-    """Read a TOML experiment file, apply dotted-key overrides, validate."""
+    """Read a TOML experiment file, apply dotted-key overrides, validate.
+
+    Parameters
+    ----------
+    path : the TOML file.
+    overrides : {dotted key: value}, or None.
+
+    Returns
+    -------
+    Config.
+
+    Raises
+    ------
+    ConfigError
+        naming the problem (as `read_toml` and `config_from_dict`).
+    """
     raw = read_toml(path)
     _apply_overrides(raw, overrides or {})
     return config_from_dict(raw)

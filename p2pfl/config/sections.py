@@ -73,9 +73,19 @@ def _options_class(entry: NamedTopology) -> type[TopologyConfig]:
 
 
 def topology_options(name: str) -> type[TopologyConfig]:
-    """The options class of topology `name`: TopologyConfig with a field per option of its
-    builder (TopologyConfig itself for a topology given as an object, or an unknown name, which
-    validation refuses)."""
+    """The options class of topology `name`.
+
+    TopologyConfig with a field per option of its builder (TopologyConfig itself for a topology
+    given as an object, or an unknown name, which validation refuses).
+
+    Parameters
+    ----------
+    name : the topology's name.
+
+    Returns
+    -------
+    type, a TopologyConfig dataclass.
+    """
     if name not in REGISTRY:
         return TopologyConfig
     return _options_class(REGISTRY[name])
@@ -210,7 +220,24 @@ def _type_name(tp: type) -> str:
 
 
 def coerce(value: Any, tp: type, name: str) -> Any:
-    """Check `value` against the field type; ints are accepted where floats are expected."""
+    """Check `value` against the field type; ints are accepted where floats are expected.
+
+    Parameters
+    ----------
+    value : the value as parsed.
+    tp : the field's type.
+    name : the field's dotted name, for the error.
+
+    Returns
+    -------
+    the value (an int made float for a float field).
+
+    Raises
+    ------
+    ConfigError
+        naming the field when a plain type (int, float, str, bool) does not match (a bool is no
+        int).
+    """
     if tp is float and isinstance(value, int) and not isinstance(value, bool):
         return float(value)
     if tp in (int, float, str, bool) and (
@@ -221,7 +248,16 @@ def coerce(value: Any, tp: type, name: str) -> Any:
 
 
 def algorithm_options(name: str) -> type[AlgorithmOptions]:
-    """The options class of the registered algorithm `name`."""
+    """The options class of the registered algorithm `name`.
+
+    Parameters
+    ----------
+    name : a registered algorithm's name.
+
+    Returns
+    -------
+    type, its AlgorithmOptions dataclass.
+    """
     from algorithms import ALGORITHMS
 
     return ALGORITHMS[name].Options

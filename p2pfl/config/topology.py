@@ -24,7 +24,16 @@ LEGACY = {"out_degree": 10, "directed": True, "base": 2, "rows": 0, "cols": 0, "
 
 
 def option_types(name: str) -> dict[str, type]:
-    """The topology's options (not the common fields): name -> type."""
+    """The topology's options (not the common fields).
+
+    Parameters
+    ----------
+    name : the topology's name.
+
+    Returns
+    -------
+    dict {option: type}; empty for an unknown name.
+    """
     entry = T.REGISTRY.get(name)
     if entry is None:
         return {}
@@ -37,10 +46,27 @@ def _others() -> set[str]:
 
 
 def build_topology(values: Any, prefix: str, compare_root: bool) -> TopologyConfig:
-    """The [topology] table read into its topology's options class. A key that only other
-    topologies take is refused (a key of the flat record of the release before is dropped at
-    its default there: it changed nothing); in a [[compare]] root, whose variants may name
-    other topologies, it is kept for them."""
+    """The [topology] table read into its topology's options class.
+
+    A key that only other topologies take is refused (a key of the flat record of the release
+    before is dropped at its default there: it changed nothing); in a [[compare]] root, whose
+    variants may name other topologies, it is kept for them.
+
+    Parameters
+    ----------
+    values : the table, as parsed.
+    prefix : its dotted name ("topology", or a variant's).
+    compare_root : whether it is a [[compare]] root's.
+
+    Returns
+    -------
+    TopologyConfig, of the topology's options class.
+
+    Raises
+    ------
+    ConfigError
+        naming the field: not a table, a wrong type, another topology's key, an unknown field.
+    """
     if not isinstance(values, dict):
         raise ConfigError(prefix, f"must be a table, got {values!r}")
     name = coerce(values.get("name", TopologyConfig.name), str, f"{prefix}.name")

@@ -202,9 +202,27 @@ COMPRESSORS = ("top_k", "random_k", "sign", "qsgd")
 
 
 def named_compressor(name: str, fraction: float, bits: int) -> Compressor:
-    """The built-in compressor `name` (one of COMPRESSORS): top-k / random-k keep `fraction` of
-    the coordinates (random-k unscaled, a contraction as compressed gossip needs), QSGD
-    quantizes to `bits` bits per level (the rescaled, contracting form)."""
+    """The built-in compressor `name`.
+
+    top-k / random-k keep `fraction` of the coordinates (random-k unscaled, a contraction as
+    compressed gossip needs), QSGD quantizes to `bits` bits per level (the rescaled,
+    contracting form).
+
+    Parameters
+    ----------
+    name : one of COMPRESSORS.
+    fraction : share of coordinates kept (top_k, random_k).
+    bits : bits per level (qsgd).
+
+    Returns
+    -------
+    Compressor.
+
+    Raises
+    ------
+    ValueError
+        for an unknown name.
+    """
     if name == "top_k":
         return TopK(fraction)
     if name == "random_k":
@@ -217,7 +235,17 @@ def named_compressor(name: str, fraction: float, bits: int) -> Compressor:
 
 
 def check_compressor(compressor: object) -> None:
-    """Refuse an object without compress, decompress and bits methods (TypeError)."""
+    """Check that an object can serve as a compressor.
+
+    Parameters
+    ----------
+    compressor : the object.
+
+    Raises
+    ------
+    TypeError
+        naming the methods it lacks among compress, decompress and bits.
+    """
     missing = [name for name in ("compress", "decompress", "bits")
                if not callable(getattr(compressor, name, None))]
     if missing:

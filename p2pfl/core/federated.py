@@ -57,9 +57,24 @@ class Batch:
 
 def steps_per_node(sizes: np.ndarray, batch_size: int, local_epochs: int, local_steps: int,
                 last_batch: str = "keep") -> np.ndarray:
-    """K_i for nodes of `sizes` [N] samples: `local_steps` when > 0, else `local_epochs` epochs
-    of ceil(n_i / B) steps ("keep": the last, partial batch of an epoch is a step) or
-    floor(n_i / B) ("drop"), with B = min(batch_size, n_i) when keeping."""
+    """K_i, the local steps of each node in a round.
+
+    `local_steps` when > 0, else `local_epochs` epochs of ceil(n_i / B) steps ("keep": the last,
+    partial batch of an epoch is a step) or floor(n_i / B) ("drop"), with B = min(batch_size, n_i)
+    when keeping.
+
+    Parameters
+    ----------
+    sizes : [N] samples of each node.
+    batch_size : B.
+    local_epochs : epochs per round (read when local_steps is 0).
+    local_steps : steps per round; 0: count epochs.
+    last_batch : "keep" or "drop".
+
+    Returns
+    -------
+    [N] int64 array of steps.
+    """
     sizes = np.asarray(sizes, dtype=np.int64)
     if local_steps > 0:
         return np.full(len(sizes), local_steps, dtype=np.int64)
@@ -70,8 +85,20 @@ def steps_per_node(sizes: np.ndarray, batch_size: int, local_epochs: int, local_
 
 
 def bounded_batch(batch_size: int, sizes: np.ndarray) -> int:
-    """`batch_size`, or the largest size + 1 when it is larger: the same steps and batches for
-    every node (a whole node's data; no full batch), within int64 for any configured value."""
+    """`batch_size`, or the largest size + 1 when it is larger.
+
+    The same steps and batches for every node (a whole node's data; no full batch), within int64
+    for any configured value.
+
+    Parameters
+    ----------
+    batch_size : the configured batch size.
+    sizes : [N] samples of each node.
+
+    Returns
+    -------
+    int, the batch size used.
+    """
     return min(batch_size, int(np.max(sizes, initial=0)) + 1)
 
 
@@ -129,9 +156,23 @@ class FederatedData:
 
     def held_out(self, fraction: float, seed: int, key: int) -> tuple[FederatedData,
                                                                       list[np.ndarray]]:
-        """Each node's data split at random into a training part and a local test part of
-        max(1, round(fraction * n_i)) samples, from (seed, "eval", key): (the data with the
-        training parts, the test parts). A node left with no training sample is refused."""
+        """Each node's data split at random into a training part and a local test part.
+
+        Parameters
+        ----------
+        fraction : share of each node's samples held out: max(1, round(fraction * n_i)).
+        seed : the run's seed.
+        key : the draw's key, from (seed, "eval", key).
+
+        Returns
+        -------
+        tuple (the data with the training parts, the test parts: one index array per node).
+
+        Raises
+        ------
+        ValueError
+            naming a node that would be left with no training sample.
+        """
         rng = numpy_rng(seed, "eval", key)
         train, test = [], []
         for node, rows in enumerate(self.partition()):
@@ -152,6 +193,19 @@ class FederatedData:
         i takes exactly that many steps of min(B, n_i) samples from consecutive epochs;
         otherwise `local_epochs` epochs of ceil(n_i / B) steps, the last step of an epoch taking
         the remainder ("keep"), or floor(n_i / B) full steps ("drop").
+
+        Parameters
+        ----------
+        seed : the run's seed.
+        t : round, from 0.
+        batch_size : B.
+        local_epochs : epochs (read when local_steps is 0).
+        local_steps : steps per node; 0: count epochs.
+        last_batch : "keep" or "drop".
+
+        Returns
+        -------
+        BatchPlan.
         """
         n = self.sizes
         batch_size = bounded_batch(batch_size, n)
@@ -204,7 +258,19 @@ class FederatedData:
         return segment_permutations(lengths, keys)
 
     def batch(self, plan: BatchPlan, step: int, nodes: torch.Tensor) -> Batch:
-        """The minibatch of `step` for `nodes` (int64 [c], each still stepping at `step`)."""
+        """The minibatch of `step` for `nodes`.
+
+        Parameters
+        ----------
+        plan : the round's plan.
+        step : the step, from 0.
+        nodes : int64 [c], each still stepping at `step`.
+
+        Returns
+        -------
+        Batch: x [c, w, *input_shape], y [c, w], and per-sample weights [c, w] where the nodes'
+        batches differ in length (else None).
+        """
         width = plan.widths[step]
         ids = plan.ids[step].index_select(0, nodes)[:, :width]
         flat = ids.flatten()  # index_select: ~4x faster than advanced indexing on CPU
@@ -219,10 +285,21 @@ class FederatedData:
 
 
 def segment_permutations(lengths: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
-    """For consecutive segments of `lengths` [S], the permutation of 0..len - 1 of each that
-    sorts its `keys` (float64 in [0, 1), one per element): int64 [sum lengths]. One argsort of
-    segment number + key; should a key round up into the next segment, the keys' order stably
-    sorted by segment instead."""
+    """For consecutive segments of `lengths`, the permutation of 0..len - 1 of each that sorts its
+    `keys`.
+
+    One argsort of segment number + key; should a key round up into the next segment, the keys'
+    order stably sorted by segment instead.
+
+    Parameters
+    ----------
+    lengths : int64 [S] segment lengths.
+    keys : float64 [sum lengths] in [0, 1), one per element.
+
+    Returns
+    -------
+    int64 [sum lengths] tensor, each segment's permutation (indices local to the segment).
+    """
     segment = torch.repeat_interleave(torch.arange(len(lengths)), lengths)
     order = (segment + keys).argsort()
     if (segment[order].diff() < 0).any():
@@ -232,7 +309,19 @@ def segment_permutations(lengths: torch.Tensor, keys: torch.Tensor) -> torch.Ten
 
 
 def check_steps(steps_of: np.ndarray, sizes: np.ndarray, batch_size: int) -> None:
-    """Refuse a plan in which a node takes no local step (a "drop" of its only, partial batch)."""
+    """Refuse a plan in which a node takes no local step (a "drop" of its only, partial batch).
+
+    Parameters
+    ----------
+    steps_of : [N] steps of each node.
+    sizes : [N] samples of each node.
+    batch_size : the configured batch size.
+
+    Raises
+    ------
+    ValueError
+        naming the first idle node, its samples and the batch size.
+    """
     idle = np.flatnonzero(steps_of == 0)
     if len(idle):
         node = int(idle[0])

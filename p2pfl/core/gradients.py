@@ -37,13 +37,36 @@ GradientFn = Callable[[Params, torch.Tensor, torch.Tensor, Params | None],
 
 
 def batch_mean(values: torch.Tensor, weight: torch.Tensor | None) -> torch.Tensor:
-    """Per-node mean of per-sample values [c, B]: plain, or weighted by `weight` [c, B]."""
+    """Per-node mean of per-sample values: plain, or weighted by `weight`.
+
+    Parameters
+    ----------
+    values : [c, B] per-sample values.
+    weight : [c, B] weights, rows summing to 1, or None.
+
+    Returns
+    -------
+    [c] tensor.
+    """
     return values.mean(dim=1) if weight is None else (values * weight).sum(dim=1)
 
 
 def node_losses(forward: StackedForward, params: Params, x: torch.Tensor, y: torch.Tensor,
                 weight: torch.Tensor | None = None) -> torch.Tensor:
-    """Mean cross-entropy of each node on its own minibatch: [c] (x [c, B, ...], y [c, B])."""
+    """Mean cross-entropy of each node on its own minibatch.
+
+    Parameters
+    ----------
+    forward : the stacked forward.
+    params : name -> [c, *shape].
+    x : [c, B, *input_shape] inputs.
+    y : int64 [c, B] labels.
+    weight : [c, B] sample weights (rows summing to 1), or None for the plain mean.
+
+    Returns
+    -------
+    [c] tensor of losses.
+    """
     logits = forward(params, x)
     losses = F.cross_entropy(logits.flatten(0, 1), y.flatten(), reduction="none")
     return batch_mean(losses.view(y.shape), weight)
@@ -119,8 +142,21 @@ Gradients = AutogradGradients | HandWrittenGradients
 
 
 def local_gradients(model: nn.Module, forward: StackedForward, hand_written: bool) -> Gradients:
-    """The model's `batched_gradients` when it has one and `hand_written`, else autograd through
-    `forward` (bf16 autocast and torch.compile wrap the forward, so they take autograd)."""
+    """The Gradients of a model's local step.
+
+    The model's `batched_gradients` when it has one and `hand_written`, else autograd through
+    `forward` (bf16 autocast and torch.compile wrap the forward, so they take autograd).
+
+    Parameters
+    ----------
+    model : one node's model.
+    forward : its stacked forward.
+    hand_written : whether the model's own backward may be used.
+
+    Returns
+    -------
+    HandWrittenGradients or AutogradGradients.
+    """
     own = getattr(model, "batched_gradients", None)
     if hand_written and own is not None:
         return HandWrittenGradients(own)

@@ -22,11 +22,19 @@ from p2pfl.core.trainer import Trainer
 
 
 def finite_rows(params: Params) -> torch.Tensor:
-    """bool [rows]: whether every entry of each row is finite, over all tensors.
+    """Whether every entry of each row is finite, over all tensors.
 
     One row sum per tensor in its own dtype (NaN and inf propagate), then an exact element check
     of the rows whose sum is not finite (a sum of large finite values may overflow: those rows
     are only suspects). A float64 sum of float32 rows would be ~20x slower on CPU.
+
+    Parameters
+    ----------
+    params : name -> [rows, *shape].
+
+    Returns
+    -------
+    bool [rows] tensor.
     """
     blocks = [v.reshape(v.shape[0], -1) for v in params.values()]
     total = sum(b.sum(dim=1) for b in blocks)
@@ -100,8 +108,17 @@ class GuardedTrainer:
 
 
 def cut_links(graph: nx.Graph, nodes: list[int]) -> nx.Graph:
-    """A copy of `graph` without any edge to or from `nodes` (graph node ids); `graph` itself when
-    `nodes` is empty."""
+    """`graph` without any edge to or from `nodes`.
+
+    Parameters
+    ----------
+    graph : the round's graph.
+    nodes : graph node ids.
+
+    Returns
+    -------
+    nx.Graph, a copy without those edges; `graph` itself when `nodes` is empty.
+    """
     if not nodes:
         return graph
     cut = graph.copy()

@@ -32,8 +32,20 @@ BACKWARD_FACTOR = 2  # saved activations + their gradients during the backward p
 
 
 def check_fits(field: str, what: str, needed: int, device: torch.device) -> None:
-    """Refuse, before allocating, `needed` bytes of `what` that exceed the free memory of
-    `device` (a ConfigError naming the config `field` that sets the size)."""
+    """Refuse, before allocating, `needed` bytes of `what` that exceed the free memory of `device`.
+
+    Parameters
+    ----------
+    field : the config field that sets the size (dotted).
+    what : what would be allocated, for the message.
+    needed : bytes.
+    device : where.
+
+    Raises
+    ------
+    ConfigError
+        naming `field`, with the GiB needed and free.
+    """
     free = free_bytes(device)
     if needed > free:
         raise ConfigError(field, f"{what} needs {needed / 2**30:.3g} GiB, more than the "
@@ -41,8 +53,16 @@ def check_fits(field: str, what: str, needed: int, device: torch.device) -> None
 
 
 def free_bytes(device: torch.device) -> int:
-    """Bytes that can still be allocated on `device` (CUDA: free + cached by torch; CPU:
-    the kernel's MemAvailable)."""
+    """Bytes that can still be allocated on `device`.
+
+    Parameters
+    ----------
+    device : a CUDA or CPU device.
+
+    Returns
+    -------
+    int; CUDA: free + cached by torch; CPU: the kernel's MemAvailable (else available pages).
+    """
     if device.type == "cuda":
         free, _ = torch.cuda.mem_get_info(device)
         return free + torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device)
@@ -73,9 +93,20 @@ def _saved_bytes(forward: StackedForward, params: Params, x: torch.Tensor) -> in
 
 def activation_bytes(forward: StackedForward, model: Params,
                      input_shape: tuple[int, ...]) -> int:
-    """Bytes autograd saves per training sample of one node (input included); also an upper
-    bound on the per-sample memory of a forward pass without autograd. `model` name ->
-    [1, *shape] on the run's device and dtype."""
+    """Bytes autograd saves per training sample of one node (input included).
+
+    Also an upper bound on the per-sample memory of a forward pass without autograd.
+
+    Parameters
+    ----------
+    forward : the stacked forward.
+    model : name -> [1, *shape] on the run's device and dtype.
+    input_shape : one sample's shape.
+
+    Returns
+    -------
+    int, bytes per sample (>= 0).
+    """
     first = next(iter(model.values()))
     probe = [torch.zeros(1, b, *input_shape, device=first.device, dtype=first.dtype)
              for b in (2, 4)]  # not 1: batch statistics (BatchNorm without running ones) need 2
@@ -94,8 +125,25 @@ class Chunks:
 def plan_chunks(forward: StackedForward, model: Params, input_shape: tuple[int, ...],
                 num_nodes: int, batch_size: int, eval_batch_size: int, sam: bool,
                 device: torch.device, budget: int | None = None, ragged: bool = False) -> Chunks:
-    """Chunk sizes for `num_nodes` nodes of `model` (name -> [1, *shape]) that fit in `budget`
-    bytes (default: MEMORY_FRACTION of the free memory of `device`)."""
+    """Chunk sizes for `num_nodes` nodes of `model` that fit in `budget` bytes.
+
+    Parameters
+    ----------
+    forward : the stacked forward.
+    model : name -> [1, *shape] on the run's device and dtype.
+    input_shape : one sample's shape.
+    num_nodes : nodes of the population.
+    batch_size : training batch size.
+    eval_batch_size : evaluation batch size.
+    sam : whether the step is SAM (SAM_COPIES more copies per node).
+    device : the run's device.
+    budget : bytes (default: MEMORY_FRACTION of the free memory of `device`).
+    ragged : whether nodes take different numbers of steps (RAGGED_COPIES more).
+
+    Returns
+    -------
+    Chunks (train, eval), each in [1, num_nodes]; train at most CPU_CHUNK on CPU.
+    """
     if budget is None:
         budget = int(MEMORY_FRACTION * free_bytes(device))
     first = next(iter(model.values()))

@@ -15,11 +15,20 @@ from p2pfl.core.population import Params
 @torch.no_grad()
 def evaluate_sums(forward: StackedForward, models: Params, x: torch.Tensor, y: torch.Tensor,
                   batch_size: int, chunk_size: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Correct predictions and summed cross-entropy of each of c stacked models on the same
-    samples, in batches of `batch_size` from the first sample.
+    """Correct predictions and summed cross-entropy of each of c stacked models on the same samples.
 
-    `models` name -> [c, *shape]; x [S, *input_shape]; y [S]. Returns (correct [c] float32,
-    loss sum [c] float64).
+    Parameters
+    ----------
+    forward : the stacked forward.
+    models : name -> [c, *shape].
+    x : [S, *input_shape] samples.
+    y : [S] labels.
+    batch_size : samples per batch, from the first sample.
+    chunk_size : models evaluated at a time.
+
+    Returns
+    -------
+    tuple (correct [c] float32, loss sum [c] float64).
     """
     c = next(iter(models.values())).shape[0]
     correct = torch.zeros(c, device=x.device)
@@ -41,7 +50,18 @@ def evaluate(forward: StackedForward, models: Params, x: torch.Tensor, y: torch.
              batch_size: int, chunk_size: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Accuracy and mean cross-entropy of each of c stacked models on the same samples.
 
-    `models` name -> [c, *shape]; x [S, *input_shape]; y [S]. Returns (acc [c], loss [c]).
+    Parameters
+    ----------
+    forward : the stacked forward.
+    models : name -> [c, *shape].
+    x : [S, *input_shape] samples.
+    y : [S] labels.
+    batch_size : samples per batch.
+    chunk_size : models evaluated at a time.
+
+    Returns
+    -------
+    tuple (acc [c], loss [c]).
     """
     correct, loss = evaluate_sums(forward, models, x, y, batch_size, chunk_size)
     return correct / len(y), loss / len(y)
@@ -53,11 +73,23 @@ def evaluate_own(forward: StackedForward, models: Params, x: torch.Tensor, y: to
                  batch_statistics: bool = False) -> torch.Tensor:
     """Accuracy of each of c stacked models on its own samples: model r on x[rows[r]].
 
-    `models` name -> [c, *shape]; x [S, *input_shape]; y [S]; `rows` c index arrays into x (any
-    lengths, none empty). Batches of `batch_size` samples per model, `chunk_size` models at a
-    time (shorter lists padded and masked). With `batch_statistics` (a forward that normalises
-    over the batch) only models with as many samples share a chunk, so no batch holds padding.
-    Returns acc [c] float32.
+    Shorter lists are padded and masked. With `batch_statistics` (a forward that normalises over
+    the batch) only models with as many samples share a chunk, so no batch holds padding.
+
+    Parameters
+    ----------
+    forward : the stacked forward.
+    models : name -> [c, *shape].
+    x : [S, *input_shape] samples.
+    y : [S] labels.
+    rows : c index arrays into x (any lengths, none empty).
+    batch_size : samples per model per batch.
+    chunk_size : models at a time.
+    batch_statistics : whether the forward normalises over the batch.
+
+    Returns
+    -------
+    acc [c] float32 tensor.
     """
     c = len(rows)
     correct = torch.zeros(c, device=x.device)
@@ -89,8 +121,19 @@ def evaluate_own(forward: StackedForward, models: Params, x: torch.Tensor, y: to
 
 
 def squared_distance(models: Params, average: Params) -> torch.Tensor:
-    """sum_i ||x_i - x_bar||^2 over all parameters (models [m, ...], average [...]): a float64
-    0-dim tensor; over all N nodes and divided by N, it is the consensus distance."""
+    """sum_i ||x_i - x_bar||^2 over all parameters.
+
+    Over all N nodes and divided by N, it is the consensus distance.
+
+    Parameters
+    ----------
+    models : name -> [m, *shape].
+    average : name -> [*shape].
+
+    Returns
+    -------
+    float64 0-dim tensor (float64 accumulation, no float64 copy).
+    """
     return sum((torch.linalg.vector_norm(v - average[k], dtype=torch.float64).square()
                 for k, v in models.items()),  # float64 accumulation, no float64 copy
                torch.zeros((), dtype=torch.float64, device=next(iter(average.values())).device))

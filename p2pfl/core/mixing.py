@@ -33,9 +33,22 @@ Operand = np.ndarray | sp.sparray | sp.spmatrix | torch.Tensor
 
 
 def tile_width(n: int, largest: int, device: torch.device, itemsize: int) -> int:
-    """Columns of one tile of the in-place mix of n rows whose largest block has `largest`
-    values a row: the whole block, on CPU at most TILE_BYTES a tile (at least 64 columns). The
-    mix's scratch holds n x tile_width values."""
+    """Columns of one tile of the in-place mix of n rows.
+
+    The whole block, on CPU at most TILE_BYTES a tile (at least 64 columns). The mix's scratch
+    holds n x tile_width values.
+
+    Parameters
+    ----------
+    n : rows (nodes).
+    largest : values a row of the largest block.
+    device : the run's device.
+    itemsize : bytes per value.
+
+    Returns
+    -------
+    int, columns per tile.
+    """
     if device.type != "cpu":
         return largest
     return min(largest, max(64, TILE_BYTES // (n * itemsize)))
@@ -58,8 +71,18 @@ def _to_torch(W: Operand) -> torch.Tensor:
 
 
 def diag_scale(W: torch.Tensor, right: torch.Tensor, row_divisor: torch.Tensor) -> torch.Tensor:
-    """diag(1 / row_divisor) @ W @ diag(right), entry by entry W[j, i] * right[i] / row_divisor[j],
-    in W's layout (W [N, N] dense or CSR; right, row_divisor [N])."""
+    """diag(1 / row_divisor) @ W @ diag(right), entry by entry W[j, i] * right[i] / row_divisor[j].
+
+    Parameters
+    ----------
+    W : [N, N] dense or CSR tensor.
+    right : [N] column scales.
+    row_divisor : [N] row divisors.
+
+    Returns
+    -------
+    [N, N] tensor in W's layout.
+    """
     if W.layout != torch.sparse_csr:
         return W * right.unsqueeze(0) / row_divisor.unsqueeze(1)
     crow, col = W.crow_indices(), W.col_indices()
@@ -73,62 +96,179 @@ class Comm(ABC):
 
     @abstractmethod
     def sparse_for(self, n: int, nnz: int) -> bool:
-        """Whether an [n, n] mixing operator with `nnz` nonzeros is best built sparse."""
+        """Whether an [n, n] mixing operator with `nnz` nonzeros is best built sparse.
+
+        Parameters
+        ----------
+        n : nodes.
+        nnz : nonzeros of the operator.
+
+        Returns
+        -------
+        bool.
+        """
 
     @abstractmethod
     def matrix(self, W: Operand, dtype: torch.dtype | None = None) -> torch.Tensor:
-        """W [N, N] (numpy, scipy.sparse or torch) as the operator `mix` takes (column i: what
-        node i sends; W[j, i] = share of i's row sent to j)."""
+        """W as the operator `mix` takes.
+
+        Parameters
+        ----------
+        W : [N, N] numpy, scipy.sparse or torch; column i: what node i sends (W[j, i] = share of i's
+            row sent to j).
+        dtype : the operator's dtype (default: the run's).
+
+        Returns
+        -------
+        [N, N] tensor, dense or sparse CSR, on the run's device.
+        """
 
     @abstractmethod
     def mix(self, W: torch.Tensor, params: Params, steps: int = 1) -> None:
-        """X <- W^steps @ X for every parameter block [N, *shape] of the population, in place."""
+        """X <- W^steps @ X for every parameter block of the population, in place.
+
+        Parameters
+        ----------
+        W : [N, N] operator from `matrix`.
+        params : name -> [N, *shape], changed in place.
+        steps : times W is applied.
+        """
 
     @abstractmethod
     def product(self, W: torch.Tensor, params: Params, out: Params, add: bool = False) -> Params:
-        """out <- W @ X (+ out when `add`) for every parameter block [N, *shape] of `params`
-        (not changed), into the blocks of `out` (same shapes); returns `out`."""
+        """out <- W @ X (+ out when `add`) for every parameter block of `params`.
+
+        Parameters
+        ----------
+        W : [N, N] operator from `matrix`.
+        params : name -> [N, *shape] (not changed).
+        out : name -> blocks of the same shapes, written.
+        add : whether to add to `out` rather than overwrite it.
+
+        Returns
+        -------
+        Params, `out`.
+        """
 
     @abstractmethod
     def weighted_sum(self, params: Params, weights: torch.Tensor) -> Params:
-        """sum_r weights[r] * params[r] over the rows of every block: name -> [*shape]."""
+        """sum_r weights[r] * params[r] over the rows of every block.
+
+        Parameters
+        ----------
+        params : name -> [r, *shape].
+        weights : [r].
+
+        Returns
+        -------
+        Params, name -> [*shape].
+        """
 
     @abstractmethod
     def node_sum(self, params: Params, weights: torch.Tensor) -> Params:
-        """sum_i weights[i] * x_i over all N nodes of the population, whose rows `params` holds
-        this process's share of (weights [N]): name -> [*shape], the same in every process."""
+        """sum_i weights[i] * x_i over all N nodes of the population.
+
+        Parameters
+        ----------
+        params : name -> [rows, *shape], this process's share of the population's rows.
+        weights : [N], one per node of the population.
+
+        Returns
+        -------
+        Params, name -> [*shape], the same in every process.
+        """
 
     @abstractmethod
     def all_sum(self, tensor: torch.Tensor) -> torch.Tensor:
-        """`tensor` summed over the processes, in place; returns it."""
+        """`tensor` summed over the processes, in place.
+
+        Parameters
+        ----------
+        tensor : any tensor, the same shape in every process.
+
+        Returns
+        -------
+        the tensor itself.
+        """
 
     @abstractmethod
     def all_max(self, tensor: torch.Tensor) -> torch.Tensor:
-        """The elementwise maximum of `tensor` over the processes, in place; returns it."""
+        """The elementwise maximum of `tensor` over the processes, in place.
+
+        Parameters
+        ----------
+        tensor : any tensor, the same shape in every process.
+
+        Returns
+        -------
+        the tensor itself.
+        """
 
     @abstractmethod
     def all_min(self, tensor: torch.Tensor) -> torch.Tensor:
-        """The elementwise minimum of `tensor` over the processes, in place; returns it."""
+        """The elementwise minimum of `tensor` over the processes, in place.
+
+        Parameters
+        ----------
+        tensor : any tensor, the same shape in every process.
+
+        Returns
+        -------
+        the tensor itself.
+        """
 
     @abstractmethod
     def share(self, count: int) -> tuple[int, int]:
-        """[first, last) of `count` items (such as test batches) that this process takes; the
-        processes' shares are contiguous and cover all of them in order."""
+        """The items (such as test batches) that this process takes.
+
+        The processes' shares are contiguous and cover all of them in order.
+
+        Parameters
+        ----------
+        count : items.
+
+        Returns
+        -------
+        tuple (first, last), the range [first, last) of this process.
+        """
 
     @abstractmethod
     def gather_objects(self, value: Any) -> list[Any] | None:
-        """Every process's `value` (small, picklable), in process order, in the first process;
-        None in the others."""
+        """Every process's `value`, in process order, in the first process.
+
+        Parameters
+        ----------
+        value : something small and picklable.
+
+        Returns
+        -------
+        list of the values in the first process; None in the others.
+        """
 
     @abstractmethod
     def take_bytes(self) -> tuple[int, int]:
-        """(mixing, collective) bytes this process sent to others since the last call."""
+        """Bytes this process sent to others since the last call.
+
+        Returns
+        -------
+        tuple (mixing bytes, collective bytes).
+        """
 
     @abstractmethod
     def clients_trainer(self, trainer: Any) -> Any:
-        """A trainer for rows of any nodes (a centralized round's sampled clients) with the
-        trainers' `train(params, nodes, ...)`: each process trains the rows of the nodes it
-        holds, and every process ends with all rows and losses."""
+        """A trainer for rows of any nodes (a centralized round's sampled clients).
+
+        It has the trainers' `train(params, nodes, ...)`: each process trains the rows of the
+        nodes it holds, and every process ends with all rows and losses.
+
+        Parameters
+        ----------
+        trainer : the run's trainer.
+
+        Returns
+        -------
+        a trainer.
+        """
 
 
 class LocalComm(Comm):
@@ -154,15 +294,35 @@ class LocalComm(Comm):
 
         "auto": sparse when n >= SPARSE_MIN_NODES and nnz <= SPARSE_MAX_DENSITY * n^2 (measured
         on a 2-core CPU: see docs/performance.md, "Mixing").
+
+        Parameters
+        ----------
+        n : nodes.
+        nnz : nonzeros of the operator.
+
+        Returns
+        -------
+        bool.
         """
         if self.mixing != "auto":
             return self.mixing == "sparse"
         return n >= SPARSE_MIN_NODES and nnz <= SPARSE_MAX_DENSITY * n * n
 
     def matrix(self, W: Operand, dtype: torch.dtype | None = None) -> torch.Tensor:
-        """W [N, N] (numpy, scipy.sparse or torch) on the run's device and in dtype (default: the
-        run's), dense or sparse CSR as `sparse_for` picks for it. Under "auto" a torch tensor keeps
-        its layout (it was chosen already; counting its nonzeros would sync the device)."""
+        """W on the run's device, dense or sparse CSR as `sparse_for` picks for it.
+
+        Under "auto" a torch tensor keeps its layout (it was chosen already; counting its nonzeros
+        would sync the device).
+
+        Parameters
+        ----------
+        W : [N, N] numpy, scipy.sparse or torch; W[j, i] = share of i's row sent to j.
+        dtype : the operator's dtype (default: the run's).
+
+        Returns
+        -------
+        [N, N] dense or CSR tensor.
+        """
         if self.mixing != "auto":
             sparse = self.mixing == "sparse"
         elif isinstance(W, torch.Tensor):
@@ -181,9 +341,15 @@ class LocalComm(Comm):
     def mix(self, W: torch.Tensor, params: Params, steps: int = 1) -> None:
         """X <- W^steps @ X for every block [N, *shape], in place, as `steps` successive products.
 
-        W [N, N], dense or CSR (from `matrix`); W[j, i] = share of i's row sent to j. Each product
-        runs over column tiles of the block into a reused scratch tile, then copies it back, so
-        X is read and written once per product and no buffer larger than a tile is allocated.
+        Each product runs over column tiles of the block into a reused scratch tile, then copies
+        it back, so X is read and written once per product and no buffer larger than a tile is
+        allocated.
+
+        Parameters
+        ----------
+        W : [N, N], dense or CSR (from `matrix`); W[j, i] = share of i's row sent to j.
+        params : name -> [N, *shape], changed in place.
+        steps : products.
         """
         n = W.shape[0]
         width = tile_width(n, max(block[0].numel() for block in params.values()), self.device,
@@ -220,7 +386,17 @@ class LocalComm(Comm):
         return out
 
     def weighted_sum(self, params: Params, weights: torch.Tensor) -> Params:
-        """sum_r weights[r] * params[r] for every block: name -> [*shape]."""
+        """sum_r weights[r] * params[r] for every block.
+
+        Parameters
+        ----------
+        params : name -> [r, *shape].
+        weights : [r].
+
+        Returns
+        -------
+        Params, name -> [*shape].
+        """
         return {k: torch.tensordot(weights.to(v.dtype), v, dims=1) for k, v in params.items()}
 
     def node_sum(self, params: Params, weights: torch.Tensor) -> Params:

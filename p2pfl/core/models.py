@@ -67,9 +67,21 @@ class MLP(nn.Module):
     def batched_gradients(self, params: Params, x: torch.Tensor, y: torch.Tensor,
                           out: Params | None = None, beta: float = 0.0,
                           weight: torch.Tensor | None = None) -> tuple[Params, torch.Tensor]:
-        """Each node's gradient of its mean (or `weight`ed [c, B]) cross-entropy on
-        (x [c, B, ...], y [c, B]) by a hand-written backward, accumulated into `out` when given
-        (out <- beta * out + grad); and the losses [c]."""
+        """Each node's gradient of its mean (or weighted) cross-entropy by a hand-written backward.
+
+        Parameters
+        ----------
+        params : name -> [c, *shape].
+        x : [c, B, ...] inputs.
+        y : int64 [c, B] labels.
+        out : buffers the gradients are accumulated into (out <- beta * out + grad), or None.
+        beta : the accumulation's factor.
+        weight : [c, B] sample weights (rows summing to 1), or None for the plain mean.
+
+        Returns
+        -------
+        tuple (gradients name -> [c, *shape], losses [c]).
+        """
         return linear_relu_chain(params, x, y, ("fc1", "fc2", "fc3"), out, beta, weight)
 
 
@@ -177,8 +189,23 @@ def build_model(name: str, input_shape: tuple[int, ...], num_classes: int) -> nn
     """Build one node's model (PyTorch default init) for inputs [B, *input_shape].
 
     mlp: mnist_2NN; cnn: the CIFAR CNN (no padding); fedfsa_cnn: that CNN with wider FC layers
-    and channels by the input's channel count; resnet18_gn: ResNet-18 with GroupNorm(2) and the ImageNet stem. Unknown
-    name -> ValueError."""
+    and channels by the input's channel count; resnet18_gn: ResNet-18 with GroupNorm(2) and the ImageNet stem.
+
+    Parameters
+    ----------
+    name : one of MODELS.
+    input_shape : one sample's shape, (C, H, W) for resnet18_gn.
+    num_classes : outputs.
+
+    Returns
+    -------
+    nn.Module.
+
+    Raises
+    ------
+    ValueError
+        for an unknown name, or resnet18_gn with an input shape that is not (C, H, W).
+    """
     input_shape = tuple(input_shape)
     if name == "mlp":
         return MLP(math.prod(input_shape), num_classes)
@@ -195,12 +222,27 @@ def build_model(name: str, input_shape: tuple[int, ...], num_classes: int) -> nn
 
 
 def stacked_forward(model: nn.Module, conv_per_node_on_cpu: bool = True) -> StackedForward:
-    """Return f(params, x) -> logits [c, B, classes], params {name: [c, *shape]} named as in
-    model.named_parameters(), x [c, B, *input_shape] (dim 0 may have stride 0).
+    """The forward of a stacked population of copies of `model`.
 
     Uses model.batched_forward when present, else vmap over functional_call with the module's
     buffers shared (not batched); a model with convolutions runs node by node on CPU unless
-    `conv_per_node_on_cpu` is False. BatchNorm with running statistics -> ValueError."""
+    `conv_per_node_on_cpu` is False.
+
+    Parameters
+    ----------
+    model : one node's model.
+    conv_per_node_on_cpu : whether a model with convolutions runs node by node on CPU.
+
+    Returns
+    -------
+    StackedForward, f(params, x) -> logits [c, B, classes], params {name: [c, *shape]} named as in
+    model.named_parameters(), x [c, B, *input_shape] (dim 0 may have stride 0).
+
+    Raises
+    ------
+    ValueError
+        for a BatchNorm that tracks running statistics.
+    """
     batched = getattr(model, "batched_forward", None)
     if batched is not None:
         return batched
@@ -229,17 +271,38 @@ def stacked_forward(model: nn.Module, conv_per_node_on_cpu: bool = True) -> Stac
 
 
 def uses_batch_statistics(model: nn.Module) -> bool:
-    """Whether `model` normalises over the batch, so that a sample's output depends on the other
-    samples of its batch: a BatchNorm layer (one without running statistics; `stacked_forward`
-    refuses the others), or a model that declares `batch_statistics = True` (a normalisation
-    written by hand)."""
+    """Whether `model` normalises over the batch.
+
+    Then a sample's output depends on the other samples of its batch: a BatchNorm layer (one
+    without running statistics; `stacked_forward` refuses the others), or a model that declares
+    `batch_statistics = True` (a normalisation written by hand).
+
+    Parameters
+    ----------
+    model : one node's model.
+
+    Returns
+    -------
+    bool.
+    """
     return bool(getattr(model, "batch_statistics", False)) or any(
         isinstance(m, _BatchNorm) for m in model.modules())
 
 
 def named_failures(forward: StackedForward, what: str) -> StackedForward:
-    """`forward` whose exceptions are a UserCodeError naming `what` (a researcher's model: the
-    run loop adds the round)."""
+    """`forward` whose exceptions are a UserCodeError naming `what`.
+
+    For a researcher's model: the run loop adds the round.
+
+    Parameters
+    ----------
+    forward : a stacked forward.
+    what : the model's name, for the error.
+
+    Returns
+    -------
+    StackedForward.
+    """
 
     def run(params: Params, x: torch.Tensor) -> torch.Tensor:
         try:
@@ -253,8 +316,20 @@ def named_failures(forward: StackedForward, what: str) -> StackedForward:
 
 
 def mixed_precision(forward: StackedForward, device_type: str) -> StackedForward:
-    """`forward` run under bfloat16 autocast (matrix products and convolutions in bfloat16,
-    parameters untouched), its logits returned in float32 for the loss."""
+    """`forward` run under bfloat16 autocast.
+
+    Matrix products and convolutions run in bfloat16, parameters untouched; the logits are
+    returned in float32 for the loss.
+
+    Parameters
+    ----------
+    forward : a stacked forward.
+    device_type : "cpu" or "cuda".
+
+    Returns
+    -------
+    StackedForward.
+    """
 
     def run(params: Params, x: torch.Tensor) -> torch.Tensor:
         with torch.autocast(device_type, dtype=torch.bfloat16):

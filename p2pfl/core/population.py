@@ -52,8 +52,13 @@ class Population:
         return {name: p[nodes - self.first] for name, p in self.params.items()}
 
     def write(self, nodes: torch.Tensor, rows: Params) -> None:
-        """Set the parameters of `nodes` (node ids held here, int64 [m], distinct) to `rows`
-        [m, *shape]."""
+        """Set the parameters of `nodes` to `rows`.
+
+        Parameters
+        ----------
+        nodes : int64 [m], distinct node ids held here.
+        rows : name -> [m, *shape].
+        """
         for name, p in self.params.items():
             p.index_copy_(0, nodes - self.first, rows[name])
 
@@ -74,8 +79,18 @@ class Population:
                                f"{self.total} nodes of {self.num_params} parameters")
 
     def load_rows(self, first: int, last: int, flat: torch.Tensor) -> None:
-        """Set the rows held here that are among nodes first .. last - 1 from `flat`, the
-        parameter-major buffer of exactly those nodes (a checkpoint shard)."""
+        """Set the rows held here that are among nodes first .. last - 1 from a checkpoint shard.
+
+        Parameters
+        ----------
+        first, last : the shard's nodes, first .. last - 1.
+        flat : the parameter-major buffer of exactly those nodes.
+
+        Raises
+        ------
+        RuntimeError
+            when `flat` is not (last - first) rows of the model's parameters.
+        """
         count = last - first
         if flat.numel() != count * self.num_params:
             raise RuntimeError(f"{flat.numel()} values are not {count} rows of "
@@ -92,16 +107,45 @@ class Population:
 
 
 def broadcast(model: Params, rows: int) -> Params:
-    """`rows` fresh copies of one model (name -> [*shape]) as stacked params [rows, *shape]."""
+    """`rows` fresh copies of one model as stacked params.
+
+    Parameters
+    ----------
+    model : name -> [*shape].
+    rows : copies.
+
+    Returns
+    -------
+    Params, name -> [rows, *shape] (new memory).
+    """
     return {k: v.unsqueeze(0).expand(rows, *v.shape).clone() for k, v in model.items()}
 
 
 def per_node_sq_norm(tensors: Params) -> torch.Tensor:
-    """Squared L2 norm of each row over all tensors jointly: [rows]."""
+    """Squared L2 norm of each row over all tensors jointly.
+
+    Parameters
+    ----------
+    tensors : name -> [rows, *shape].
+
+    Returns
+    -------
+    [rows] tensor.
+    """
     return sum(torch.linalg.vector_norm(t.flatten(1), dim=1).square() for t in tensors.values())
 
 
 def row_scale(scale: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
-    """Reshape a per-row vector [rows] to broadcast against `like` [rows, ...]."""
+    """Reshape a per-row vector to broadcast against `like`.
+
+    Parameters
+    ----------
+    scale : [rows].
+    like : [rows, ...].
+
+    Returns
+    -------
+    [rows, 1, ..., 1] view of `scale`.
+    """
     return scale.view(-1, *([1] * (like.dim() - 1)))
 

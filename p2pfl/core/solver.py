@@ -53,6 +53,18 @@ def descent_direction(gradients: Gradients, params: Params, batch: Batch,
 
     The SAM gradient is taken at x + e written into a scratch copy, so x itself is never moved
     and restored. The direction may be a scratch buffer: it is valid until the next call.
+
+    Parameters
+    ----------
+    gradients : the per-node gradients.
+    params : name -> [c, *shape], x.
+    batch : the minibatch of each node.
+    solver : rho (SAM radius) and clip_norm.
+    scratch : (purpose, like) -> reused buffers shaped like `like`.
+
+    Returns
+    -------
+    tuple (direction name -> [c, *shape], losses [c] at x).
     """
     def into(purpose: str) -> Params | None:
         return scratch(purpose, params) if gradients.fills_buffers else None
@@ -71,17 +83,43 @@ def descent_direction(gradients: Gradients, params: Params, batch: Batch,
 
 
 def weighting(batch: Batch) -> dict[str, torch.Tensor]:
-    """The `weight` keyword of a gradients call for `batch` (none for a plain batch mean)."""
+    """The `weight` keyword of a gradients call for `batch` (none for a plain batch mean).
+
+    Parameters
+    ----------
+    batch : a minibatch.
+
+    Returns
+    -------
+    dict, {} or {"weight": [c, B] tensor}.
+    """
     return {} if batch.weight is None else {"weight": batch.weight}
 
 
 def momentum_step(gradients: Gradients, params: Params, batch: Batch, solver: LocalSolver,
                   scratch: Scratch, buffers: Params, lr: torch.Tensor,
                   first: bool) -> torch.Tensor:
-    """One local step (no clipping) whose (SAM) gradient is accumulated into the momentum
-    buffers by the gradient's own products (`gradients.accumulates`): b <- momentum * b + g
-    (b <- g when `first`), b += wd * x, x -= lr * b. One pass over memory less than
-    `descent_direction` + `apply_step`, same values up to rounding. Returns the losses at x."""
+    """One local step (no clipping) whose (SAM) gradient is accumulated into the momentum buffers
+    by the gradient's own products (`gradients.accumulates`).
+
+    b <- momentum * b + g (b <- g when `first`), b += wd * x, x -= lr * b. One pass over memory
+    less than `descent_direction` + `apply_step`, same values up to rounding.
+
+    Parameters
+    ----------
+    gradients : per-node gradients that accumulate into `out`.
+    params : name -> [c, *shape], x, updated in place.
+    batch : the minibatch of each node.
+    solver : momentum, rho, weight_decay.
+    scratch : (purpose, like) -> reused buffers.
+    buffers : name -> [c, *shape], the momentum buffers b.
+    lr : [c] step sizes.
+    first : whether this is the round's first step (b's contents are ignored).
+
+    Returns
+    -------
+    [c] tensor, the losses at x.
+    """
     beta = 0.0 if first else solver.momentum
     x, y, weight = batch.x, batch.y, weighting(batch)
     if solver.rho > 0:
@@ -98,12 +136,20 @@ def momentum_step(gradients: Gradients, params: Params, batch: Batch, solver: Lo
 
 def apply_step(params: Params, direction: Params, buffers: Params | None, lr: torch.Tensor,
                solver: LocalSolver, first: bool = False) -> None:
-    """x -= lr * (momentum buffer of d + wd * x), in place; `lr` is per node [c]. `direction`
-    is consumed (weight decay is added to it in place).
+    """x -= lr * (momentum buffer of d + wd * x), in place.
 
     Two passes over memory per tensor (the step is memory-bound): b <- d + momentum * b, then
     x <- x - lr * b. `first`: the buffers hold garbage and are overwritten (the momentum buffer
     starts at zero every round, so its first value is d itself).
+
+    Parameters
+    ----------
+    params : name -> [c, *shape], x, updated in place.
+    direction : name -> [c, *shape], d; consumed (weight decay is added to it in place).
+    buffers : the momentum buffers, or None without momentum.
+    lr : [c] step size of each node.
+    solver : momentum and weight_decay.
+    first : whether this is the round's first step.
     """
     for k, d in direction.items():
         x = params[k]

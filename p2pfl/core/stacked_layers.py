@@ -47,22 +47,46 @@ class _StackedLinear(torch.autograd.Function):
 
 
 def stacked_linear(h: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
-    """Per-node affine map: h [c, B, in], weight [c, out, in], bias [c, out] -> [c, B, out]."""
+    """Per-node affine map.
+
+    Parameters
+    ----------
+    h : [c, B, in].
+    weight : [c, out, in].
+    bias : [c, out].
+
+    Returns
+    -------
+    [c, B, out] tensor.
+    """
     return _StackedLinear.apply(h, weight, bias)
 
 
 def linear_relu_chain(params: Params, x: torch.Tensor, y: torch.Tensor, layers: tuple[str, ...],
                       out: Params | None = None, beta: float = 0.0,
                       weight: torch.Tensor | None = None) -> tuple[Params, torch.Tensor]:
-    """Gradients and losses of h -> relu(h W1^T + b1) -> ... -> h Wn^T + bn, x flattened to
-    [c, B, in], with a hand-written backward (`{layer}.weight` [c, out, in], `{layer}.bias`
-    [c, out]). With `out` the gradients are accumulated into it by the products themselves:
-    out <- beta * out + gradient (beta = 0 overwrites, whatever out held).
+    """Gradients and losses of h -> relu(h W1^T + b1) -> ... -> h Wn^T + bn, with a hand-written
+    backward.
 
     Loss: per node, the batch mean of -log softmax(z)[y] (weighted by `weight` [c, B] when
     given); its gradient in the logits z is (softmax(z) - onehot(y)) / B (times the weight).
     Then, layer by layer from the last: dW = dz^T h, db = sum_B dz, dh = dz W masked where the
     layer's input was cut by its ReLU.
+
+    Parameters
+    ----------
+    params : `{layer}.weight` [c, out, in] and `{layer}.bias` [c, out] of every layer.
+    x : [c, B, ...] inputs, flattened to [c, B, in].
+    y : int64 [c, B] labels.
+    layers : the layers' names, first to last.
+    out : buffers shaped like `params` into which the gradients are accumulated by the products
+        themselves, or None for fresh tensors.
+    beta : out <- beta * out + gradient (beta = 0 overwrites, whatever out held).
+    weight : [c, B] sample weights (rows summing to 1), or None.
+
+    Returns
+    -------
+    tuple (gradients name -> [c, *shape] in the order of `params`, losses [c]).
     """
     c, batch = y.shape
     inputs = [x.flatten(2)]  # each layer's input [c, B, in]
@@ -96,8 +120,17 @@ def linear_relu_chain(params: Params, x: torch.Tensor, y: torch.Tensor, layers: 
 
 
 def conv_features_loop(params: Params, x: torch.Tensor) -> torch.Tensor:
-    """CNN conv stage, one F.conv2d per node in channels_last (fastest on CPU):
-    x [c, B, C, H, W] -> features [c, B, O*H'*W'] in nn.Flatten's (O, H', W') order."""
+    """CNN conv stage, one F.conv2d per node in channels_last (fastest on CPU).
+
+    Parameters
+    ----------
+    params : conv1 and conv2 weights [c, O, C, k, k] and biases [c, O].
+    x : [c, B, C, H, W].
+
+    Returns
+    -------
+    features [c, B, O*H'*W'] in nn.Flatten's (O, H', W') order.
+    """
     # unbind, not params[k][i]: its backward is one stack, not c zero-filled full-size tensors.
     layers = [
         (params[f"{layer}.weight"].unbind(0), params[f"{layer}.bias"].unbind(0))
@@ -115,8 +148,17 @@ def conv_features_loop(params: Params, x: torch.Tensor) -> torch.Tensor:
 
 
 def conv_features_grouped(params: Params, x: torch.Tensor) -> torch.Tensor:
-    """CNN conv stage as one grouped conv per layer on [B, c*C, H, W] (one kernel for all nodes):
-    x [c, B, C, H, W] -> features [c, B, O*H'*W'] in nn.Flatten's (O, H', W') order."""
+    """CNN conv stage as one grouped conv per layer on [B, c*C, H, W] (one kernel for all nodes).
+
+    Parameters
+    ----------
+    params : conv1 and conv2 weights [c, O, C, k, k] and biases [c, O].
+    x : [c, B, C, H, W].
+
+    Returns
+    -------
+    features [c, B, O*H'*W'] in nn.Flatten's (O, H', W') order.
+    """
     c, batch = x.shape[:2]
     h = x.transpose(0, 1).reshape(batch, -1, *x.shape[3:])
     h = h.contiguous(memory_format=torch.channels_last)

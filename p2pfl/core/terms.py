@@ -64,7 +64,17 @@ class Term:
 
 
 def take_rows(value: torch.Tensor, rows: Rows) -> torch.Tensor:
-    """`value[rows]`, an expanded view when every row of `value` is one tensor (stride 0)."""
+    """`value[rows]`, an expanded view when every row of `value` is one tensor (stride 0).
+
+    Parameters
+    ----------
+    value : [m, ...].
+    rows : a slice, or a bool or int64 index tensor.
+
+    Returns
+    -------
+    [rows, ...] tensor.
+    """
     if isinstance(rows, slice) or value.stride(0) != 0:
         return value[rows]
     count = int(rows.sum()) if rows.dtype == torch.bool else len(rows)
@@ -72,7 +82,17 @@ def take_rows(value: torch.Tensor, rows: Rows) -> torch.Tensor:
 
 
 def scaled(tensors: Params, scale: torch.Tensor) -> Params:
-    """Each row of every tensor times its `scale` [m]."""
+    """Each row of every tensor times its `scale`.
+
+    Parameters
+    ----------
+    tensors : name -> [m, *shape].
+    scale : [m].
+
+    Returns
+    -------
+    Params, name -> [m, *shape] (new tensors).
+    """
     return {k: t * row_scale(scale, t) for k, t in tensors.items()}
 
 
@@ -197,9 +217,25 @@ def _objective_grads(forward: StackedForward, gradients: Gradients, params: Para
 def corrected_direction(forward: StackedForward, gradients: Gradients, params: Params,
                         batch: Batch, solver: LocalSolver, terms: LocalTerms,
                         scratch: Scratch) -> tuple[Params, torch.Tensor]:
-    """The step direction of `terms` (before weight decay and momentum); CE losses [c] at x (at
-    x + e when the perturbation needs no gradient at x, which is then never evaluated). The
-    gradient at x + e is taken at a scratch copy of the perturbed rows (x does not move)."""
+    """The step direction of `terms` (before weight decay and momentum), and the losses.
+
+    The gradient at x + e is taken at a scratch copy of the perturbed rows (x does not move).
+
+    Parameters
+    ----------
+    forward : the stacked forward.
+    gradients : the per-node gradients.
+    params : name -> [c, *shape], x.
+    batch : the minibatch of each node.
+    solver : rho and clip_norm.
+    terms : the corrections, perturbation and objective.
+    scratch : (purpose, like) -> reused buffers.
+
+    Returns
+    -------
+    tuple (direction name -> [c, *shape], CE losses [c] at x; at x + e when the perturbation needs
+    no gradient at x, which is then never evaluated).
+    """
     names = terms.trainable or tuple(params)
     objective = terms.objective
     prepared = None if objective is None else objective.prepare(forward, batch)

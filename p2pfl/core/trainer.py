@@ -36,8 +36,21 @@ class Trainer(Protocol):
 
     def train(self, params: Params, nodes: torch.Tensor, plan: BatchPlan, solver: LocalSolver,
               lr: torch.Tensor, terms: LocalTerms | None = None) -> torch.Tensor:
-        """Update `params` (name -> [m, ...], row r is node nodes[r]) in place with `lr` [m];
-        return each row's mean training loss [m]."""
+        """Update `params` in place with the local phase of `nodes`.
+
+        Parameters
+        ----------
+        params : name -> [m, ...], row r is node nodes[r].
+        nodes : int64 [m].
+        plan : the round's minibatches.
+        solver : the local solver.
+        lr : [m] step size of each row.
+        terms : the algorithm's additions to the step (rows as `params`), or None.
+
+        Returns
+        -------
+        [m] tensor, each row's mean training loss.
+        """
         ...
 
 
@@ -74,8 +87,18 @@ class VectorizedTrainer:
         self._buffers: dict[tuple[str, str], torch.Tensor] = {}  # fresh ones page-fault
 
     def scratch(self, purpose: str, like: Params) -> Params:
-        """Buffers shaped like `like` [rows, ...] (contents undefined), reused from chunk to
-        chunk for one `purpose`."""
+        """Buffers shaped like `like` (contents undefined), reused from chunk to chunk for one
+        `purpose`.
+
+        Parameters
+        ----------
+        purpose : what the buffers are for ("gradient", ...).
+        like : name -> [rows, ...].
+
+        Returns
+        -------
+        Params, name -> [rows, ...] views of the held buffers.
+        """
         rows = next(iter(like.values())).shape[0]
         for k, v in like.items():
             held = self._buffers.get((purpose, k))
@@ -87,10 +110,20 @@ class VectorizedTrainer:
 
     def train(self, params: Params, nodes: torch.Tensor, plan: BatchPlan, solver: LocalSolver,
               lr: torch.Tensor, terms: LocalTerms | None = None) -> torch.Tensor:
-        """Update `params` (name -> [m, ...], row r belongs to node nodes[r]) in place.
+        """Update `params` in place with the local phase of `nodes`, a chunk of nodes at a time.
 
-        `lr` [m] is each row's step size; `terms` (rows as `params`) the algorithm's additions to
-        the step. Returns each row's mean training loss over its K_i steps [m].
+        Parameters
+        ----------
+        params : name -> [m, ...], row r belongs to node nodes[r].
+        nodes : int64 [m].
+        plan : the round's minibatches (K_i steps of node i).
+        solver : the local solver.
+        lr : [m] step size of each row.
+        terms : the algorithm's additions to the step (rows as `params`), or None.
+
+        Returns
+        -------
+        [m] tensor, each row's mean training loss over its K_i steps.
         """
         m = len(nodes)
         steps = plan.node_steps(nodes)

@@ -84,6 +84,17 @@ class DatasetNotFoundError(FileNotFoundError):
 
 
 def check_name(name: str) -> None:
+    """Check a dataset name.
+
+    Parameters
+    ----------
+    name : the name.
+
+    Raises
+    ------
+    ValueError
+        unless it is one of DATASETS.
+    """
     if name not in DATASETS:
         raise ValueError(f"unknown dataset {name!r}; allowed: {', '.join(DATASETS)}")
 
@@ -120,7 +131,23 @@ def find_dataset_dir(name: str, root: str | os.PathLike | None = None) -> Path:
     """Directory holding the files of dataset `name` (not for 'synthetic').
 
     Searches `root` (if non-empty), then $P2PFL_DATA, then (fashion_mnist only) the Debian path;
-    in each, the directory itself and the usual subdirectories. Raises DatasetNotFoundError.
+    in each, the directory itself and the usual subdirectories.
+
+    Parameters
+    ----------
+    name : one of DATASETS but 'synthetic'.
+    root : a directory to search first, or None.
+
+    Returns
+    -------
+    Path.
+
+    Raises
+    ------
+    DatasetNotFoundError
+        listing the directories searched.
+    ValueError
+        for an unknown name or 'synthetic'.
     """
     check_name(name)
     if name == "synthetic":
@@ -147,10 +174,24 @@ def _read_bytes(path: Path) -> bytes:
 
 
 def read_idx(path: Path, ndim: int) -> np.ndarray:
-    """Parse an IDX file of unsigned bytes with `ndim` dimensions -> uint8 array of those dims.
+    """Parse an IDX file of unsigned bytes with `ndim` dimensions.
 
     Header: two zero bytes, type code 0x08 (uint8), number of dims, then one big-endian uint32 per
-    dim. Raises ValueError naming `path` if the magic, dims or size do not match.
+    dim.
+
+    Parameters
+    ----------
+    path : the file (.gz: gunzipped).
+    ndim : dimensions expected.
+
+    Returns
+    -------
+    uint8 array of the header's dims.
+
+    Raises
+    ------
+    ValueError
+        naming `path` if the magic, dims or size do not match, or the gzip is corrupt.
     """
     data = _read_bytes(path)
     header = 4 + 4 * ndim
@@ -176,7 +217,23 @@ def _check_split(
 
 
 def load_idx_split(directory: Path, prefix: str) -> tuple[np.ndarray, np.ndarray]:
-    """uint8 images [n, 1, rows, cols] and int64 labels [n] of split `prefix` ('train'/'t10k')."""
+    """Images and labels of one IDX split.
+
+    Parameters
+    ----------
+    directory : the dataset's directory (from `find_dataset_dir`).
+    prefix : 'train' or 't10k'.
+
+    Returns
+    -------
+    tuple (uint8 images [n, 1, rows, cols], int64 labels [n]).
+
+    Raises
+    ------
+    ValueError
+        for a malformed file, a label count that is not the image count, or labels outside
+        [0, 10).
+    """
     image_path = _idx_path(directory, f"{prefix}-images-idx3-ubyte")
     label_path = _idx_path(directory, f"{prefix}-labels-idx1-ubyte")
     assert image_path is not None and label_path is not None  # checked by find_dataset_dir
@@ -212,7 +269,24 @@ def _unpickle(path: Path) -> dict:
 def load_cifar_batches(
     directory: Path, files: tuple[str, ...], label_key: bytes, num_classes: int
 ) -> tuple[np.ndarray, np.ndarray]:
-    """uint8 images [n, 3, 32, 32] and int64 labels [n] concatenated over CIFAR pickle `files`."""
+    """Images and labels concatenated over CIFAR pickle `files`.
+
+    Parameters
+    ----------
+    directory : the dataset's directory.
+    files : pickle files in it.
+    label_key : the labels' key (b"labels", b"fine_labels").
+    num_classes : classes, to check the labels.
+
+    Returns
+    -------
+    tuple (uint8 images [n, 3, 32, 32], int64 labels [n]).
+
+    Raises
+    ------
+    ValueError
+        naming the file for a missing key, data not [n, 3072], or bad labels.
+    """
     images, labels = [], []
     for file in files:
         path = directory / file

@@ -103,6 +103,22 @@ def make_synthetic(n_train: int, n_test: int, seed: int,
     noise makes classes overlap (Bayes accuracy below 100 %); the spread of the signal over all
     pixels makes it quick to learn. Labels are balanced (n % 10 classes get one extra sample).
     Uses only a torch.Generator seeded with `seed`.
+
+    Parameters
+    ----------
+    n_train : training samples, at least 1.
+    n_test : test samples, at least 1.
+    seed : the generator's seed.
+    shape : one image's shape.
+
+    Returns
+    -------
+    Dataset.
+
+    Raises
+    ------
+    ValueError
+        when a size is below 1.
     """
     if n_train < 1 or n_test < 1:
         raise ValueError(f"synthetic sizes must be >= 1, got train={n_train}, test={n_test}")
@@ -140,10 +156,25 @@ def load_dataset(
     synthetic_train: int = 2000,
     synthetic_test: int = 500,
 ) -> Dataset:
-    """Load dataset `name` (one of DATASETS), normalised per channel with train statistics.
+    """Load dataset `name`, normalised per channel with train statistics.
 
-    `root` and $P2PFL_DATA are searched as in `find_dataset_dir`; `seed`, `synthetic_train` and
-    `synthetic_test` only affect 'synthetic'. Unknown name -> ValueError.
+    Parameters
+    ----------
+    name : one of DATASETS.
+    root : searched first, then $P2PFL_DATA, as in `find_dataset_dir`.
+    seed : the 'synthetic' data's seed (the others ignore it).
+    synthetic_train, synthetic_test : the 'synthetic' data's sizes.
+
+    Returns
+    -------
+    Dataset.
+
+    Raises
+    ------
+    ValueError
+        for an unknown name or a malformed file.
+    DatasetNotFoundError
+        when the files are in none of the searched directories.
     """
     check_name(name)
     if name == "synthetic":

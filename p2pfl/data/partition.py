@@ -27,7 +27,18 @@ LOGNORMAL_CUT_TOLERANCE = 1e-9  # quantity_lognormal's cuts: sigma = 0 gives equ
 
 
 def iid(labels: np.ndarray, num_nodes: int, rng: np.random.Generator) -> list[np.ndarray]:
-    """A random permutation cut into equal parts of n // N samples (the rest unused)."""
+    """A random permutation cut into equal parts of n // N samples (the rest unused).
+
+    Parameters
+    ----------
+    labels : int array [n]
+    num_nodes : N
+    rng : the generator every draw comes from
+
+    Returns
+    -------
+    list of N int64 arrays of n // N indices each
+    """
     per_node = len(labels) // num_nodes
     order = rng.permutation(len(labels)).astype(np.int64)
     return list(order[: num_nodes * per_node].reshape(num_nodes, per_node))
@@ -35,10 +46,24 @@ def iid(labels: np.ndarray, num_nodes: int, rng: np.random.Generator) -> list[np
 
 def dirichlet_prior(labels: np.ndarray, num_nodes: int, rng: np.random.Generator,
                     alpha: float = 0.3) -> list[np.ndarray]:
-    """Hsu, Qi, Brown 2019 (arXiv 1909.06335), equal sizes: node i draws a class prior
-    q_i ~ Dir(alpha, ..., alpha) and each of its n // N slots a class from q_i, taking an unused
-    sample of it (an exhausted class leaves every prior, which is renormalised). alpha = 0 gives
-    each node one class, classes dealt as evenly as possible. The FL-Simulator / FedFSA form."""
+    """Hsu, Qi, Brown 2019 (arXiv 1909.06335), equal sizes.
+
+    Node i draws a class prior q_i ~ Dir(alpha, ..., alpha) and each of its n // N slots a class
+    from q_i, taking an unused sample of it (an exhausted class leaves every prior, which is
+    renormalised). alpha = 0 gives each node one class, classes dealt as evenly as possible. The
+    FL-Simulator / FedFSA form.
+
+    Parameters
+    ----------
+    labels : int array [n]
+    num_nodes : N
+    rng : the generator every draw comes from
+    alpha : Dirichlet concentration (>= 0)
+
+    Returns
+    -------
+    list of N int64 arrays of n // N indices each
+    """
     classes, class_of = np.unique(labels, return_inverse=True)
     priors = dirichlet_priors(len(classes), num_nodes, alpha, rng)
     return list(sample_by_priors(class_of.reshape(-1), priors, len(labels) // num_nodes, rng))
@@ -46,8 +71,22 @@ def dirichlet_prior(labels: np.ndarray, num_nodes: int, rng: np.random.Generator
 
 def pathological(labels: np.ndarray, num_nodes: int, rng: np.random.Generator,
                  classes_per_node: int = 2) -> list[np.ndarray]:
-    """Pat(k), equal sizes (FL-Simulator): node i draws k distinct classes and fills its n // N
-    slots from them with prior 1/k each, as `dirichlet_prior` does."""
+    """Pat(k), equal sizes (FL-Simulator).
+
+    Node i draws k distinct classes and fills its n // N slots from them with prior 1/k each, as
+    `dirichlet_prior` does.
+
+    Parameters
+    ----------
+    labels : int array [n]
+    num_nodes : N
+    rng : the generator every draw comes from
+    classes_per_node : k, in [1, number of classes]
+
+    Returns
+    -------
+    list of N int64 arrays of n // N indices each
+    """
     classes, class_of = np.unique(labels, return_inverse=True)
     priors = pathological_priors(len(classes), num_nodes, classes_per_node, rng)
     return list(sample_by_priors(class_of.reshape(-1), priors, len(labels) // num_nodes, rng))
@@ -55,8 +94,27 @@ def pathological(labels: np.ndarray, num_nodes: int, rng: np.random.Generator,
 
 def shards(labels: np.ndarray, num_nodes: int, rng: np.random.Generator,
            shards_per_node: int = 2) -> list[np.ndarray]:
-    """McMahan et al. 2017 (FedAvg's pathological non-IID MNIST): sort the samples by label, cut
-    them into N * s shards of n // (N s) samples, give each node s random shards."""
+    """McMahan et al. 2017 (FedAvg's pathological non-IID MNIST).
+
+    Sort the samples by label, cut them into N * s shards of n // (N s) samples, give each node s
+    random shards.
+
+    Parameters
+    ----------
+    labels : int array [n]
+    num_nodes : N
+    rng : the generator every draw comes from
+    shards_per_node : s
+
+    Returns
+    -------
+    list of N int64 arrays of s * (n // (N s)) indices each
+
+    Raises
+    ------
+    ValueError
+        when N s shards exceed the samples.
+    """
     count = num_nodes * shards_per_node
     if count > len(labels):
         raise ValueError(f"shards_per_node {shards_per_node} x {num_nodes} nodes = {count} shards "
@@ -139,13 +197,34 @@ def label_dirichlet(labels: np.ndarray, num_nodes: int, rng: np.random.Generator
 def quantity_dirichlet(labels: np.ndarray, num_nodes: int, rng: np.random.Generator,
                        alpha: float = 0.3, min_size: int = 10,
                        cut_tolerance: float = 0.0) -> list[np.ndarray]:
-    """NIID-Bench's quantity skew `iid-diff-quantity`, draw for draw (Li et al. 2022, code
-    NIID-Bench `utils.partition_data`): a random permutation of the samples, then node shares
-    q ~ Dir_N(alpha), normalised, redrawn until min_i q_i n >= `min_size` (the real share, not
-    the rounded count); the permutation is cut at floor(cumsum(q) * n + cut_tolerance), the
-    last cut dropped. Labels IID. The same generator gives NIID-Bench's index lists
-    (`cut_tolerance` = 0, the default; see `label_dirichlet`). Every node gets at least
-    `min_size` samples, since floor(a) - floor(b) >= floor(a - b)."""
+    """NIID-Bench's quantity skew `iid-diff-quantity`, draw for draw.
+
+    Li et al. 2022, code NIID-Bench `utils.partition_data`: a random permutation of the samples,
+    then node shares q ~ Dir_N(alpha), normalised, redrawn until min_i q_i n >= `min_size` (the
+    real share, not the rounded count); the permutation is cut at
+    floor(cumsum(q) * n + cut_tolerance), the last cut dropped. Labels IID. The same generator
+    gives NIID-Bench's index lists (`cut_tolerance` = 0, the default; see `label_dirichlet`).
+    Every node gets at least `min_size` samples, since floor(a) - floor(b) >= floor(a - b).
+
+    Parameters
+    ----------
+    labels : int array [n]
+    num_nodes : N
+    rng : the generator every draw comes from
+    alpha : Dirichlet concentration (> 0)
+    min_size : the fewest samples a node may hold
+    cut_tolerance : added before the floor of each cut point, in [0, 1)
+
+    Returns
+    -------
+    list of N int64 arrays, every sample dealt once
+
+    Raises
+    ------
+    ValueError
+        for alpha, min_size or cut_tolerance out of range, or when no draw in MAX_REDRAWS gives
+        every node min_size samples.
+    """
     _check_alpha(alpha, positive=True)
     _check_min_size(min_size, len(labels), num_nodes)
     _check_cut_tolerance(cut_tolerance)
@@ -162,10 +241,30 @@ def quantity_dirichlet(labels: np.ndarray, num_nodes: int, rng: np.random.Genera
 
 def quantity_lognormal(labels: np.ndarray, num_nodes: int, rng: np.random.Generator,
                        sigma: float = 1.0, min_size: int = 10) -> list[np.ndarray]:
-    """Quantity skew with log-normal sizes (FedLab's unbalanced split): node shares proportional
-    to exp(N(0, sigma^2)), redrawn until every node gets `min_size`; a random permutation is cut
-    at floor(cumsum(q) * n + 1e-9) (`label_dirichlet`'s `cut_tolerance`), so that sigma = 0
-    gives exactly equal shares; labels IID."""
+    """Quantity skew with log-normal sizes (FedLab's unbalanced split).
+
+    Node shares proportional to exp(N(0, sigma^2)), redrawn until every node gets `min_size`; a
+    random permutation is cut at floor(cumsum(q) * n + 1e-9) (`label_dirichlet`'s
+    `cut_tolerance`), so that sigma = 0 gives exactly equal shares; labels IID.
+
+    Parameters
+    ----------
+    labels : int array [n]
+    num_nodes : N
+    rng : the generator every draw comes from
+    sigma : standard deviation of the log shares, a finite number >= 0
+    min_size : the fewest samples a node may hold
+
+    Returns
+    -------
+    list of N int64 arrays, every sample dealt once
+
+    Raises
+    ------
+    ValueError
+        for sigma or min_size out of range, or when no draw in MAX_REDRAWS gives every node
+        min_size samples.
+    """
     if not (np.isfinite(sigma) and sigma >= 0):
         raise ValueError(f"sigma must be a finite number >= 0, got {sigma}")
     n = len(labels)
@@ -181,9 +280,20 @@ def quantity_lognormal(labels: np.ndarray, num_nodes: int, rng: np.random.Genera
 
 
 def by_group(groups: Sequence[int] | np.ndarray) -> Partitioner:
-    """A natural partition: `groups` [n] gives each training sample its group (writer, user,
-    device, hospital). The groups are shuffled and dealt to the nodes in turn, so a node holds
-    one group when there are as many groups as nodes, several when there are more."""
+    """A natural partition by each training sample's group (writer, user, device, hospital).
+
+    The groups are shuffled and dealt to the nodes in turn, so a node holds one group when there
+    are as many groups as nodes, several when there are more.
+
+    Parameters
+    ----------
+    groups : [n] group id of each training sample.
+
+    Returns
+    -------
+    Partitioner, (labels, num_nodes, rng) -> index arrays; it raises ValueError when the group ids
+    are not one per training sample or there are fewer groups than nodes.
+    """
     groups = np.asarray(groups)
 
     def partitioner(labels: np.ndarray, num_nodes: int,
@@ -230,8 +340,27 @@ PARTITIONS: dict[str, Method] = {
 
 def partition(labels: np.ndarray, num_nodes: int, method: str | Partitioner, *, seed: int = 0,
               allow_overlap: bool = False, **params: float) -> list[np.ndarray]:
-    """One int64 index array per node into `labels` [n], by the named method (reading those of
-    `params` it takes) or by a partitioner function; checked (`check_partition`)."""
+    """One int64 index array per node into `labels`, by a named method or a partitioner function.
+
+    Parameters
+    ----------
+    labels : [n] labels of the training samples.
+    num_nodes : N, in [1, n].
+    method : a name of PARTITIONS, or a function (labels, num_nodes, rng) -> index lists.
+    seed : the generator's seed.
+    allow_overlap : whether a sample may go to more than one node.
+    **params : the named method's parameters (those it takes are read: alpha, min_size, ...).
+
+    Returns
+    -------
+    list of N int64 arrays, checked (`check_partition`).
+
+    Raises
+    ------
+    ValueError
+        for labels that are not 1-D, num_nodes out of range, an unknown method, and what
+        `check_partition` refuses.
+    """
     labels = np.asarray(labels)
     if labels.ndim != 1:
         raise ValueError(f"labels must be 1-D, got shape {labels.shape}")
@@ -252,9 +381,26 @@ def partition(labels: np.ndarray, num_nodes: int, method: str | Partitioner, *, 
 
 def check_partition(rows: object, num_nodes: int, num_train: int | None,
                     allow_overlap: bool = False) -> list[np.ndarray]:
-    """`rows` as one int64 array per node, refused with a ValueError naming the problem: not
-    `num_nodes` lists, a node with no sample, an index outside 0..num_train - 1 (unchecked
-    while None), or a sample given twice (unless `allow_overlap`)."""
+    """`rows` as one int64 array per node, checked.
+
+    Parameters
+    ----------
+    rows : one index list (or 1-D array, tensor) per node, or a 2-D array.
+    num_nodes : N.
+    num_train : training samples (indices must be below it), or None to leave them unchecked.
+    allow_overlap : whether a sample may be given twice.
+
+    Returns
+    -------
+    list of N int64 arrays.
+
+    Raises
+    ------
+    ValueError
+        naming the problem: not `num_nodes` lists, a list that is not 1-D integers, a node with no
+        sample, an index outside 0..num_train - 1, or a sample given twice (unless
+        `allow_overlap`).
+    """
     if isinstance(rows, np.ndarray) and rows.ndim == 2:
         rows = list(rows)
     if not isinstance(rows, list | tuple):

@@ -12,7 +12,24 @@ import numpy as np
 def dirichlet_priors(
     num_classes: int, num_nodes: int, alpha: float, rng: np.random.Generator
 ) -> np.ndarray:
-    """Class priors float64 [num_nodes, num_classes], rows ~ Dir(alpha); one-hot if alpha == 0."""
+    """Class priors with rows ~ Dir(alpha); one-hot if alpha == 0.
+
+    Parameters
+    ----------
+    num_classes : C.
+    num_nodes : N.
+    alpha : Dirichlet concentration, a finite number >= 0 (0: classes dealt round-robin).
+    rng : numpy Generator.
+
+    Returns
+    -------
+    float64 [N, C] array (a row underflowed to NaN becomes 0).
+
+    Raises
+    ------
+    ValueError
+        unless alpha is finite and >= 0.
+    """
     if not (np.isfinite(alpha) and alpha >= 0):
         raise ValueError(f"dirichlet alpha must be a finite number >= 0, got {alpha}")
     if alpha == 0:
@@ -27,7 +44,24 @@ def dirichlet_priors(
 def pathological_priors(
     num_classes: int, num_nodes: int, classes_per_node: int, rng: np.random.Generator
 ) -> np.ndarray:
-    """Class priors float64 [num_nodes, num_classes]: 1/k on k random distinct classes per row."""
+    """Class priors: 1/k on k random distinct classes per row.
+
+    Parameters
+    ----------
+    num_classes : C.
+    num_nodes : N.
+    classes_per_node : k, in [1, C].
+    rng : numpy Generator.
+
+    Returns
+    -------
+    float64 [N, C] array.
+
+    Raises
+    ------
+    ValueError
+        unless 1 <= k <= C.
+    """
     if not 1 <= classes_per_node <= num_classes:
         raise ValueError(
             f"classes_per_node must be in [1, {num_classes}] (number of classes), "
@@ -42,13 +76,24 @@ def pathological_priors(
 def draw_counts(
     prior: np.ndarray, available: np.ndarray, n: int, rng: np.random.Generator
 ) -> np.ndarray:
-    """Per-class sample counts int64 [C] for one node with `n` slots; never exceeds `available`.
+    """Per-class sample counts for one node with `n` slots; never exceeds `available`.
 
     Exact vectorised form of the slot-by-slot rule: drawing from the prior renormalised over the
     non-exhausted classes is the same as drawing from the prior and discarding draws of exhausted
     classes. So draw all missing slots with one multinomial, clip each class to what is left
     (every clipped class is now exhausted), and redraw the shortfall from the prior restricted to
     the remaining classes; at most C rounds.
+
+    Parameters
+    ----------
+    prior : [C] class prior of the node.
+    available : int64 [C] unused samples of each class.
+    n : slots.
+    rng : numpy Generator.
+
+    Returns
+    -------
+    int64 [C] array summing to n.
     """
     counts = np.zeros_like(available)
     while (missing := n - counts.sum()) > 0:
@@ -64,8 +109,22 @@ def draw_counts(
 def sample_by_priors(
     class_of: np.ndarray, priors: np.ndarray, per_node: int, rng: np.random.Generator
 ) -> np.ndarray:
-    """Indices int64 [num_nodes, per_node]: node by node, counts from `draw_counts`, then the
-    next unused samples of each class from a random per-class order; each row shuffled."""
+    """Indices of each node's samples drawn by class priors.
+
+    Node by node, counts from `draw_counts`, then the next unused samples of each class from a
+    random per-class order; each row shuffled.
+
+    Parameters
+    ----------
+    class_of : [n] class index of each sample.
+    priors : [N, C] class prior of each node.
+    per_node : samples per node.
+    rng : numpy Generator.
+
+    Returns
+    -------
+    int64 [N, per_node] array.
+    """
     num_nodes, num_classes = priors.shape
     order = rng.permutation(len(class_of))
     by_class = order[np.argsort(class_of[order], kind="stable")]

@@ -44,6 +44,21 @@ LOCAL_TEST_KEY = 2  # the "eval" stream key of the local test split (FedFSA's ow
 
 
 def resolve_device(name: str) -> torch.device:
+    """The device a config's `device` names.
+
+    Parameters
+    ----------
+    name : "auto" (CUDA when torch sees one, else the CPU), "cpu", "cuda", ...
+
+    Returns
+    -------
+    torch.device.
+
+    Raises
+    ------
+    ConfigError
+        naming device for 'cuda' when torch sees no CUDA device.
+    """
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if name == "cuda" and not torch.cuda.is_available():
@@ -104,25 +119,60 @@ def _load_data(cfg: Config, device: torch.device, dtype: torch.dtype,
 
 
 def federated_data(cfg: Config, dtype: torch.dtype = torch.float32) -> FederatedData:
-    """The data `cfg` trains on (its dataset, partition and local test split) on the CPU,
-    without a model: what `p2pfl data describe` summarises."""
+    """The data `cfg` trains on (its dataset, partition and local test split) on the CPU.
+
+    Without a model: what `p2pfl data describe` summarises.
+
+    Parameters
+    ----------
+    cfg : the config.
+    dtype : the inputs' dtype.
+
+    Returns
+    -------
+    FederatedData.
+    """
     return _load_data(cfg, torch.device("cpu"), dtype)
 
 
 def class_counts(cfg: Config, dataset: Dataset | None = None) -> np.ndarray:
-    """Training samples of each class on each node of the run of `cfg`, int64 [num_nodes, K]:
-    its partition after the local test split (what `build` trains on), computed on the CPU
-    without a model; `dataset`: used instead of loading `cfg.data.name`. This is what a
-    topology built from the partition (a builder taking `class_counts`) is given."""
+    """Training samples of each class on each node of the run of `cfg`.
+
+    Its partition after the local test split (what `build` trains on), computed on the CPU without
+    a model. This is what a topology built from the partition (a builder taking `class_counts`) is
+    given.
+
+    Parameters
+    ----------
+    cfg : the config.
+    dataset : used instead of loading `cfg.data.name`, or None.
+
+    Returns
+    -------
+    int64 [num_nodes, K] array.
+    """
     return _load_data(cfg, torch.device("cpu"), torch.float32, dataset).label_counts()
 
 
 def check_variants(cfgs: Sequence[tuple[str, Config]], named_topology: bool = True,
                    named_data: bool = True) -> None:
-    """Before the first of several runs starts: the checks of `build` that need no model (the
-    data and its partition, the topology and the algorithm's mixing) for every (name, config),
+    """Before the first of several runs starts: the checks of `build` that need no model.
+
+    The data and its partition, the topology and the algorithm's mixing, for every (name, config),
     a failure naming the run. A dataset is loaded once for all; a part given as an object is
-    checked when its run is built."""
+    checked when its run is built.
+
+    Parameters
+    ----------
+    cfgs : (run name, config) pairs.
+    named_topology : whether the topology is the config's named one (else given as an object).
+    named_data : whether the data is the config's named one.
+
+    Raises
+    ------
+    ConfigError
+        whose field starts with the run's name.
+    """
     datasets: dict[tuple, Dataset] = {}
     for name, cfg in cfgs:
         try:
@@ -149,13 +199,31 @@ def build(cfg: Config, dataset: Dataset | None = None, parts: Parts | None = Non
           ) -> tuple[RunContext, Algorithm]:
     """Everything a run needs, validated before any training starts.
 
-    `dataset`, when given, is used instead of loading `cfg.data.name` (the benchmark loads a
-    dataset once for many builds, or supplies CIFAR-shaped synthetic data); it is partitioned
-    as configured. `parts` holds what was given as objects (p2pfl.objects): a topology schedule
-    (decentralized algorithms only), a model, a dataset and a partition, each run instead of the
-    config's named one. `chunks` (train, eval) replaces the planned chunk sizes (a resume batches
-    nodes as the run it continues did). `stack`: the Stack (p2pfl.engine.stacked) whose other
-    members' local phases this run's are trained with; chunks are then planned for all of them."""
+    Parameters
+    ----------
+    cfg : the config.
+    dataset : used instead of loading `cfg.data.name` (the benchmark loads a dataset once for
+        many builds, or supplies CIFAR-shaped synthetic data); it is partitioned as configured.
+    parts : what was given as objects (p2pfl.objects): a topology schedule (decentralized
+        algorithms only), a model, a dataset and a partition, each run instead of the config's
+        named one.
+    chunks : (train, eval), replaces the planned chunk sizes (a resume batches nodes as the run
+        it continues did).
+    stack : the Stack (p2pfl.engine.stacked) whose other members' local phases this run's are
+        trained with; chunks are then planned for all of them.
+
+    Returns
+    -------
+    tuple (RunContext, Algorithm).
+
+    Raises
+    ------
+    ConfigError
+        naming the field of whatever cannot be run (data, partition, topology, model, executor,
+        ...).
+    UserCodeError
+        when code given as an object (a partition function, a schedule) fails.
+    """
     parts = parts or Parts()
     schedule = parts.schedule
     device = resolve_device(cfg.device)

@@ -54,9 +54,18 @@ _SECTIONS = {"round": int, "config": dict, "population": dict, "algorithm": dict
 def save_checkpoint(run_dir: Path, cfg: Config, population: dict[str, torch.Tensor],
                     algorithm: Any, metrics: list[dict[str, Any]], callbacks: Sequence[Any] = (),
                     chunks: tuple[int, int] | None = None) -> None:
-    """Write `run_dir/checkpoint.pt` for the state after the rounds of `metrics` (temp + rename);
-    `population`: the state_dict of the whole population; `chunks`: the (train, eval) chunk
-    sizes the run batches nodes in."""
+    """Write `run_dir/checkpoint.pt` for the state after the rounds of `metrics` (temp + rename).
+
+    Parameters
+    ----------
+    run_dir : the run directory.
+    cfg : the run's config.
+    population : the state_dict of the whole population (or its shard list).
+    algorithm : the algorithm (its state_dict is saved).
+    metrics : the rounds done.
+    callbacks : the round callbacks (their state_dicts are saved, checked).
+    chunks : the (train, eval) chunk sizes the run batches nodes in, or None.
+    """
     state = {"version": VERSION, "round": len(metrics), "config": cfg.to_dict(),
              "chunks": None if chunks is None else list(chunks),
              "population": population, "algorithm": algorithm.state_dict(),
@@ -80,9 +89,20 @@ def save_checkpoint(run_dir: Path, cfg: Config, population: dict[str, torch.Tens
 
 
 def save_shard(run_dir: Path, round_done: int, population: Any) -> list[Any]:
-    """Write the rows this process holds after `round_done` rounds to `run_dir/shards/`
-    (atomically); returns the shard's entry in a checkpoint: [first node, last node + 1, file
-    name, SHA-256]."""
+    """Write the rows this process holds after `round_done` rounds to `run_dir/shards/`.
+
+    The file is written atomically.
+
+    Parameters
+    ----------
+    run_dir : the run directory.
+    round_done : rounds done.
+    population : this process's population.
+
+    Returns
+    -------
+    list, the shard's entry in a checkpoint: [first node, last node + 1, file name, SHA-256].
+    """
     first, last = population.first, population.first + population.num_nodes
     path = Path(run_dir) / SHARDS / f"round{round_done}-nodes{first}-{last}.pt"
     path.parent.mkdir(exist_ok=True)
@@ -111,8 +131,14 @@ def _shard_rows(run_dir: Path, entry: Any, device: torch.device) -> tuple[int, i
 
 
 def load_population(run_dir: Path, state: dict[str, Any], population: Any) -> None:
-    """Put a checkpoint's population (`state`: a single process's state_dict, or the shard
-    list of a distributed run) into `population`, reading only the shards that hold its rows."""
+    """Put a checkpoint's population into `population`, reading only the shards that hold its rows.
+
+    Parameters
+    ----------
+    run_dir : the run directory.
+    state : a single process's state_dict, or the shard list of a distributed run.
+    population : the population to fill.
+    """
     if "shards" not in state:
         population.load_state_dict(state)
         return
@@ -124,9 +150,18 @@ def load_population(run_dir: Path, state: dict[str, Any], population: Any) -> No
 
 def read_population(run_dir: Path, state: dict[str, Any],
                     widths: Sequence[int]) -> dict[str, torch.Tensor]:
-    """The whole population of a checkpoint or final.pt `state` (its "population"), in a single
-    process's layout ({"flat": parameter-major [N * P]}), however many processes wrote it;
-    `widths`: the parameter tensors' sizes in order."""
+    """The whole population of a checkpoint or final.pt, however many processes wrote it.
+
+    Parameters
+    ----------
+    run_dir : the run directory (holding the shards).
+    state : its "population".
+    widths : the parameter tensors' sizes, in order.
+
+    Returns
+    -------
+    dict in a single process's layout: {"flat": parameter-major [N * P]}.
+    """
     if "shards" not in state:
         return state
     shards = sorted((_shard_rows(run_dir, e, torch.device("cpu")) for e in state["shards"]),
@@ -146,8 +181,19 @@ def _checked(callback: Any) -> Any:
 
 
 def save_tensors(state: Any, f: Any, path: Path) -> None:
-    """torch.save `state` into the open file `f` (for `path`); a failed write, such as a full
-    disk, is raised as its OSError naming `path`, not as torch's RuntimeError."""
+    """torch.save `state` into the open file `f`.
+
+    Parameters
+    ----------
+    state : what to save.
+    f : the open file.
+    path : its path, for the error.
+
+    Raises
+    ------
+    OSError
+        naming `path` for a failed write, such as a full disk (not torch's RuntimeError).
+    """
     try:
         torch.save(state, f)
     except RuntimeError as err:
@@ -187,7 +233,23 @@ def _listed_digests(run_dir: Path) -> list[str]:
 
 
 def load_checkpoint(run_dir: Path, device: torch.device) -> dict[str, Any] | None:
-    """The checkpoint of `run_dir` with its tensors on `device`; None if there is none."""
+    """The checkpoint of `run_dir` with its tensors on `device`.
+
+    Parameters
+    ----------
+    run_dir : the run directory.
+    device : where the tensors go.
+
+    Returns
+    -------
+    dict, or None if there is none.
+
+    Raises
+    ------
+    ConfigError
+        naming resume for a file that does not match its manifest's SHA-256, cannot be read, is
+        of another version, lacks a section, or was written with other random streams.
+    """
     path = Path(run_dir) / CHECKPOINT
     if not path.exists():
         return None
@@ -216,9 +278,24 @@ def load_checkpoint(run_dir: Path, device: torch.device) -> dict[str, Any] | Non
 
 def restore(state: dict[str, Any], population: Any, algorithm: Any, callbacks: Sequence[Any],
             run_dir: Path) -> None:
-    """Put the checkpointed population (its shards are read from `run_dir`), algorithm and
-    callback states back into a freshly built run (the callbacks in the order they were saved);
-    a state that does not fit is refused."""
+    """Put the checkpointed states back into a freshly built run.
+
+    The population (its shards are read from `run_dir`), the algorithm, and the callbacks in the
+    order they were saved.
+
+    Parameters
+    ----------
+    state : the checkpoint.
+    population : the run's population.
+    algorithm : the run's algorithm.
+    callbacks : the run's round callbacks.
+    run_dir : the run directory.
+
+    Raises
+    ------
+    ConfigError
+        naming resume (or callbacks) for a state that does not fit.
+    """
     try:
         load_population(run_dir, state["population"], population)
         algorithm.load_state_dict(state["algorithm"])
@@ -234,8 +311,21 @@ def restore(state: dict[str, Any], population: Any, algorithm: Any, callbacks: S
 
 
 def check_resumable(old: dict[str, Any], cfg: Config, rounds_done: int, run_dir: Path) -> None:
-    """Refuse to continue a run of config `old` (a dict) with `cfg` if they differ in any field
-    outside RESUMABLE, or if `cfg` has fewer rounds than the checkpoint."""
+    """Refuse to continue a run of config `old` with `cfg`.
+
+    Parameters
+    ----------
+    old : the run's config, as a dict.
+    cfg : the config to continue with.
+    rounds_done : rounds of the checkpoint.
+    run_dir : the run directory, for the messages.
+
+    Raises
+    ------
+    ConfigError
+        naming resume if they differ in any field outside RESUMABLE, compare if their
+        [[compare]] variants differ, rounds if `cfg` has fewer rounds than the checkpoint.
+    """
     old_variants, new_variants = (json.loads(json.dumps(side.get("compare") or []))
                                   for side in (old, cfg.to_dict()))
     _check_same_variants(old_variants, new_variants, run_dir)
@@ -269,7 +359,23 @@ def _check_same_variants(old: list[Any], new: list[Any], run_dir: Path) -> None:
 
 
 def read_run_config(run_dir: Path, overrides: dict[str, Any] | None = None) -> Config:
-    """The config a run directory was run with (its config.json), with dotted-key overrides."""
+    """The config a run directory was run with (its config.json), with dotted-key overrides.
+
+    Parameters
+    ----------
+    run_dir : the run directory.
+    overrides : {dotted key: value}, or None.
+
+    Returns
+    -------
+    Config.
+
+    Raises
+    ------
+    ConfigError
+        naming resume for a missing, unreadable or invalid config.json, algorithm for an
+        algorithm class this process has not registered.
+    """
     path = Path(run_dir) / "config.json"
     if not path.exists():
         raise ConfigError("resume", f"{run_dir} holds no config.json: not a p2pfl run directory")

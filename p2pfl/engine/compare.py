@@ -38,7 +38,22 @@ def _names(variant: dict[str, Any]) -> set[str]:
 
 
 def select_variants(cfg: Config, only: list[str] | None) -> list[dict[str, Any]]:
-    """The [[compare]] variants whose label (or its slug) or algorithm name is in `only`."""
+    """The [[compare]] variants whose label (or its slug) or algorithm name is in `only`.
+
+    Parameters
+    ----------
+    cfg : a config with [[compare]] variants.
+    only : names to select (case-insensitive); None or empty: all.
+
+    Returns
+    -------
+    list of the variants' tables.
+
+    Raises
+    ------
+    ConfigError
+        naming compare when there are no variants, --only for a name no variant has.
+    """
     if not cfg.compare:
         raise ConfigError("compare", "the config lists no [[compare]] variants")
     if not only:
@@ -54,7 +69,31 @@ def select_variants(cfg: Config, only: list[str] | None) -> list[dict[str, Any]]
 def run_subset(cfg: Config, out: Path, only: list[str] | None = None,
                seeds: list[int] | None = None, last: int = 10, target: float | None = None,
                progress: bool = False) -> str:
-    """Run the chosen variants for every seed into `out`; returns (and writes) the table."""
+    """Run the chosen variants for every seed into `out`.
+
+    Every run is validated before the first one starts.
+
+    Parameters
+    ----------
+    cfg : a config with [[compare]] variants.
+    out : the output folder.
+    only : variants to run (as `select_variants`); None: all.
+    seeds : seeds (default: the config's).
+    last : k, the evaluated rounds averaged in the table.
+    target : accuracy in (0, 1] to reach, or None.
+    progress : whether to draw progress bars.
+
+    Returns
+    -------
+    str, the table (also written to `out`).
+
+    Raises
+    ------
+    ConfigError
+        naming the variant and field that is refused.
+    DivergenceError
+        when runs diverged (after the others ran).
+    """
     variants = select_variants(cfg, only)
     seeds = seeds or [cfg.seed]
     plans = []
@@ -87,16 +126,43 @@ def run_subset(cfg: Config, out: Path, only: list[str] | None = None,
 
 
 def evaluated(run_dir: Path) -> bool:
-    """Whether `run_dir` logged a test accuracy (a run that diverged before its first evaluation
-    has none: the DivergenceError names it, the table cannot)."""
+    """Whether `run_dir` logged a test accuracy.
+
+    A run that diverged before its first evaluation has none: the DivergenceError names it, the
+    table cannot.
+
+    Parameters
+    ----------
+    run_dir : a run directory.
+
+    Returns
+    -------
+    bool.
+    """
     metrics = run_dir / METRICS
     return metrics.exists() and any("test_acc" in r for r in read_metrics(metrics))
 
 
 def reusable(run_dir: Path, cfg: Config, topology: object | None = None) -> bool:
-    """Whether `run_dir` holds a finished run of `cfg` with at least its rounds (then it is
-    kept); a finished run with another config is refused (ConfigError naming the fields), one
-    with fewer rounds is not reusable (it is extended)."""
+    """Whether `run_dir` holds a finished run of `cfg` with at least its rounds (then it is kept).
+
+    A finished run with fewer rounds is not reusable (it is extended).
+
+    Parameters
+    ----------
+    run_dir : a run directory.
+    cfg : the run's config.
+    topology : the topology object given, or None.
+
+    Returns
+    -------
+    bool.
+
+    Raises
+    ------
+    ConfigError
+        naming the fields, for a finished run with another config.
+    """
     done = finished_rounds(run_dir)
     if done == 0:
         return False
@@ -105,8 +171,21 @@ def reusable(run_dir: Path, cfg: Config, topology: object | None = None) -> bool
 
 
 def check_same_run(run_dir: Path, cfg: Config, topology: object | None = None) -> None:
-    """Refuse (ConfigError naming the fields) a `run_dir` that holds a run, finished or not, of
-    another config or topology object; one without config.json holds none."""
+    """Refuse a `run_dir` that holds a run, finished or not, of another config or topology object.
+
+    One without config.json holds none.
+
+    Parameters
+    ----------
+    run_dir : a run directory.
+    cfg : the run's config.
+    topology : the topology object given, or None.
+
+    Raises
+    ------
+    ConfigError
+        naming the fields that differ.
+    """
     if not (run_dir / "config.json").exists():
         return
     recorded, _, _ = resolve_topology(with_absolute_paths(cfg), run_dir, True, topology)
@@ -114,6 +193,15 @@ def check_same_run(run_dir: Path, cfg: Config, topology: object | None = None) -
 
 
 def finished_rounds(run_dir: Path) -> int:
-    """Rounds of the finished run in `run_dir` (0 if it has not finished)."""
+    """Rounds of the finished run in `run_dir`.
+
+    Parameters
+    ----------
+    run_dir : a run directory.
+
+    Returns
+    -------
+    int, from its summary.json (0 if it has not finished).
+    """
     summary = run_dir / "summary.json"
     return int(json.loads(summary.read_text())["rounds"]) if summary.exists() else 0

@@ -31,8 +31,25 @@ _LOADED: dict[tuple, Dataset] = {}  # the last dataset read from files (one entr
 
 
 def named_dataset(cfg: Config, dtype: torch.dtype) -> Dataset:
-    """The dataset `cfg.data` names, loaded (sizes and files checked first); a dataset read from
-    files is kept for the next run that reads the same unchanged files."""
+    """The dataset `cfg.data` names, loaded (sizes and files checked first).
+
+    A dataset read from files is kept for the next run that reads the same unchanged files.
+
+    Parameters
+    ----------
+    cfg : the config.
+    dtype : the run's dtype (for the size check of synthetic data).
+
+    Returns
+    -------
+    Dataset.
+
+    Raises
+    ------
+    ConfigError
+        naming data.name for files not found, data.root for a directory that cannot be searched
+        or a corrupt file, data.synthetic_train for synthetic data that does not fit in memory.
+    """
     d = cfg.data
     root = d.root or None
     if d.name != "synthetic":

@@ -17,8 +17,17 @@ from p2pfl.core.seeding import numpy_rng
 
 
 def eval_subset(ctx: RunContext, local_samples: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """The seeded test subset (`local_samples`, 0: all) on which every node's own model is
-    evaluated: inputs [s, *input_shape], labels [s]."""
+    """The seeded test subset on which every node's own model is evaluated.
+
+    Parameters
+    ----------
+    ctx : the run.
+    local_samples : samples in the subset; 0: all.
+
+    Returns
+    -------
+    tuple (inputs [s, *input_shape], labels [s]).
+    """
     n_test = len(ctx.data.y_test)
     size = local_samples or n_test
     if size >= n_test:
@@ -29,8 +38,17 @@ def eval_subset(ctx: RunContext, local_samples: int) -> tuple[torch.Tensor, torc
 
 
 def node_spread(acc: torch.Tensor) -> dict[str, float]:
-    """test_acc_node_mean / _worst10 (the mean of the lowest tenth, at least one node) / _std
-    (population standard deviation) of per-node accuracies [N]."""
+    """The spread of per-node accuracies.
+
+    Parameters
+    ----------
+    acc : [N] per-node accuracies.
+
+    Returns
+    -------
+    dict: test_acc_node_mean, test_acc_node_worst10 (the mean of the lowest tenth, at least one
+    node) and test_acc_node_std (population standard deviation).
+    """
     worst = acc.sort().values[:max(1, math.ceil(0.1 * len(acc)))]
     return {"test_acc_node_mean": acc.mean().item(), "test_acc_node_worst10": worst.mean().item(),
             "test_acc_node_std": acc.std(unbiased=False).item()}

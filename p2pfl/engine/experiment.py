@@ -54,23 +54,44 @@ def run(cfg: Config, out_dir: str | Path | None = None, progress: bool | Observe
         compressor: object | None = None, figures: bool = True) -> History:
     """Run one experiment; per-round metrics are returned and written to `out_dir`.
 
-    With `resume`, continue the run in `out_dir` from its last checkpoint (a directory without
-    one starts over); `cfg` may differ from the run's config only in `config.diff.RESUMABLE`.
     Any part may be a Python object instead of the config's name, recorded in `out_dir`
-    (p2pfl.objects), and a resume must get the same one again:
-    `topology`: a networkx graph, a sequence of graphs, a mixing matrix (or a sequence of them),
-    a callable t -> graph or a `topologies.Schedule`; `model`: a torch.nn.Module; `data`: a
-    p2pfl.data.Dataset or (x_train, y_train, x_test, y_test); `partition`: one index list per
-    node (all of one length) into the training set; `algorithm`: a subclass of
-    `algorithms.Gossip`, `PushSum` or `Server` (registered under its `name`, which replaces
-    `cfg.algorithm.name`); `callbacks`: `p2pfl.Callback`s run after every round; `compressor`:
-    a message compressor (p2pfl.core.compression.Compressor) for choco.
-    `progress`: True draws a progress bar; a function is called with each round's record (a
-    study's own bar), and is not part of the run (unlike a callback, it is not recorded).
-    `stack`: run as one member of a p2pfl.engine.stacked.Stack, in its own thread (see
-    `run_stacked`); the numbers are the run's alone, so it is not recorded either.
-    `figures`: False leaves out the run's curves.png / .pdf (a study draws its own; `p2pfl plot`
-    draws a run's later).
+    (p2pfl.objects), and a resume must get the same one again.
+
+    Parameters
+    ----------
+    cfg : the config (without [[compare]] variants).
+    out_dir : the run directory (default: runs/<algorithm>-<topology>-<time>).
+    progress : True draws a progress bar; a function is called with each round's record (a
+        study's own bar), and is not part of the run (unlike a callback, it is not recorded).
+    label : the run's name in the progress bar.
+    resume : continue the run in `out_dir` from its last checkpoint (a directory without one
+        starts over); `cfg` may differ from the run's config only in `config.diff.RESUMABLE`.
+    topology : a networkx graph, a sequence of graphs, a mixing matrix (or a sequence of them), a
+        callable t -> graph or a `topologies.Schedule`.
+    model : a torch.nn.Module.
+    data : a p2pfl.data.Dataset or (x_train, y_train, x_test, y_test).
+    partition : one index list per node (all of one length) into the training set.
+    algorithm : a subclass of `algorithms.Gossip`, `PushSum` or `Server` (registered under its
+        `name`, which replaces `cfg.algorithm.name`).
+    callbacks : `p2pfl.Callback`s run after every round.
+    stack : run as one member of a p2pfl.engine.stacked.Stack, in its own thread (see
+        `run_stacked`); the numbers are the run's alone, so it is not recorded either.
+    compressor : a message compressor (p2pfl.core.compression.Compressor) for choco.
+    figures : False leaves out the run's curves.png / .pdf (a study draws its own; `p2pfl plot`
+        draws a run's later).
+
+    Returns
+    -------
+    History, the list of per-round metric records.
+
+    Raises
+    ------
+    ConfigError
+        naming the field of what cannot run, before any round runs.
+    DivergenceError
+        when models go non-finite.
+    RunInterrupted
+        when a Ctrl-C stops the run before its last round (after a checkpoint).
     """
     if cfg.compare:
         raise ConfigError("compare", "this config lists [[compare]] variants: use run_compare")
@@ -113,12 +134,30 @@ def run_compare(cfg: Config, out_dir: str | Path | None = None, progress: bool =
                 model: object | None = None, data: object | None = None,
                 partition: object | None = None,
                 callbacks: list[Callback] | None = None) -> dict[str, History]:
-    """Run every [[compare]] variant (same seed and data) into its own subdirectory of `out_dir`
-    and draw them on one comparison figure. With `resume`, each variant continues from its
-    checkpoint (a variant not yet started starts). Objects given (as for `run`) are every
+    """Run every [[compare]] variant (same seed and data) into its own subdirectory of `out_dir`.
+
+    The variants are drawn on one comparison figure. Objects given (as for `run`) are every
     variant's (each variant gets its own copy of the callbacks); a variant that sets what an
     object replaces is refused. An algorithm of one's own is named by a variant once it is
-    registered (`algorithms.register`)."""
+    registered (`algorithms.register`).
+
+    Parameters
+    ----------
+    cfg : a config with [[compare]] variants.
+    out_dir : the output folder (default: runs/<algorithm>-<topology>-<time>).
+    progress : whether to draw progress bars.
+    resume : each variant continues from its checkpoint (a variant not yet started starts).
+    topology, model, data, partition, callbacks : objects, as for `run`.
+
+    Returns
+    -------
+    dict {variant label: its History}.
+
+    Raises
+    ------
+    ConfigError
+        naming compare for a config without variants or a distributed launch, and as `run`.
+    """
     if not cfg.compare:
         raise ConfigError("compare", "the config lists no [[compare]] variants")
     if launched():
@@ -163,9 +202,23 @@ def _run_variants(cfg: Config, out: Path, progress: bool, resume: bool, topology
 
 
 def run_stacked(jobs: Sequence[Mapping[str, Any]]) -> list[Any]:
-    """Run each job, a dict of `p2pfl.run` arguments (cfg, out_dir, label, resume, topology,
-    ...), as one member of a Stack, all at once. Returns, in order, each job's history, or the
-    exception that ended it. Ctrl-C stops every member (each keeps its last checkpoint)."""
+    """Run each job as one member of a Stack, all at once.
+
+    Ctrl-C stops every member (each keeps its last checkpoint).
+
+    Parameters
+    ----------
+    jobs : dicts of `p2pfl.run` arguments (cfg, out_dir, label, resume, topology, ...).
+
+    Returns
+    -------
+    list, in order, each job's history, or the exception that ended it.
+
+    Raises
+    ------
+    RunInterrupted
+        on Ctrl-C.
+    """
     stack = Stack(len(jobs))
     results: list[Any] = [None] * len(jobs)
 

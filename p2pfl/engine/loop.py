@@ -95,8 +95,22 @@ class Runner:
     @staticmethod
     def round_callbacks(ctx: RunContext, algorithm: Algorithm, callbacks: list[Callback],
                         local_samples: int) -> list[Callback]:
-        """The callbacks of a run in the order they run: evaluation, the algorithm's, the user's
-        (their states are checkpointed in this order)."""
+        """The callbacks of a run in the order they run: evaluation, the algorithm's, the user's.
+
+        Their states are checkpointed in this order; with [network] enabled, the network time comes
+        after the evaluation.
+
+        Parameters
+        ----------
+        ctx : the run.
+        algorithm : its algorithm.
+        callbacks : the user's callbacks.
+        local_samples : test samples on which every node's own model is evaluated (0: all).
+
+        Returns
+        -------
+        list of Callback.
+        """
         timing = [] if ctx.clock is None else [NetworkTime(ctx.clock, algorithm.mixing == "server")]
         return [Evaluation(ctx, local_samples), *timing, *algorithm.callbacks(ctx), *callbacks]
 
@@ -139,7 +153,21 @@ class Runner:
         return self.history
 
     def round(self, t: int) -> dict[str, Any]:
-        """Run round t (0-based) and return its metrics record."""
+        """Run round t (0-based).
+
+        Parameters
+        ----------
+        t : round, from 0.
+
+        Returns
+        -------
+        dict, the round's metrics record.
+
+        Raises
+        ------
+        UserCodeError
+            naming the round when code given as an object fails.
+        """
         start = time.perf_counter()
         try:
             return self._round(t, start)

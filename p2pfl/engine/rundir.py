@@ -38,6 +38,16 @@ History = list[dict[str, Any]]
 
 
 def default_out_dir(cfg: Config) -> Path:
+    """The run directory of a run given none: runs/<algorithm>-<topology>-<local time>.
+
+    Parameters
+    ----------
+    cfg : the config.
+
+    Returns
+    -------
+    Path, relative to the working directory.
+    """
     stamp = time.strftime("%Y%m%d-%H%M%S")
     return Path("runs") / f"{cfg.algorithm.name}-{cfg.topology.name}-{stamp}"
 
@@ -47,9 +57,24 @@ LOCK = ".lock"
 
 @contextmanager
 def exclusive(out: Path) -> Iterator[None]:
-    """Hold `out`'s lock for the block (creating `out`): another process that holds it is a
-    one-line ConfigError naming it. The operating system releases the lock when the process
-    ends, however it ends, so a killed run never leaves a stale lock."""
+    """Hold `out`'s lock for the block (creating `out`).
+
+    The operating system releases the lock when the process ends, however it ends, so a killed
+    run never leaves a stale lock.
+
+    Parameters
+    ----------
+    out : the run directory.
+
+    Yields
+    ------
+    None, while the lock is held.
+
+    Raises
+    ------
+    ConfigError
+        naming out when it is a file, or another process holds the lock.
+    """
     if out.exists() and not out.is_dir():
         raise ConfigError("out", f"{out} is a file, not a directory")
     out.mkdir(parents=True, exist_ok=True)
@@ -71,8 +96,19 @@ def exclusive(out: Path) -> Iterator[None]:
 
 
 def refuse_unless_empty(out: Path) -> None:
-    """A new run goes into a new or empty directory (its own lock aside): anything there, a run
-    or a user's files, is refused rather than overwritten."""
+    """Refuse anything in `out`, a run or a user's files, rather than overwrite it.
+
+    A new run goes into a new or empty directory (its own lock aside).
+
+    Parameters
+    ----------
+    out : the run directory.
+
+    Raises
+    ------
+    ConfigError
+        naming out when it is a file or holds anything.
+    """
     if not out.exists():
         return
     if not out.is_dir():
@@ -86,7 +122,23 @@ def refuse_unless_empty(out: Path) -> None:
 
 
 def resume_point(out: Path, cfg: Config, device: torch.device) -> dict[str, Any] | None:
-    """The checkpoint of `out` to continue from, checked against `cfg` (None: start over)."""
+    """The checkpoint of `out` to continue from, checked against `cfg`.
+
+    Parameters
+    ----------
+    out : the run directory.
+    cfg : the config to continue with.
+    device : where the checkpoint's tensors go.
+
+    Returns
+    -------
+    dict, or None to start over.
+
+    Raises
+    ------
+    ConfigError
+        as `load_checkpoint` and `check_resumable`.
+    """
     checkpoint = load_checkpoint(out, device)
     if checkpoint is not None:
         check_resumable(checkpoint["config"], cfg, checkpoint["round"], out)
@@ -97,9 +149,24 @@ def resume_point(out: Path, cfg: Config, device: torch.device) -> dict[str, Any]
 
 def start(out: Path, cfg: Config, records: dict[str, dict[str, Any]],
           checkpoint: dict[str, Any] | None, resume: bool) -> None:
-    """Make `out` ready for the first round to run: a new run's directory (refusing one that
-    holds a run), or a resumed one cut back to its checkpoint. Writes config.json and the
-    object records."""
+    """Make `out` ready for the first round to run.
+
+    A new run's directory (refusing one that holds a run), or a resumed one cut back to its
+    checkpoint. Writes config.json and the object records.
+
+    Parameters
+    ----------
+    out : the run directory.
+    cfg : the run's config.
+    records : {file name: record} of the parts given as objects.
+    checkpoint : the checkpoint resumed from, or None.
+    resume : whether the run resumes.
+
+    Raises
+    ------
+    ConfigError
+        naming out or resume for a directory that cannot take the run.
+    """
     if resume:
         out.mkdir(parents=True, exist_ok=True)
         if (out / METRICS).exists() and not (out / METRICS).is_file():
@@ -123,8 +190,19 @@ def start(out: Path, cfg: Config, records: dict[str, dict[str, Any]],
 
 def finish(out: Path, cfg: Config, ctx: RunContext, algorithm: Any, history: History,
            final: dict[str, Any], stopped: str | None = None, figures: bool = True) -> None:
-    """summary.json, final.pt (`final`: the "population" as the last checkpoint holds it, and
-    the "average_model"; the algorithm state) and the curves (unless not `figures`)."""
+    """Write summary.json, final.pt and the curves of a finished run.
+
+    Parameters
+    ----------
+    out : the run directory.
+    cfg : the run's config.
+    ctx : the run.
+    algorithm : the algorithm (its state goes into final.pt).
+    history : the run's metric records.
+    final : the "population" as the last checkpoint holds it, and the "average_model".
+    stopped : why a callback stopped the run (recorded in summary.json), or None.
+    figures : whether to draw the curves.
+    """
     accs = [r["test_acc"] for r in history if "test_acc" in r]
     summary = {
         "algorithm": cfg.algorithm.name,
@@ -152,5 +230,15 @@ def finish(out: Path, cfg: Config, ctx: RunContext, algorithm: Any, history: His
 
 
 def topology_title(cfg: Config) -> str:
+    """How a figure's title names the run's topology.
+
+    Parameters
+    ----------
+    cfg : the config.
+
+    Returns
+    -------
+    str, the topology's name, or a phrase for a topology given as an object.
+    """
     name = cfg.topology.name
     return "a topology given as a Python object" if name == OBJECT else name

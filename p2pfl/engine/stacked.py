@@ -49,9 +49,19 @@ class _Call:
 
 
 def merge_plans(plans: Sequence[BatchPlan]) -> BatchPlan:
-    """The plans of E experiments as one plan over their nodes, experiment after experiment
-    (node i of plan e is row sum_{f<e} N_f + i): steps padded to the longest K and batches to the
-    widest B, padding repeating a valid row with length 0 (weighted 0)."""
+    """The plans of E experiments as one plan over their nodes, experiment after experiment.
+
+    Node i of plan e is row sum_{f<e} N_f + i. Steps are padded to the longest K and batches to
+    the widest B, padding repeating a valid row with length 0 (weighted 0).
+
+    Parameters
+    ----------
+    plans : the experiments' BatchPlans.
+
+    Returns
+    -------
+    BatchPlan over sum_e N_e nodes.
+    """
     k_max = max(p.steps for p in plans)
     width = max(p.ids.shape[2] for p in plans)
     ids, lengths = [], []
@@ -104,10 +114,22 @@ class Stack:
         self._aborted = False
 
     def member(self, trainer: Trainer, kind: Hashable | None) -> Trainer:
-        """`trainer` as a member of the stack: its local phases batched with the other members'
-        of the same `kind` (None, or a trainer that is not vectorized: this member is not
-        batched, leaves now, and `trainer` is returned as it is). Its training tensors are
-        replaced by an equal tensor shared with members that hold the same values."""
+        """`trainer` as a member of the stack: its local phases batched with the other members' of
+        the same `kind`.
+
+        Its training tensors are replaced by an equal tensor shared with members that hold the same
+        values.
+
+        Parameters
+        ----------
+        trainer : the run's trainer.
+        kind : what must match for batching; None (or a trainer that is not vectorized): this member
+            is not batched, leaves now, and `trainer` is returned as it is.
+
+        Returns
+        -------
+        Trainer, a StackedTrainer (or `trainer`).
+        """
         if kind is None or not isinstance(trainer, VectorizedTrainer):
             self.leave()
             return trainer
@@ -147,8 +169,21 @@ class Stack:
         return tensor
 
     def wait(self, call: _Call) -> torch.Tensor:
-        """Hold `call` until every live member waits, train the waiting calls, return its
-        losses."""
+        """Hold `call` until every live member waits, train the waiting calls.
+
+        Parameters
+        ----------
+        call : this member's local phase.
+
+        Returns
+        -------
+        [m] tensor, its losses.
+
+        Raises
+        ------
+        RunInterrupted
+            when the stack is stopped; the call's own error when its training failed.
+        """
         with self._cond:
             self._waiting.append(call)
             if len(self._waiting) >= self._live:

@@ -17,18 +17,43 @@ CONNECTIVITY_WINDOW = 20  # rounds of a time-varying schedule checked for joint 
 
 
 def needs_class_counts(cfg: Config) -> bool:
-    """Whether the topology `cfg` names is built from the run's partition (its registered
-    builder takes `class_counts`)."""
+    """Whether the topology `cfg` names is built from the run's partition.
+
+    Parameters
+    ----------
+    cfg : the config.
+
+    Returns
+    -------
+    bool, True when its registered builder takes `class_counts`.
+    """
     entry = T.REGISTRY.get(cfg.topology.name)
     return entry is not None and "class_counts" in entry.facts
 
 
 def schedule_for(cfg: Config, algorithm: Algorithm,
                  counts: np.ndarray | None = None) -> T.Schedule:
-    """The topology schedule `cfg` names, for `algorithm` (a centralized one runs on a star of
-    num_nodes + 1 whose hub 0 is the server); a bad parameter is a one-line ConfigError.
-    `counts`: the run's [num_nodes, K] class counts (`class_counts`), given to a topology built
-    from the partition (`needs_class_counts`)."""
+    """The topology schedule `cfg` names, for `algorithm`.
+
+    A centralized algorithm runs on a star of num_nodes + 1 whose hub 0 is the server.
+
+    Parameters
+    ----------
+    cfg : the config.
+    algorithm : the run's algorithm.
+    counts : the run's [num_nodes, K] class counts (`class_counts`), given to a topology built
+        from the partition (`needs_class_counts`).
+
+    Returns
+    -------
+    Schedule.
+
+    Raises
+    ------
+    ConfigError
+        naming the field: a bad parameter, missing class counts, a centralized algorithm on
+        another topology than 'star'.
+    """
     topo, n = cfg.topology, cfg.data.num_nodes
     if counts is None and needs_class_counts(cfg):
         raise ConfigError("topology.name", f"{topo.name!r} is built from the run's partition: "
@@ -52,8 +77,22 @@ def schedule_for(cfg: Config, algorithm: Algorithm,
 
 def check_mixing(algorithm: Algorithm, schedule: T.Schedule, t: int,
                  graph: nx.Graph | None = None) -> None:
-    """Refuse round t's graph (`graph`, or the schedule's) if the algorithm cannot mix on it, or
-    if the schedule cannot make it: ConfigError naming the round (0-based here, as `at` counts)."""
+    """Refuse round t's graph if the algorithm cannot mix on it, or if the schedule cannot make it.
+
+    Parameters
+    ----------
+    algorithm : the run's algorithm.
+    schedule : the topology.
+    t : round (0-based here, as `at` counts).
+    graph : the graph (default: the schedule's of round t).
+
+    Raises
+    ------
+    ConfigError
+        naming the round.
+    UserCodeError
+        when a schedule function of one's own fails.
+    """
     try:
         graph = schedule.at(t) if graph is None else graph
         if graph.number_of_nodes() != schedule.n:
@@ -72,13 +111,38 @@ def check_mixing(algorithm: Algorithm, schedule: T.Schedule, t: int,
 
 
 def unchecked_graphs(schedule: T.Schedule) -> bool:
-    """Whether graphs after check_topology's window still need check_mixing in their round: a
-    function of one's own without a period (the library's schedules build valid graphs)."""
+    """Whether graphs after check_topology's window still need check_mixing in their round.
+
+    A function of one's own without a period (the library's schedules build valid graphs).
+
+    Parameters
+    ----------
+    schedule : the topology.
+
+    Returns
+    -------
+    bool.
+    """
     return isinstance(schedule, T.FunctionSchedule) and schedule.period is None
 
 
 def check_topology(algorithm: Algorithm, schedule: T.Schedule, rounds: int) -> None:
-    """Refuse a topology whose mixing matrix or connectivity the algorithm cannot work with."""
+    """Refuse a topology whose mixing matrix or connectivity the algorithm cannot work with.
+
+    The graphs of a period (or of the first rounds) are checked before round 0, and their union
+    must be strongly connected.
+
+    Parameters
+    ----------
+    algorithm : the run's algorithm (a centralized one is not checked).
+    schedule : the topology.
+    rounds : the run's rounds.
+
+    Raises
+    ------
+    ConfigError
+        naming topology (or the round, as `check_mixing`).
+    """
     if algorithm.mixing == "server":
         return
     window = 1 if schedule.period == 1 else min(rounds, schedule.period or CONNECTIVITY_WINDOW)

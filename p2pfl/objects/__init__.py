@@ -77,8 +77,27 @@ def resolve(cfg: Config, out: Path, resume: bool, topology: object | None = None
             partition: object | None = None, algorithm: type | None = None,
             callbacks: Sequence[Any] | None = None, compressor: object | None = None
             ) -> tuple[Config, Parts]:
-    """The config to record and run, and the parts given as objects (checked against `out`'s
-    records on resume)."""
+    """The config to record and run, and the parts given as objects.
+
+    On resume, each part is checked against `out`'s records.
+
+    Parameters
+    ----------
+    cfg : the run's config.
+    out : the run directory.
+    resume : whether the run resumes.
+    topology, model, data, partition, algorithm, callbacks, compressor : the parts given as
+        Python objects, None where the config names them.
+
+    Returns
+    -------
+    tuple (config as recorded, Parts with the objects and the records to write).
+
+    Raises
+    ------
+    ConfigError
+        naming the part that is malformed or differs from the one the run had.
+    """
     cfg, schedule, topology_record = resolve_topology(cfg, out, resume, topology)
     cfg, module, model_record = resolve_model(cfg, out, resume, model)
     cfg, dataset, rows, data_record = resolve_data(cfg, out, resume, data, partition)

@@ -19,8 +19,27 @@ COMPRESSOR_RECORD = "compressor.json"
 
 def resolve_algorithm(cfg: Config, out: Path, resume: bool,
                       algorithm: type | None) -> tuple[Config, dict | None]:
-    """(config as recorded, record to write). A class passed is registered under its `name`,
-    which replaces cfg.algorithm.name; an algorithm not built in is recorded by its class."""
+    """The algorithm class given as an object, registered and recorded.
+
+    A class passed is registered under its `name`, which replaces cfg.algorithm.name; an
+    algorithm not built in is recorded by its class.
+
+    Parameters
+    ----------
+    cfg : the run's config.
+    out : the run directory.
+    resume : whether the run resumes.
+    algorithm : an Algorithm class, or None.
+
+    Returns
+    -------
+    tuple (config as recorded, record to write or None for a built-in algorithm).
+
+    Raises
+    ------
+    ConfigError
+        naming algorithm when the class cannot be registered, or differs from the one the run had.
+    """
     from algorithms import ALGORITHMS, register
 
     if algorithm is not None:
@@ -46,8 +65,25 @@ def resolve_algorithm(cfg: Config, out: Path, resume: bool,
 
 def resolve_callbacks(out: Path, resume: bool, callbacks: Sequence[Any] | None
                       ) -> tuple[list[Callback], dict | None]:
-    """(the callbacks, record to write); on resume, the same callbacks (class, source and plain
-    attributes) as the run had, or none if it had none."""
+    """The callbacks given as objects, checked and recorded.
+
+    Parameters
+    ----------
+    out : the run directory.
+    resume : whether the run resumes.
+    callbacks : p2pfl.Callback objects, or None.
+
+    Returns
+    -------
+    tuple (the callbacks, record to write or None without callbacks).
+
+    Raises
+    ------
+    ConfigError
+        naming callbacks for something that is not a list of Callback objects, a state a checkpoint
+        cannot keep, or, on resume, callbacks (class, source and plain attributes) other than the
+        run had.
+    """
     if isinstance(callbacks, Callback):
         raise ConfigError("callbacks", f"expected a list of p2pfl.Callback objects, got one "
                           f"{type(callbacks).__name__}: pass [{type(callbacks).__name__}(...)]")
@@ -77,9 +113,28 @@ def resolve_callbacks(out: Path, resume: bool, callbacks: Sequence[Any] | None
 
 def resolve_compressor(cfg: Config, out: Path, resume: bool, compressor: object | None
                        ) -> tuple[Config, object | None, dict | None]:
-    """(config as recorded, the compressor, record to write). A compressor object sets
-    `algorithm.compressor = "object"` and is recorded by its class, source and plain attributes;
-    a resume needs the same one again."""
+    """The compressor given as an object, checked and recorded.
+
+    A compressor object sets `algorithm.compressor = "object"` and is recorded by its class,
+    source and plain attributes; a resume needs the same one again.
+
+    Parameters
+    ----------
+    cfg : the run's config.
+    out : the run directory.
+    resume : whether the run resumes.
+    compressor : an object with compress, decompress and bits, or None.
+
+    Returns
+    -------
+    tuple (config as recorded, the compressor, record to write or None).
+
+    Raises
+    ------
+    ConfigError
+        naming compressor when it lacks a method, the algorithm does not compress, or it differs
+        from the one the run had.
+    """
     from algorithms import ALGORITHMS
     from p2pfl.core.compression import check_compressor
 

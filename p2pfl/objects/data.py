@@ -21,14 +21,35 @@ DATA_RECORD = "data.json"
 
 
 def tensor_digest(digest: Any, value: torch.Tensor) -> None:
+    """Feed a tensor's shape, dtype and bytes to a hash.
+
+    Parameters
+    ----------
+    digest : a hashlib object, updated.
+    value : the tensor (copied to the CPU).
+    """
     digest.update(str((tuple(value.shape), str(value.dtype))).encode())
     digest.update(value.detach().to("cpu").contiguous().numpy().tobytes())
 
 
 def as_dataset(data: object) -> Dataset:
-    """A Dataset from a Dataset or (x_train, y_train, x_test, y_test) (tensors or arrays):
-    inputs as float32 [n, *input_shape], labels int64 [n] in 0..num_classes - 1; either is
-    checked (check_dataset)."""
+    """A Dataset from a Dataset or (x_train, y_train, x_test, y_test) (tensors or arrays).
+
+    Parameters
+    ----------
+    data : a Dataset, or the four tensors or arrays.
+
+    Returns
+    -------
+    Dataset, inputs float32 [n, *input_shape], labels int64 [n] in 0..num_classes - 1; checked
+    (`check_dataset`).
+
+    Raises
+    ------
+    ConfigError
+        naming data for anything else, tensors that cannot be made, or what `check_dataset` and
+        the inferred classes refuse.
+    """
     if isinstance(data, Dataset):
         check_dataset(data)
         return data
@@ -98,9 +119,18 @@ INTEGER_INPUTS = (torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64
 
 
 def check_dataset(data: Dataset) -> None:
-    """Refuse, naming the problem, what would fail or silently mislead in a round: shapes that
-    disagree, labels outside 0..num_classes - 1, more classes than training samples (a stray
-    huge label), non-finite inputs."""
+    """Refuse what would fail or silently mislead in a round.
+
+    Parameters
+    ----------
+    data : the dataset.
+
+    Raises
+    ------
+    ConfigError
+        naming data and the problem: shapes that disagree, labels outside 0..num_classes - 1,
+        more classes than training samples (a stray huge label), non-finite inputs.
+    """
     _check_split(data.x_train, data.y_train, data.x_test, data.y_test)
     shape = tuple(data.input_shape)
     for name, x in (("train", data.x_train), ("test", data.x_test)):
@@ -125,9 +155,29 @@ def check_dataset(data: Dataset) -> None:
 def resolve_data(cfg: Config, out: Path, resume: bool, data: object | None,
                  partition: object | None) -> tuple[Config, Dataset | None, object | None,
                                                     dict | None]:
-    """(config as recorded, dataset or None, partition or None, record to write). A partition
-    is index lists (checked here: one per node, none empty, no sample twice) or a partitioner
-    function (labels, num_nodes, rng) -> lists, called when the run is built."""
+    """The data and partition given as objects, checked and recorded.
+
+    A partition is index lists (checked here: one per node, none empty, no sample twice) or a
+    partitioner function (labels, num_nodes, rng) -> lists, called when the run is built.
+
+    Parameters
+    ----------
+    cfg : the run's config.
+    out : the run directory.
+    resume : whether the run resumes.
+    data : a Dataset or (x_train, y_train, x_test, y_test), or None.
+    partition : index lists or a partitioner, or None.
+
+    Returns
+    -------
+    tuple (config as recorded, dataset or None, partition or None, record to write or None).
+
+    Raises
+    ------
+    ConfigError
+        naming the field: "object" in the config with nothing passed, [data] settings the object
+        replaces, a malformed partition, or data or partition other than the run had.
+    """
     recorded = read_record(out / DATA_RECORD) if resume else None
     if data is None and partition is None:
         if OBJECT not in (cfg.data.name, cfg.data.partition):
@@ -185,9 +235,19 @@ def resolve_data(cfg: Config, out: Path, resume: bool, data: object | None,
 
 
 def describe_partition(cfg: Config, data: FederatedData) -> dict[str, Any]:
-    """The partition a run trains on: its name and the parameters it reads, every node's
-    number of training samples and label histogram, each node's local test size (when
-    `data.local_test` > 0), and a SHA-256 of all of it with the index lists."""
+    """The record of the partition a run trains on.
+
+    Parameters
+    ----------
+    cfg : the run's config.
+    data : the run's federated data.
+
+    Returns
+    -------
+    dict: the partition's name and the parameters it reads, every node's number of training
+    samples and label histogram, each node's local test size (when `data.local_test` > 0), and a
+    SHA-256 of all of it with the index lists.
+    """
     d = cfg.data
     reads = PARTITIONS[d.partition].params if d.partition in PARTITIONS else ()
     record: dict[str, Any] = {
@@ -204,8 +264,21 @@ def describe_partition(cfg: Config, data: FederatedData) -> dict[str, Any]:
 
 
 def check_partition_record(out: Path, resume: bool, record: dict[str, Any]) -> None:
-    """Refuse a resume whose partition differs from the one recorded in `out` (a run
-    directory from before partitions were recorded is not checked)."""
+    """Refuse a resume whose partition differs from the one recorded in `out`.
+
+    A run directory from before partitions were recorded is not checked.
+
+    Parameters
+    ----------
+    out : the run directory.
+    resume : whether the run resumes (else nothing is checked).
+    record : this run's `describe_partition`.
+
+    Raises
+    ------
+    ConfigError
+        naming data when the SHA-256 differs.
+    """
     recorded = (read_record(out / DATA_RECORD) if resume else None) or {}
     then = recorded.get("partition_sha256")
     if then is not None and then != record["partition_sha256"]:

@@ -24,8 +24,19 @@ _DIGESTS: dict[int, tuple] = {}
 
 
 def with_absolute_paths(cfg: Config) -> Config:
-    """`cfg` with a relative topology.path and data.root made absolute (against the working
-    directory), so that the run's config.json names the same files from anywhere."""
+    """`cfg` with a relative topology.path and data.root made absolute.
+
+    Against the working directory, so that the run's config.json names the same files from
+    anywhere.
+
+    Parameters
+    ----------
+    cfg : the config.
+
+    Returns
+    -------
+    Config.
+    """
     topology, data = cfg.topology, cfg.data
     if cfg.topology.name in FILE_TOPOLOGIES and topology.path:
         topology = dataclasses.replace(topology, path=str(Path(topology.path).absolute()))
@@ -35,9 +46,20 @@ def with_absolute_paths(cfg: Config) -> Config:
 
 
 def describe_inputs(cfg: Config, data: FederatedData) -> dict[str, Any]:
-    """{"topology.path": {path, sha256}, "data": {name, sha256}} for the parts `cfg` reads from
-    disk: a file topology, and a named dataset (its tensors as loaded; synthetic data is made
-    from the seed, and data given as an object is in data.json)."""
+    """The record of the parts `cfg` reads from disk.
+
+    A file topology, and a named dataset (its tensors as loaded; synthetic data is made from the
+    seed, and data given as an object is in data.json).
+
+    Parameters
+    ----------
+    cfg : the run's config.
+    data : the run's federated data.
+
+    Returns
+    -------
+    dict, {"topology.path": {path, sha256}, "data": {name, sha256}} (each where it applies).
+    """
     record: dict[str, Any] = {}
     if cfg.topology.name in FILE_TOPOLOGIES:
         path = Path(cfg.topology.path)
@@ -48,8 +70,18 @@ def describe_inputs(cfg: Config, data: FederatedData) -> dict[str, Any]:
 
 
 def data_sha256(data: FederatedData) -> str:
-    """SHA-256 of the training and test tensors, taken once per set of tensors and in-place
-    version in this process."""
+    """SHA-256 of the training and test tensors.
+
+    Taken once per set of tensors and in-place version in this process.
+
+    Parameters
+    ----------
+    data : the run's federated data.
+
+    Returns
+    -------
+    str, hex digest.
+    """
     tensors = (data.x_train, data.y_train, data.x_test, data.y_test)
     versions = tuple(t._version for t in tensors)
     key = id(data.x_train)
@@ -66,7 +98,19 @@ def data_sha256(data: FederatedData) -> str:
 
 
 def check_inputs(out: Path, resume: bool, record: dict[str, Any]) -> None:
-    """Refuse a resume whose input files differ from those recorded in `out`."""
+    """Refuse a resume whose input files differ from those recorded in `out`.
+
+    Parameters
+    ----------
+    out : the run directory.
+    resume : whether the run resumes (else nothing is checked).
+    record : this run's `describe_inputs`.
+
+    Raises
+    ------
+    ConfigError
+        naming the input (topology.path, data) whose SHA-256 differs.
+    """
     recorded = (read_record(out / INPUTS_RECORD) if resume else None) or {}
     for key, now in record.items():
         then = recorded.get(key)

@@ -17,7 +17,17 @@ MODEL_RECORD = "model.json"
 
 
 def describe_model(model: nn.Module) -> dict[str, Any]:
-    """Class, parameter shapes and SHA-256 of the initial state (parameters and buffers)."""
+    """The record of a model object.
+
+    Parameters
+    ----------
+    model : the module.
+
+    Returns
+    -------
+    dict: class, parameter shapes, number of parameters and SHA-256 of the initial state
+    (parameters and buffers).
+    """
     digest = hashlib.sha256()
     shapes = {}
     for name, value in model.state_dict().items():
@@ -31,8 +41,18 @@ def describe_model(model: nn.Module) -> dict[str, Any]:
 
 
 def check_module(model: nn.Module) -> None:
-    """Refuse what the population cannot train as given (ConfigError naming the parameter): no
-    parameters, frozen or non-floating parameters, or tensors without data (the meta device)."""
+    """Refuse what the population cannot train as given.
+
+    Parameters
+    ----------
+    model : the module.
+
+    Raises
+    ------
+    ConfigError
+        naming model and the parameter: no parameters, frozen or non-floating parameters, or
+        tensors without data (the meta device).
+    """
     params = list(model.named_parameters())
     if not params:
         raise ConfigError("model", f"{type(model).__name__} has no parameters to train")
@@ -51,7 +71,25 @@ def check_module(model: nn.Module) -> None:
 
 def resolve_model(cfg: Config, out: Path, resume: bool,
                   model: object | None) -> tuple[Config, nn.Module | None, dict | None]:
-    """(config as recorded, model to run or None for a named one, record to write)."""
+    """The model given as an object, checked and recorded.
+
+    Parameters
+    ----------
+    cfg : the run's config.
+    out : the run directory.
+    resume : whether the run resumes.
+    model : a torch.nn.Module, or None.
+
+    Returns
+    -------
+    tuple (config as recorded, model to run or None for a named one, record to write).
+
+    Raises
+    ------
+    ConfigError
+        naming model: "object" in the config with nothing passed, not a Module, what
+        `check_module` refuses, or a model other than the run had.
+    """
     recorded = read_record(out / MODEL_RECORD) if resume else None
     if model is None:
         if cfg.model.name != OBJECT:

@@ -22,7 +22,16 @@ _PER_ROUND = ("link_drop", "node_drop")  # topology fields that still apply to a
 
 
 def edge_list(G: nx.Graph) -> list[list[Any]]:
-    """[[u, v, weight or None], ...] sorted: an undirected edge once, as u < v."""
+    """A graph's edges as plain lists, an undirected edge once, as u < v.
+
+    Parameters
+    ----------
+    G : the graph.
+
+    Returns
+    -------
+    list of [u, v, weight or None], sorted.
+    """
     rows = []
     for u, v, w in G.edges(data="weight"):
         if not G.is_directed() and u > v:
@@ -33,8 +42,21 @@ def edge_list(G: nx.Graph) -> list[list[Any]]:
 
 def describe(schedule: T.Schedule) -> dict[str, Any]:
     """The record of `schedule`: class, size, period, fingerprint, and its graphs if periodic.
-    Refuses a schedule that gives two different graphs for round 0 (a resume could not
-    reproduce it)."""
+
+    Parameters
+    ----------
+    schedule : the schedule given as an object.
+
+    Returns
+    -------
+    dict; "graphs" holds the edge lists of one period when the period is at most MAX_PERIOD.
+
+    Raises
+    ------
+    ConfigError
+        naming topology for a schedule that gives two different graphs for round 0 (a resume
+        could not reproduce it).
+    """
     period = schedule.period
     stored = period is not None and period <= MAX_PERIOD
     rounds = period if stored else FINGERPRINT_ROUNDS
@@ -55,7 +77,16 @@ def describe(schedule: T.Schedule) -> dict[str, Any]:
 
 
 def rebuild(record: dict[str, Any]) -> T.Schedule:
-    """The periodic schedule stored in `record` (its "graphs")."""
+    """The periodic schedule stored in `record` (its "graphs").
+
+    Parameters
+    ----------
+    record : a `describe` record with graphs.
+
+    Returns
+    -------
+    Schedule, periodic.
+    """
     graphs = []
     for edges in record["graphs"]:
         G = nx.DiGraph() if record["directed"] else nx.Graph()
@@ -87,7 +118,27 @@ def _as_object_config(cfg: Config) -> Config:
 
 def resolve_topology(cfg: Config, out: Path, resume: bool,
                      topology: object | None) -> tuple[Config, T.Schedule | None, dict | None]:
-    """(config as recorded, schedule to run or None for a named topology, record to write)."""
+    """The topology given as an object, checked and recorded.
+
+    Parameters
+    ----------
+    cfg : the run's config.
+    out : the run directory.
+    resume : whether the run resumes.
+    topology : anything `T.as_schedule` takes, or None.
+
+    Returns
+    -------
+    tuple (config as recorded, schedule to run or None for a named topology, record to write).
+
+    Raises
+    ------
+    ConfigError
+        naming topology: "object" in the config with nothing passed, an object that is no
+        topology, a node count other than data.num_nodes, or a topology other than the run had.
+    UserCodeError
+        when the object's own code fails.
+    """
     recorded = read_record(out / RECORD) if resume else None
     if topology is None:
         if cfg.topology.name != OBJECT:
@@ -127,8 +178,16 @@ def resolve_topology(cfg: Config, out: Path, resume: bool,
 
 
 def schedule_name(schedule: T.Schedule) -> str:
-    """How an error names a schedule: its function for a schedule made of one, else its
-    class's `at`."""
+    """How an error names a schedule.
+
+    Parameters
+    ----------
+    schedule : the schedule.
+
+    Returns
+    -------
+    str, its function for a schedule made of one, else its class's `at`.
+    """
     if isinstance(schedule, T.FunctionSchedule):
         return f"schedule function {getattr(schedule.fn, '__qualname__', repr(schedule.fn))}"
     return f"schedule {type(schedule).__name__}.at"

@@ -43,26 +43,57 @@ EXACT = 1e-8  # log_floor: a curve below this fraction of the largest value is a
 
 
 def marker(i: int) -> str:
-    """The i-th of 8 marker shapes (tells apart curves that share a colour)."""
+    """The i-th of 8 marker shapes (tells apart curves that share a colour).
+
+    Parameters
+    ----------
+    i : index, >= 0.
+
+    Returns
+    -------
+    str, a matplotlib marker.
+    """
     return MARKERS[i % len(MARKERS)]
 
 
 def series_style(i: int) -> dict[str, Any]:
-    """Colour, line style and marker of the i-th series (i >= 0): unique for i < 40."""
+    """Colour, line style and marker of the i-th series: unique for i < 40.
+
+    Parameters
+    ----------
+    i : index, >= 0.
+
+    Returns
+    -------
+    dict with color, linestyle and marker.
+    """
     return {"color": COLORS[i % len(COLORS)],
             "linestyle": LINESTYLES[i // len(COLORS) % len(LINESTYLES)],
             "marker": MARKERS[i // len(COLORS) % len(MARKERS)]}
 
 
 def round_axis(ax: Axes, axis: str = "x") -> None:
-    """Integer ticks on the `axis` ("x" or "y") of `ax`: a count of rounds has no fractions (also
-    when the view holds a single integer, e.g. every point at round 3)."""
+    """Integer ticks on an axis: a count of rounds has no fractions.
+
+    Also when the view holds a single integer, e.g. every point at round 3.
+
+    Parameters
+    ----------
+    ax : the axes.
+    axis : "x" or "y".
+    """
     getattr(ax, f"{axis}axis").set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))
 
 
 def log_axis(ax: Axes, axis: str, low: float | None = None, high: float | None = None) -> None:
-    """Log scale on `axis` ("x" or "y") with labels that do not collide. `low`/`high`: the
-    data's positive range (default: the axis limits)."""
+    """Log scale on `axis` with labels that do not collide.
+
+    Parameters
+    ----------
+    ax : the axes.
+    axis : "x" or "y".
+    low, high : the data's positive range (default: the axis limits).
+    """
     getattr(ax, f"set_{axis}scale")("log")
     if low is None or high is None:
         low, high = getattr(ax, f"get_{axis}lim")()
@@ -70,8 +101,16 @@ def log_axis(ax: Axes, axis: str, low: float | None = None, high: float | None =
 
 
 def log_ticks(target: Axis, low: float, high: float) -> None:
-    """Ticks of a log axis (or colour bar) over [low, high]: one labelled tick per decade from
-    three decades on; below, plainly labelled ticks at 1, 2, 5 (and 3, 7 within one decade)."""
+    """Ticks of a log axis (or colour bar) over [low, high].
+
+    One labelled tick per decade from three decades on; below, plainly labelled ticks at 1, 2, 5
+    (and 3, 7 within one decade).
+
+    Parameters
+    ----------
+    target : the matplotlib Axis.
+    low, high : the range.
+    """
     decades = math.log10(high / low) if high > low > 0 else 0.0
     subs = (1.0, 2.0, 3.0, 5.0, 7.0) if decades < 1 else (1.0, 2.0, 5.0) if decades < 3 else (1.0,)
     target.set_major_locator(LogLocator(base=10, subs=subs, numticks=8))
@@ -81,10 +120,21 @@ def log_ticks(target: Axis, low: float, high: float) -> None:
 
 
 def log_floor(curves: Sequence[Sequence[float]], exact: float = EXACT) -> float | None:
-    """Bottom of a log axis for `curves`: a third of the smallest positive value of the curves
-    that are not at exact zero (a curve whose largest value is below `exact` times the largest
-    of all is: numerical noise of a zero, e.g. consensus on a complete graph). None if nothing
-    is positive."""
+    """Bottom of a log axis for `curves`.
+
+    A third of the smallest positive value of the curves that are not at exact zero (a curve
+    whose largest value is below `exact` times the largest of all is: numerical noise of a zero,
+    e.g. consensus on a complete graph).
+
+    Parameters
+    ----------
+    curves : the values of each curve.
+    exact : relative level below which a curve counts as exact zero.
+
+    Returns
+    -------
+    float, or None if nothing is positive.
+    """
     tops = [max(c) for c in curves if len(c)]
     top = max(tops, default=0.0)
     if top <= 0:
@@ -95,7 +145,13 @@ def log_floor(curves: Sequence[Sequence[float]], exact: float = EXACT) -> float 
 
 def legend_outside(ax: Axes, handles: list | None = None,
                    labels: list[str] | None = None) -> None:
-    """The legend right of `ax`, top-aligned (with many entries, in two columns)."""
+    """The legend right of `ax`, top-aligned (with many entries, in two columns).
+
+    Parameters
+    ----------
+    ax : the axes.
+    handles, labels : the entries (default: the axes').
+    """
     if handles is None or labels is None:
         handles, labels = ax.get_legend_handles_labels()
     if handles:
@@ -105,7 +161,17 @@ def legend_outside(ax: Axes, handles: list | None = None,
 
 def save(fig: Figure, path: str | Path, make_parents: bool = True) -> list[Path]:
     """Write `path`.png and `path`.pdf (each to a temporary name, then renamed), close `fig`.
-    `make_parents`: create missing folders (else a missing folder is a FileNotFoundError)."""
+
+    Parameters
+    ----------
+    fig : the figure (closed even on failure).
+    path : the files' path, without suffix.
+    make_parents : create missing folders (else a missing folder is a FileNotFoundError).
+
+    Returns
+    -------
+    list of the two Paths written.
+    """
     path = Path(path)
     paths = [path.with_suffix(".png"), path.with_suffix(".pdf")]
     try:

@@ -37,7 +37,16 @@ METRIC_NAMES = {  # an accuracy key of metrics.jsonl -> the axis label of a figu
 
 
 def metric_name(metric: str) -> str:
-    """The axis label of an accuracy key (drawn in percent): METRIC_NAMES, else the key."""
+    """The axis label of an accuracy key (drawn in percent).
+
+    Parameters
+    ----------
+    metric : a metrics key.
+
+    Returns
+    -------
+    str, METRIC_NAMES' label, else the key with " (%)".
+    """
     return METRIC_NAMES.get(metric, f"{metric} (%)")
 
 
@@ -53,9 +62,21 @@ def _series(history: History, key: str, x: str = "round") -> tuple[list[float], 
 
 def plot_histories(histories: dict[str, History], path: Path, title: str = "",
                    x: str = "round") -> list[Path]:
-    """One figure of accuracy, loss and consensus against the round (or, `x` = "time", the
-    simulated time of runs with [network] enabled), one line per run; returns the files.
-    Consensus is on a log axis; a run at exact consensus is drawn along its floor."""
+    """One figure of accuracy, loss and consensus, one line per run.
+
+    Consensus is on a log axis; a run at exact consensus is drawn along its floor.
+
+    Parameters
+    ----------
+    histories : {run label: its metrics records}.
+    path : the figure's path, without suffix.
+    title : the figure's title.
+    x : "round", or "time" for the simulated time of runs with [network] enabled.
+
+    Returns
+    -------
+    list of the Paths written (png and pdf).
+    """
     fig, axes = plt.subplots(2, 2, figsize=(11, 7.5))
     floor = log_floor([_series(h, "consensus_dist", x)[1] for h in histories.values()])
     clipped: list[str] = []  # runs at exact consensus, drawn along the floor

@@ -41,8 +41,20 @@ def _fsync_dir(path: Path) -> None:
 
 @contextmanager
 def atomic_file(path: Path, mode: str = "w") -> Iterator[IO[Any]]:
-    """Open a temporary file next to `path`; on a clean exit flush it to disk and rename it over
-    `path`; on an exception remove it and leave `path` as it was."""
+    """A temporary file next to `path` that replaces it on a clean exit.
+
+    On a clean exit the file is flushed to disk and renamed over `path`; on an exception it is
+    removed and `path` is left as it was.
+
+    Parameters
+    ----------
+    path : the file to write.
+    mode : the open mode.
+
+    Yields
+    ------
+    the open temporary file.
+    """
     path = Path(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
@@ -59,7 +71,16 @@ def atomic_file(path: Path, mode: str = "w") -> Iterator[IO[Any]]:
 
 
 def file_sha256(path: Path) -> str:
-    """The SHA-256 of a file's bytes, as hex (read in 1 MiB blocks)."""
+    """The SHA-256 of a file's bytes (read in 1 MiB blocks).
+
+    Parameters
+    ----------
+    path : the file.
+
+    Returns
+    -------
+    str, hex digest.
+    """
     digest = hashlib.sha256()
     with Path(path).open("rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
@@ -68,8 +89,18 @@ def file_sha256(path: Path) -> str:
 
 
 def strict(obj: Any) -> Any:
-    """`obj` with every NaN or infinite float replaced by None, so that it is strict JSON (a
-    round where no node trained has no train_loss: null)."""
+    """`obj` with every NaN or infinite float replaced by None, so that it is strict JSON.
+
+    A round where no node trained has no train_loss: null.
+
+    Parameters
+    ----------
+    obj : JSON-like data (dicts, lists, tuples, numbers, ...).
+
+    Returns
+    -------
+    the same structure, tuples made lists.
+    """
     if isinstance(obj, float) and not math.isfinite(obj):
         return None
     if isinstance(obj, dict):
@@ -80,18 +111,40 @@ def strict(obj: Any) -> Any:
 
 
 def dumps(obj: Any, **kwargs: Any) -> str:
-    """Strict JSON (non-finite floats as null), keys sorted."""
+    """Strict JSON (non-finite floats as null), keys sorted.
+
+    Parameters
+    ----------
+    obj : JSON-like data.
+    **kwargs : json.dumps's (indent, ...).
+
+    Returns
+    -------
+    str.
+    """
     return json.dumps(strict(obj), sort_keys=True, allow_nan=False, **kwargs)
 
 
 def write_json_atomic(path: Path, obj: Any) -> None:
-    """Write JSON to a temporary file in the same directory, then rename it over `path`."""
+    """Write JSON to a temporary file in the same directory, then rename it over `path`.
+
+    Parameters
+    ----------
+    path : the file.
+    obj : JSON-like data (strict: non-finite floats as null).
+    """
     with atomic_file(path) as f:
         f.write(dumps(obj, indent=2) + "\n")
 
 
 def append_jsonl(path: Path, record: dict[str, Any]) -> None:
-    """Append one JSON line and flush it to disk."""
+    """Append one JSON line and flush it to disk.
+
+    Parameters
+    ----------
+    path : the .jsonl file.
+    record : the line's data.
+    """
     with open(path, "a") as f:
         f.write(dumps(record) + "\n")
         f.flush()
@@ -99,10 +152,24 @@ def append_jsonl(path: Path, record: dict[str, Any]) -> None:
 
 
 def read_metrics(path: Path) -> list[dict[str, Any]]:
-    """The records of a metrics.jsonl (null read as NaN: a metric with no value that round); a
-    torn last line (a killed writer) is dropped.
+    """The records of a metrics.jsonl.
 
-    A line that does not parse anywhere but at the end is corruption, not a kill: ConfigError.
+    null is read as NaN (a metric with no value that round); a torn last line (a killed writer)
+    is dropped.
+
+    Parameters
+    ----------
+    path : the metrics.jsonl.
+
+    Returns
+    -------
+    list of dict, one per round.
+
+    Raises
+    ------
+    ConfigError
+        naming the file when it cannot be read, or a line that does not parse anywhere but at the
+        end (corruption, not a kill), or is no round's metrics.
     """
     try:
         lines = Path(path).read_text().split("\n")
@@ -126,7 +193,13 @@ def read_metrics(path: Path) -> list[dict[str, Any]]:
 
 
 def rewrite_metrics(path: Path, records: list[dict[str, Any]]) -> None:
-    """Replace a metrics.jsonl by `records` atomically (a resume: the checkpoint's rounds)."""
+    """Replace a metrics.jsonl by `records` atomically (a resume: the checkpoint's rounds).
+
+    Parameters
+    ----------
+    path : the metrics.jsonl.
+    records : the rounds to keep.
+    """
     with atomic_file(path) as f:
         for record in records:
             f.write(dumps(record) + "\n")

@@ -59,7 +59,21 @@ Rows = list[RunSummary]  # the runs of one row of the table
 
 
 def find_runs(paths: list[str | Path]) -> list[Path]:
-    """Every run directory (holding metrics.jsonl) at or below `paths`, in sorted order."""
+    """Every run directory (holding metrics.jsonl) at or below `paths`, in sorted order.
+
+    Parameters
+    ----------
+    paths : run directories or folders holding them.
+
+    Returns
+    -------
+    list of Path.
+
+    Raises
+    ------
+    ConfigError
+        naming runs for a path that is not a directory, or when no run is found.
+    """
     found: list[Path] = []
     for path in map(Path, paths):
         if (path / "metrics.jsonl").exists():
@@ -75,16 +89,44 @@ def find_runs(paths: list[str | Path]) -> list[Path]:
 
 
 def variant_dir(run_dir: Path) -> Path:
-    """The folder that names a run: its parent for a `seed<k>` directory, else itself."""
+    """The folder that names a run: its parent for a `seed<k>` directory, else itself.
+
+    Parameters
+    ----------
+    run_dir : a run directory.
+
+    Returns
+    -------
+    Path.
+    """
     return run_dir.parent if _SEED_DIR.fullmatch(run_dir.name) else run_dir
 
 
 def run_label(run_dir: Path) -> str:
+    """The label of a run: the name of its `variant_dir`.
+
+    Parameters
+    ----------
+    run_dir : a run directory.
+
+    Returns
+    -------
+    str.
+    """
     return variant_dir(Path(run_dir)).name
 
 
 def extra_metrics(history: list[dict[str, Any]]) -> list[str]:
-    """The accuracy keys beyond the built-in ones (`test_acc_*`, e.g. `test_acc_personal`)."""
+    """The accuracy keys beyond the built-in ones (`test_acc_*`, e.g. `test_acc_personal`).
+
+    Parameters
+    ----------
+    history : the run's metrics records.
+
+    Returns
+    -------
+    list of str, sorted.
+    """
     return sorted({k for r in history for k in r
                    if k.startswith("test_acc_") and k not in BUILT_IN})
 
@@ -95,6 +137,23 @@ def _last_mean(history: list[dict[str, Any]], key: str, last: int) -> float:
 
 
 def summarize(run_dir: Path, last: int = 10, target: float | None = None) -> RunSummary:
+    """The numbers of one run.
+
+    Parameters
+    ----------
+    run_dir : the run directory.
+    last : k, the evaluated rounds averaged for `last_mean`.
+    target : accuracy in (0, 1] whose first reach is reported, or None.
+
+    Returns
+    -------
+    RunSummary, accuracies as fractions in [0, 1].
+
+    Raises
+    ------
+    ConfigError
+        naming runs when the run has no evaluated round (and as `read_metrics`).
+    """
     history = read_metrics(run_dir / "metrics.jsonl")
     evaluated = [r for r in history if "test_acc" in r]
     if not evaluated:
@@ -113,7 +172,21 @@ def summarize(run_dir: Path, last: int = 10, target: float | None = None) -> Run
 
 
 def read_config(run_dir: Path) -> dict[str, Any] | None:
-    """The run's config.json as a dict (None for a directory without one)."""
+    """The run's config.json as a dict.
+
+    Parameters
+    ----------
+    run_dir : the run directory.
+
+    Returns
+    -------
+    dict, or None for a directory without one.
+
+    Raises
+    ------
+    ConfigError
+        naming runs when the file is not a JSON object.
+    """
     path = run_dir / "config.json"
     if not path.exists():
         return None
@@ -127,7 +200,16 @@ def read_config(run_dir: Path) -> dict[str, Any] | None:
 
 
 def experiment(config: dict[str, Any] | None) -> dict[str, Any] | None:
-    """A config without the fields in which runs of one experiment may differ (POOLED)."""
+    """A config without the fields in which runs of one experiment may differ (POOLED).
+
+    Parameters
+    ----------
+    config : a config dict, or None.
+
+    Returns
+    -------
+    dict (a copy), or None.
+    """
     if config is None:
         return None
     out = copy.deepcopy(config)
@@ -142,7 +224,16 @@ def experiment(config: dict[str, Any] | None) -> dict[str, Any] | None:
 
 
 def split_by_config(runs: list[Path]) -> list[list[Path]]:
-    """The runs in groups of equal experiment (config up to POOLED), in order of appearance."""
+    """The runs in groups of equal experiment (config up to POOLED), in order of appearance.
+
+    Parameters
+    ----------
+    runs : run directories.
+
+    Returns
+    -------
+    list of groups (lists of Path).
+    """
     groups: list[tuple[dict[str, Any] | None, list[Path]]] = []
     for run_dir in runs:
         key = experiment(read_config(run_dir))
@@ -181,9 +272,19 @@ def _mixed_folder(groups: list[list[Path]]) -> ConfigError:
 
 
 def group_runs(runs: list[Path]) -> dict[str, list[Path]]:
-    """The rows of the table: label -> run directories. Runs that share a label pool when they
-    differ only in POOLED fields; otherwise each config is one row, labelled by the fewest
-    trailing path parts that tell the folders apart."""
+    """The rows of the table.
+
+    Runs that share a label pool when they differ only in POOLED fields; otherwise each config is
+    one row, labelled by the fewest trailing path parts that tell the folders apart.
+
+    Parameters
+    ----------
+    runs : run directories.
+
+    Returns
+    -------
+    dict {label: run directories}.
+    """
     by_label: dict[str, list[Path]] = {}
     for run_dir in runs:
         by_label.setdefault(run_label(run_dir), []).append(run_dir)
@@ -271,7 +372,18 @@ def _columns(summaries: Rows, target: float | None) -> list[tuple[str, Callable[
 
 
 def comparison_table(runs: list[Path], last: int = 10, target: float | None = None) -> str:
-    """A Markdown table, one row per label (group_runs), best mean of the last k first."""
+    """A Markdown table, one row per label (`group_runs`), best mean of the last k first.
+
+    Parameters
+    ----------
+    runs : run directories.
+    last : k, the evaluated rounds averaged.
+    target : accuracy in (0, 1] to reach, or None (no target columns).
+
+    Returns
+    -------
+    str, the table's lines.
+    """
     groups = {label: [summarize(r, last, target) for r in members]
               for label, members in group_runs(unique_paths(runs)).items()}
     columns = _columns([s for rows in groups.values() for s in rows], target)
@@ -284,7 +396,21 @@ def comparison_table(runs: list[Path], last: int = 10, target: float | None = No
 
 
 def parse_target(text: str | None) -> float | None:
-    """'0.8' or '80' (percent) -> 0.8."""
+    """A target accuracy from the command line.
+
+    Parameters
+    ----------
+    text : '0.8' or '80' (percent), or None.
+
+    Returns
+    -------
+    float in (0, 1] (0.8), or None.
+
+    Raises
+    ------
+    ConfigError
+        naming --target for anything but an accuracy in (0, 1] or (0, 100].
+    """
     if text is None:
         return None
     try:

@@ -24,25 +24,51 @@ POLL_S = 0.05
 
 
 def launched() -> bool:
-    """Whether this process is one of several started by torchrun (or `--nproc`)."""
+    """Whether this process is one of several started by torchrun (or `--nproc`).
+
+    Returns
+    -------
+    bool, WORLD_SIZE > 1.
+    """
     return int(os.environ.get("WORLD_SIZE", "1")) > 1
 
 
 def prints() -> bool:
-    """Whether this process prints what every process of a distributed run has alike: a single
-    process, or rank 0 of a distributed run."""
+    """Whether this process prints what every process of a distributed run has alike.
+
+    Returns
+    -------
+    bool, True in a single process, or rank 0 of a distributed run.
+    """
     return not launched() or os.environ.get("RANK", "0") == "0"
 
 
 def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on now."""
+    """A TCP port on 127.0.0.1 that nothing listens on now.
+
+    Returns
+    -------
+    int.
+    """
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
 
 def rank_env(rank: int, world: int, port: int) -> dict[str, str]:
-    """The environment torchrun gives rank `rank` of `world` on one machine."""
+    """The environment torchrun gives rank `rank` of `world` on one machine.
+
+    Parameters
+    ----------
+    rank : this rank.
+    world : ranks.
+    port : the rendezvous port on 127.0.0.1.
+
+    Returns
+    -------
+    dict, os.environ with MASTER_ADDR, MASTER_PORT, WORLD_SIZE, RANK, LOCAL_RANK,
+    LOCAL_WORLD_SIZE and OMP_NUM_THREADS.
+    """
     return {**os.environ, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
             "WORLD_SIZE": str(world), "RANK": str(rank), "LOCAL_RANK": str(rank),
             "LOCAL_WORLD_SIZE": str(world), "OMP_NUM_THREADS": os.environ.get(
@@ -50,9 +76,18 @@ def rank_env(rank: int, world: int, port: int) -> dict[str, str]:
 
 
 def spawn(argv: list[str], nproc: int) -> int:
-    """Run `python -m p2pfl *argv` as `nproc` ranks; the exit status of the run (rank 0's, or
-    the first failed rank's when rank 0 succeeded; 128 + N for a rank killed by signal N, as a
-    shell reports it)."""
+    """Run `python -m p2pfl *argv` as `nproc` ranks.
+
+    Parameters
+    ----------
+    argv : the command's arguments.
+    nproc : ranks.
+
+    Returns
+    -------
+    int, the exit status of the run: rank 0's, or the first failed rank's when rank 0 succeeded;
+    128 + N for a rank killed by signal N, as a shell reports it.
+    """
     port = free_port()
     procs = [subprocess.Popen([sys.executable, "-m", "p2pfl", *argv],
                               env=rank_env(r, nproc, port), start_new_session=True,

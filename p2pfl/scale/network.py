@@ -45,9 +45,19 @@ _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
 
 def hash_uniform(seed: int, *keys: np.ndarray) -> np.ndarray:
-    """Uniform [0, 1) numbers, one per entry of the broadcast integer `keys`, as a fixed function
-    of (seed, keys) (splitmix64): the same link or node gets the same number in every round and
-    order."""
+    """Uniform [0, 1) numbers as a fixed function of (seed, keys) (splitmix64).
+
+    The same link or node gets the same number in every round and order.
+
+    Parameters
+    ----------
+    seed : the run's seed.
+    *keys : integer arrays, broadcast together.
+
+    Returns
+    -------
+    float64 array of the broadcast shape.
+    """
     z = np.full(np.broadcast(*keys).shape, np.uint64(seed & (2**64 - 1)), dtype=np.uint64)
     for key in keys:
         z = (z + np.asarray(key).astype(np.uint64) + _GOLDEN) * np.uint64(0xBF58476D1CE4E5B9)
@@ -110,7 +120,19 @@ class Clock:
 
     def transfer(self, t: int, src: np.ndarray, dst: np.ndarray,
                  graph: nx.Graph | None = None) -> np.ndarray:
-        """Seconds from send to arrival of each message src[e] -> dst[e] of round t [E]."""
+        """Seconds from send to arrival of each message src[e] -> dst[e] of round t.
+
+        Parameters
+        ----------
+        t : round, from 0.
+        src, dst : int arrays [E], the messages' senders and receivers.
+        graph : the round's graph, whose edges may carry latency_s and bandwidth_gbps; None: the
+            [network] values.
+
+        Returns
+        -------
+        float64 array [E].
+        """
         net = self.net
         latency = np.full(len(src), net.latency_s)
         gbps = np.full(len(src), net.bandwidth_gbps)
@@ -124,8 +146,19 @@ class Clock:
 
     def plan(self, t: int, src: np.ndarray, dst: np.ndarray, active: np.ndarray,
              graph: nx.Graph | None = None) -> RoundTime:
-        """The timing of decentralized round t whose delivered messages are src -> dst and whose
-        training nodes are `active` (bool [n]), synchronous or overlapped."""
+        """The timing of decentralized round t, synchronous or overlapped.
+
+        Parameters
+        ----------
+        t : round, from 0.
+        src, dst : int arrays [E], the delivered messages src -> dst.
+        active : bool [n], the training nodes.
+        graph : the round's graph (per-edge latency and bandwidth), or None.
+
+        Returns
+        -------
+        RoundTime.
+        """
         if self.net.overlap:  # sent at the slot's end, taken at the end of a later slot
             ready = np.where(active, self.ready + self.compute(t + 1, active), self.ready)
             end = np.full(self.n, (t + 1) * self.slot_s)
@@ -157,15 +190,38 @@ class Clock:
         return self.ready > (t + 1.5) * self.slot_s
 
     def plan_round(self, t: int, graph: nx.Graph, faults: T.Faults) -> RoundTime:
-        """`plan` for the messages of `graph` that `faults` let through (an offline node neither
-        trains nor sends nor receives)."""
+        """`plan` for the messages of `graph` that `faults` let through.
+
+        An offline node neither trains nor sends nor receives.
+
+        Parameters
+        ----------
+        t : round, from 0.
+        graph : the round's graph.
+        faults : the round's faults.
+
+        Returns
+        -------
+        RoundTime.
+        """
         src, dst, _ = T.messages(graph)
         kept = ~faults.lost(src, dst)
         return self.plan(t, src[kept], dst[kept], ~faults.nodes, graph)
 
     def plan_server(self, t: int, clients: np.ndarray) -> RoundTime:
-        """The timing of centralized round t (graph node 0 the server) with sampled `clients`
-        (graph node ids): down, local phase, up; every node then starts at the server's time."""
+        """The timing of centralized round t (graph node 0 the server) with sampled `clients`.
+
+        Down, local phase, up; every node then starts at the server's time.
+
+        Parameters
+        ----------
+        t : round, from 0.
+        clients : graph node ids of the sampled clients.
+
+        Returns
+        -------
+        RoundTime.
+        """
         active = np.zeros(self.n, dtype=bool)
         active[clients] = True
         server = np.zeros_like(clients)

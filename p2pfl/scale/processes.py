@@ -25,7 +25,17 @@ DEFAULT_TIMEOUT_S = 300
 
 
 def timeout_s() -> float:
-    """How long a collective waits for a rank that does not answer ($P2PFL_TIMEOUT_S)."""
+    """How long a collective waits for a rank that does not answer ($P2PFL_TIMEOUT_S).
+
+    Returns
+    -------
+    float, seconds.
+
+    Raises
+    ------
+    ConfigError
+        naming P2PFL_TIMEOUT_S unless it is a positive number.
+    """
     value = os.environ.get(TIMEOUT_ENV, str(DEFAULT_TIMEOUT_S))
     try:
         seconds = float(value)
@@ -37,9 +47,24 @@ def timeout_s() -> float:
 
 
 def init(device: torch.device) -> torch.device:
-    """Join the process group of this launch (gloo on CPU, NCCL on CUDA: one GPU per rank,
-    `LOCAL_RANK`, with gloo for the few CPU tensors: the agreement, the stop and checkpoint
-    flags, the byte counts); returns the rank's device."""
+    """Join the process group of this launch.
+
+    gloo on CPU, NCCL on CUDA (one GPU per rank, `LOCAL_RANK`), with gloo for the few CPU tensors:
+    the agreement, the stop and checkpoint flags, the byte counts.
+
+    Parameters
+    ----------
+    device : the configured device.
+
+    Returns
+    -------
+    torch.device, the rank's device.
+
+    Raises
+    ------
+    PeerLost
+        when the other ranks cannot be joined.
+    """
     if device.type == "cuda":
         device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
         torch.cuda.set_device(device)
@@ -54,8 +79,23 @@ def init(device: torch.device) -> torch.device:
 
 
 def rank0_value(value: Any) -> Any:
-    """Rank 0's `value` (picklable) on every rank: a choice one rank makes for all (a default
-    run directory named from rank 0's clock)."""
+    """Rank 0's `value` on every rank: a choice one rank makes for all.
+
+    E.g. a default run directory named from rank 0's clock.
+
+    Parameters
+    ----------
+    value : something picklable.
+
+    Returns
+    -------
+    rank 0's value.
+
+    Raises
+    ------
+    PeerLost
+        when another rank is lost.
+    """
     box = [value]
     try:
         dist.broadcast_object_list(box, src=0)
@@ -72,8 +112,21 @@ def _leave() -> None:
 
 
 def agree(error: BaseException | None) -> None:
-    """Every rank reaches this point; if any failed (`error`), every rank raises: the first
-    failed rank its own error, the others a ConfigError with that error's message."""
+    """Every rank reaches this point; if any failed, every rank raises.
+
+    Parameters
+    ----------
+    error : this rank's error, or None.
+
+    Raises
+    ------
+    BaseException
+        on the first failed rank, its own error.
+    AgreedError
+        (a ConfigError) on the others, with that error's message.
+    PeerLost
+        when another rank is lost.
+    """
     rank, world = dist.get_rank(), dist.get_world_size()
     failed = torch.tensor([world if error is None else rank])
     try:
@@ -98,8 +151,13 @@ class AgreedError(ConfigError):
 
 @contextmanager
 def agreed() -> Iterator[None]:
-    """Run the block on every rank; an error on any rank is raised on all (`agree`) before any
-    of them goes on. Nothing happens in a single process."""
+    """Run the block on every rank; an error on any rank is raised on all (`agree`) before any of
+    them goes on. Nothing happens in a single process.
+
+    Yields
+    ------
+    None.
+    """
     if not dist.is_initialized():
         yield
         return
@@ -112,7 +170,16 @@ def agreed() -> Iterator[None]:
 
 
 def first_line(err: BaseException) -> str:
-    """What went wrong, short: gloo's long messages about a closed peer in a few words."""
+    """What went wrong, short: gloo's long messages about a closed peer in a few words.
+
+    Parameters
+    ----------
+    err : the error.
+
+    Returns
+    -------
+    str, at most 160 characters.
+    """
     text = str(err)
     if "Connection closed by peer" in text or "Connection reset by peer" in text:
         return "another rank closed its connection (it ended or was killed)"
