@@ -189,7 +189,8 @@ def build_model(name: str, input_shape: tuple[int, ...], num_classes: int) -> nn
     """Build one node's model (PyTorch default init) for inputs [B, *input_shape].
 
     mlp: mnist_2NN; cnn: the CIFAR CNN (no padding); fedfsa_cnn: that CNN with wider FC layers
-    and channels by the input's channel count; resnet18_gn: ResNet-18 with GroupNorm(2) and the ImageNet stem.
+    and channels by the input's channel count; resnet18_gn: ResNet-18 with GroupNorm(2) and the
+    ImageNet stem.
 
     Parameters
     ----------
