@@ -68,6 +68,8 @@ def _matrix_name(graph: nx.Graph | None, mixing: str | None) -> str:
         return "given"
     if mixing is None:
         mixing = "column_stochastic" if graph.is_directed() else "doubly_stochastic"
+    if graph.number_of_edges() and all(w is not None for *_, w in graph.edges(data="weight")):
+        return "edge weights"  # the builder's mixing weights, used as given
     return {"column_stochastic": "push-sum (uniform)",
             "doubly_stochastic": "metropolis-hastings"}[mixing]
 
