@@ -18,7 +18,7 @@ server algorithm takes; its head fine-tuning lasts the paper's E = 10 local epoc
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import torch
@@ -36,16 +36,14 @@ UNSCORED = ("bias", "bn", "norm", "gn", "downsample", "shortcut")
 
 @dataclass(frozen=True)
 class LayerwiseAscent(Perturbation):
-    """e_k = radii[:, k] g1_k / (||g1|| + eps): one radius per parameter tensor k (in the
-    parameters' order) and row, the norm over all tensors (the ascent of the local step)."""
+    """e_k = radii[k] g1_k / (||g1|| + eps): one radius per parameter tensor k and row, the
+    norm over all the tensors that move (the ascent of the local step)."""
 
-    radii: torch.Tensor | None = None  # [m, number of parameter tensors]
+    radii: Params = field(default_factory=dict)  # parameter name -> [m]
 
     def perturb(self, grads: Params | None, params: Params, rho: float) -> Params:
         norm = per_node_sq_norm(grads).sqrt() + SAM_EPS
-        order = list(params)
-        return {k: g * row_scale(self.radii[:, order.index(k)] / norm, g)
-                for k, g in grads.items()}
+        return {k: g * row_scale(self.radii[k] / norm, g) for k, g in grads.items()}
 
 
 def _minmax(w: torch.Tensor) -> torch.Tensor:
@@ -125,8 +123,9 @@ class FedFSA(FedCM):
         a = self.cfg
         radii = torch.full(self.selected[nodes].shape, a.rho, device=ctx.device, dtype=ctx.dtype)
         radii[self.selected[nodes]] = a.rho_larger
+        by_name = dict(zip(self.server, radii.unbind(1)))  # the server's tensors, in order
         return replace(super().local_terms(ctx, nodes, start, t),
-                       perturbation=LayerwiseAscent(radii=radii))
+                       perturbation=LayerwiseAscent(radii=by_name))
 
     def aggregate(self, ctx: RunContext, r: ClientRound) -> None:
         normalise = self.cfg.variant == "reference_code"

@@ -39,9 +39,10 @@ from typing import Any
 
 import numpy as np
 
+from analysis.neighbors import check_gamma as check_decay
 from analysis.summary import GAMMA
 from p2pfl.config import ConfigError
-from topologies._common import did_you_mean
+from topologies import did_you_mean
 
 HORIZON = 100  # rounds of an aperiodic schedule measured (at most the run's rounds)
 ZERO = 1e-20  # a heterogeneity below this is the rounding of an exact 0 (W = J): about 1e-34
@@ -112,9 +113,11 @@ def check_gamma(gamma: Any, where: str = "study.gamma") -> float:
     ConfigError
         naming `where` unless gamma is a number in [0, 1).
     """
-    if isinstance(gamma, bool) or not isinstance(gamma, int | float) or not 0 <= gamma < 1:
+    try:
+        check_decay(gamma)
+    except ValueError:
         raise ConfigError(where, f"must be a number in [0, 1) (the decay of the effective "
-                          f"number of neighbours), got {gamma!r}")
+                          f"number of neighbours), got {gamma!r}") from None
     return float(gamma)
 
 

@@ -75,9 +75,9 @@ def _cells(rows: list[dict[str, Any]], algorithm: str) -> list[dict[str, Any]]:
     """The finished cells of `algorithm`, each run once (module docstring)."""
     cells, runs = [], set()
     for row in rows:
-        if (row.get("algorithm", "") == algorithm and row["status"] == "ok"
-                and row.get("run_dir") not in runs):
-            runs.add(row.get("run_dir"))
+        run = row.get("run_dir") or id(row)  # a row without a run directory is its own cell
+        if row.get("algorithm", "") == algorithm and row["status"] == "ok" and run not in runs:
+            runs.add(run)
             cells.append(row)
     return cells
 

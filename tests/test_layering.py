@@ -158,6 +158,24 @@ def test_no_module_imports_itself_through_others() -> None:
     assert not cycles, "\n".join(cycles)
 
 
+def private_imports() -> list[str]:
+    """'path:line imports module' for every import of another package's private module (a
+    module path with a part starting with '_', like topologies._common)."""
+    found = []
+    for module, path in _modules().items():
+        for name, line in _runtime_imports(ast.parse(path.read_text())):
+            parts = name.split(".")
+            if (parts[0] in PACKAGES and parts[0] != module.split(".")[0]
+                    and any(p.startswith("_") and not p.startswith("__") for p in parts[1:])):
+                found.append(f"{path.relative_to(ROOT)}:{line} imports {name}")
+    return found
+
+
+def test_no_module_imports_another_packages_private_module() -> None:
+    found = private_imports()
+    assert not found, "\n".join(found)
+
+
 def test_an_injected_module_cycle_would_be_caught() -> None:
     """The graph is real: the engine's builder imports the stacked trainer; a lazy import of the
     builder inside the stacked module would close a cycle."""

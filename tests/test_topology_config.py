@@ -77,7 +77,7 @@ def test_topology_config_defaults_are_valid() -> None:
         ("p", 0.5, "topology.p", "erdos_renyi, watts_strogatz do"),
         ("rows", -1, "topology.rows", "does not take rows"),
         ("k", 4, "topology.k", "does not take k"),
-        ("name", "moebius", "topology.name", "unknown value"),
+        ("name", "moebius", "topology.name", "unknown value .moebius."),
         ("nme", "ring", "topology.nme", "did you mean 'topology.name'"),
     ],
 )
@@ -197,3 +197,46 @@ def test_a_run_of_an_option_left_unset_resumes_from_its_config_json(tmp_path) ->
                               algorithm__name="osgp"), tmp_path / "run", resume=True,
                  progress=False, figures=False)
     assert [r["round"] for r in longer] == [1, 2, 3]
+
+
+def test_a_watts_strogatz_record_of_the_release_before_keeps_its_rewiring() -> None:
+    """The flat record holds Erdos-Renyi's p = 0.1 beside watts_strogatz's rewire: the renamed
+    key wins, and the graph is the one the run was built on."""
+    old = {"name": "watts_strogatz", "out_degree": 10, "directed": True, "base": 2, "rows": 0,
+           "cols": 0, "p": 0.1, "degree": 4, "ws_k": 6, "rewire": 0.3, "ba_m": 2, "window": 1,
+           "selection": "random", "temperature": 1.0, "path": "", "link_drop": 0.0,
+           "node_drop": 0.0}
+    with pytest.warns(FutureWarning, match="rewire is now topology.p"):
+        cfg = small_config(**{f"topology__{k}": v for k, v in old.items()})
+    assert (cfg.topology.k, cfg.topology.p) == (6, 0.3)
+    with pytest.warns(FutureWarning, match="out_degree is ignored: topology.k is given"):
+        assert small_config(topology__name="random_out", topology__out_degree=3,
+                            topology__k=4).topology.k == 4
+    with pytest.warns(FutureWarning, match="out_degree is ignored: k is given"):
+        assert T.build_schedule("random_out", 8, out_degree=3, k=5, seed=0).at(0).out_degree(
+            0) == 5
+
+
+def test_an_override_naming_another_algorithm_resolves_its_own_settings() -> None:
+    """dpsgd's resolved order (cta) is not carried into dsgt (atc, its paper's); fedavg's
+    variant is not carried into fedgmt (reference_code); a [[compare]] root's key of another
+    topology reaches the variant that names it."""
+    from p2pfl.config import config_from_dict, with_overrides
+
+    cfg = small_config(algorithm__name="dpsgd")
+    assert with_overrides(cfg, {"algorithm.name": "dsgt"}).algorithm.order == "atc"
+    with_overrides(cfg, {"algorithm.name": "dfedavg"})  # no order of dpsgd's refused
+    fedavg = small_config(algorithm__name="fedavg", topology__name="star")
+    assert with_overrides(fedavg, {"algorithm.name": "fedgmt"}).algorithm.variant == \
+        "reference_code"
+    root = config_from_dict({"data": {"name": "synthetic", "num_nodes": 6},
+                             "topology": {"name": "ring", "k": 3},
+                             "compare": [{"label": "a", "topology.name": "random_out",
+                                          "algorithm.name": "osgp"}]})
+    variant = with_overrides(root, {"topology.name": "random_out", "algorithm.name": "osgp"})
+    assert variant.topology.k == 3
+
+
+def test_a_misspelt_topology_is_named_as_such() -> None:
+    with pytest.raises(ConfigError, match="^topology.name: did you mean 'random_out'"):
+        small_config(topology__name="rnadom_out", topology__k=3)

@@ -241,10 +241,13 @@ def build_schedule(name: str, n: int, *, seed: int = 0, window: int = 1,
     Schedule.
     """
     entry = named(name)
-    for old in set(options) & set(entry.renamed):
-        warnings.warn(f"{old} is now {entry.renamed[old]} (the old name goes in the next "
-                      "release)", FutureWarning, stacklevel=2)
-        options[entry.renamed[old]] = options.pop(old)
+    for old in sorted(set(options) & set(entry.renamed)):
+        new = entry.renamed[old]
+        given = f"is ignored: {new} is given" if new in options else f"is now {new}"
+        warnings.warn(f"{old} {given} (the old name goes in the next release)", FutureWarning,
+                      stacklevel=2)
+        value = options.pop(old)
+        options.setdefault(new, value)
     n = check_int(n, "n", 1)
     window = check_int(window, "window", 1, MAX_WINDOW)
     seed = check_int(seed, "seed", 0)

@@ -218,7 +218,8 @@ def base_graph(n: int, k: int = 1) -> Cycle:
     Returns
     -------
     Cycle of undirected graphs with the mixing weights as edge attribute ``weight``; the
-    product of ``doubly_stochastic(S.at(t))`` over any one period is J = 11^T / n.
+    product of ``doubly_stochastic(S.at(t))`` over each period (rounds mT .. mT + T - 1) is
+    J = 11^T / n.
 
     Examples
     --------

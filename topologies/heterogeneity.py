@@ -216,9 +216,10 @@ def stl_fw_of_counts(class_counts: np.ndarray, budget: int, lam: float = 0.1,
     Parameters
     ----------
     class_counts : [n, K] samples of each class on each node (the run's partition).
-    budget : Frank-Wolfe iterations, which bound every node's in- and out-degree; must be given.
+    budget : the most in- and out-neighbours of every node (each Frank-Wolfe iteration adds
+        one permutation, so at most one neighbour a node); must be given.
     lam : weight of ||W - J||_F^2 / n against the heterogeneity tau(W).
-    max_iter : cap on the iterations (the smaller of it and budget runs).
+    max_iter : the most Frank-Wolfe iterations.
 
     Returns
     -------

@@ -26,8 +26,8 @@ from p2pfl.config.sections import (
     _choices,
     coerce,
 )
-from p2pfl.config.topology import build_topology
-from p2pfl.options import check_number, check_values
+from p2pfl.config.topology import build_topology, option_types
+from p2pfl.options import AlgorithmOptions, check_number, check_values
 from topologies import ParameterError, did_you_mean
 
 if sys.version_info >= (3, 11):
@@ -268,19 +268,42 @@ def _set_path(raw: dict[str, Any], dotted: str, value: Any) -> None:
 KEPT_ACROSS_TOPOLOGIES = ("window", "link_drop", "node_drop")
 
 
-def _apply_overrides(raw: dict[str, Any], overrides: dict[str, Any]) -> None:
-    """Set every dotted override in `raw`. One that names another topology replaces the
-    [topology] table but for KEPT_ACROSS_TOPOLOGIES (the options of the topology before are not
-    the new one's), before the other overrides apply."""
-    def new_name(key: str, value: Any) -> Any:
-        if key == "topology.name":
-            return value
-        return value.get("name") if key == "topology" and isinstance(value, dict) else None
+# what a config resolves for its algorithm (`_with_implied`): unset again when an override names
+# another algorithm, which resolves its own
+IMPLIED_BY_ALGORITHM = ("algorithm.variant", "algorithm.order", "topology.selection")
 
-    names = [n for k, v in overrides.items() if (n := new_name(k, v)) is not None]
-    table = raw.get("topology")
-    if names and isinstance(table, dict) and table.get("name", TopologyConfig.name) != names[-1]:
-        raw["topology"] = {k: v for k, v in table.items() if k in KEPT_ACROSS_TOPOLOGIES}
+
+def _apply_overrides(raw: dict[str, Any], overrides: dict[str, Any]) -> None:
+    """Set every dotted override in `raw`, after two resets.
+
+    One that names another topology replaces the [topology] table but for
+    KEPT_ACROSS_TOPOLOGIES and the keys the new topology takes and the old one does not (a
+    [[compare]] root keeps them for its variants); the options of the topology before are not
+    the new one's. One that names another algorithm unsets what the config resolved for the
+    algorithm before (IMPLIED_BY_ALGORITHM), unless the overrides set it.
+    """
+    def new_name(section: str, key: str, value: Any) -> Any:
+        if key == f"{section}.name":
+            return value
+        return value.get("name") if key == section and isinstance(value, dict) else None
+
+    for section in ("topology", "algorithm"):
+        names = [n for k, v in overrides.items() if (n := new_name(section, k, v)) is not None]
+        table = raw.get(section)
+        default = TopologyConfig.name if section == "topology" else AlgorithmOptions.name
+        if not (names and isinstance(table, dict) and table.get("name", default) != names[-1]):
+            continue
+        if section == "topology":
+            old, new = option_types(table.get("name", default)), option_types(names[-1])
+            raw[section] = {k: v for k, v in table.items() if k in KEPT_ACROSS_TOPOLOGIES
+                            or (k in new and k not in old)}
+            continue
+        for dotted in IMPLIED_BY_ALGORITHM:
+            part, key = dotted.split(".")
+            table_given = overrides.get(part)
+            given = dotted in overrides or (isinstance(table_given, dict) and key in table_given)
+            if not given and isinstance(raw.get(part), dict) and key in raw[part]:
+                raw[part][key] = ""
     for key, value in overrides.items():
         _set_path(raw, key, value)
 

@@ -12,6 +12,7 @@ from typing import Any
 from p2pfl.errors import ConfigError
 from p2pfl.options import AlgorithmOptions, option
 from topologies import REGISTRY, NamedTopology
+from topologies.by_name import MAX_WINDOW
 
 
 @dataclass
@@ -46,7 +47,7 @@ class TopologyConfig:
     subclass made from its builder's signature (p2pfl/config/topology.py)."""
 
     name: str = "random_out"
-    window: int = option(1, low=1, high=1000, doc="B > 1: each round uses the union of B "
+    window: int = option(1, low=1, high=MAX_WINDOW, doc="B > 1: each round uses the union of B "
                          "consecutive graphs (union_window; a round builds B graphs)")
     # random_out: random | loss_based | loss_softmax; "" = the algorithm's (loss_softmax for
     # dfedsgpsm_s, random otherwise), resolved when the config is loaded

@@ -14,7 +14,14 @@ import warnings
 from typing import Any
 
 import topologies as T
-from p2pfl.config.sections import COMMON, ConfigError, TopologyConfig, coerce, topology_options
+from p2pfl.config.sections import (
+    COMMON,
+    OBJECT,
+    ConfigError,
+    TopologyConfig,
+    coerce,
+    topology_options,
+)
 from topologies import did_you_mean
 
 # Every key of the flat [topology] record of the release before, with its default there: a key
@@ -34,10 +41,28 @@ def option_types(name: str) -> dict[str, type]:
     -------
     dict {option: type}; empty for an unknown name.
     """
-    entry = T.REGISTRY.get(name)
+    entry = T.REGISTRY.get(name) if isinstance(name, str) else None  # a bad name is refused later
     if entry is None:
         return {}
     return {k: o.type for k, o in entry.options.items() if k not in COMMON}
+
+
+def _legacy_renames(values: dict[str, Any], renamed: dict[str, str],
+                    prefix: str) -> dict[str, Any]:
+    """`values` without what a renamed key makes moot: the new key of the flat record of the
+    release before, there at its default (its watts_strogatz `rewire` beside the record's `p`,
+    Erdos-Renyi's), or, where a table gives both, the old key (the new one wins)."""
+    out = dict(values)
+    for old, new in renamed.items():
+        if old not in values or new not in values:
+            continue
+        if new in LEGACY and values[new] == LEGACY[new] and all(
+                k in values for k in ("out_degree", "ws_k", "ba_m")):  # a flat record
+            del out[new]
+        else:
+            _deprecated(f"{prefix}.{old}", f"is ignored: {prefix}.{new} is given")
+            del out[old]
+    return out
 
 
 def _others() -> set[str]:
@@ -70,16 +95,24 @@ def build_topology(values: Any, prefix: str, compare_root: bool) -> TopologyConf
     if not isinstance(values, dict):
         raise ConfigError(prefix, f"must be a table, got {values!r}")
     name = coerce(values.get("name", TopologyConfig.name), str, f"{prefix}.name")
+    if name not in T.REGISTRY and name != OBJECT:
+        raise ConfigError(f"{prefix}.name", f"{did_you_mean(name, T.REGISTRY)}unknown value "
+                          f"{name!r} (allowed: {', '.join((*T.REGISTRY, OBJECT))})")
     own = {f.name: f.type for f in dataclasses.fields(TopologyConfig)} | option_types(name)
     entry = T.REGISTRY.get(name)
     renamed = dict(entry.renamed) if entry else {}
+    values = _legacy_renames(values, renamed, prefix)
+    if name == "erdos_renyi" and "directed" not in values and not compare_root:
+        warnings.warn(f"{prefix}.directed is not set: erdos_renyi is undirected (its builder's "
+                      "default), where the release before built it directed; set "
+                      f"{prefix}.directed = true for that graph", FutureWarning, stacklevel=4)
     kwargs: dict[str, Any] = {}
     extra: dict[str, Any] = {}
     others = _others()
     unset = {k for k, o in (entry.options.items() if entry else ())
              if o.default is None or o.default is inspect.Parameter.empty}
     for key, value in values.items():
-        if key in renamed and renamed[key] not in values:
+        if key in renamed:
             _deprecated(f"{prefix}.{key}", f"is now {prefix}.{renamed[key]}")
             kwargs[renamed[key]] = coerce(value, own[renamed[key]], f"{prefix}.{key}")
         elif key in own and value is None and key in unset:
