@@ -71,8 +71,20 @@ class Instant(Protocol):
         Each message counts `copies` model copies and `scalars` float64 scalars sent.
         """
 
-    def payload(self, slots: np.ndarray) -> tuple[Params, np.ndarray, np.ndarray, np.ndarray]:
-        """The payloads of delivered slots: (rows [u, *shape], scalar [u], tag [u], read [u])."""
+    def payload(self, slots: np.ndarray) -> Params:
+        """The payload rows of slots [u]: name -> [u, *shape] (read them before the slots are
+        released: at the end of `arrive`, or at `drop` of held ones)."""
+
+    def slot_info(self, slots: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(scalar [u], tag [u], read [u]) of payload slots [u]."""
+
+    def hold(self, slots: np.ndarray) -> None:
+        """Keep the payloads of delivered slots [u] (one per message) after `arrive`, until
+        `drop`: an algorithm that adds a message later (when its receiver next reads its
+        model) holds it."""
+
+    def drop(self, slots: np.ndarray) -> None:
+        """Release held slots [u] (one per message)."""
 
     def mixed(self, ages_s: np.ndarray) -> None:
         """Record the staleness (s) of what was just mixed into models."""
@@ -120,6 +132,9 @@ class Asynchronous(Algorithm):
     def phase_lr(self, ctx: RunContext, nodes: np.ndarray, k: np.ndarray) -> torch.Tensor:
         """The step size of the local phases k [m] the nodes [m] begin.
 
+        Called before the phases read the nodes' rows: an algorithm that keeps arrivals for
+        later brings the rows up to date here.
+
         Parameters
         ----------
         ctx : the run.
@@ -132,6 +147,16 @@ class Asynchronous(Algorithm):
         """
         return torch.as_tensor(self.cfg.lr * self.cfg.lr_decay ** k.astype(np.float64),
                                device=ctx.device, dtype=ctx.dtype)
+
+    def settle(self, ctx: RunContext, ev: Instant) -> None:
+        """Bring every row up to date before the models are read for a record (the engine calls
+        it at each mark); nothing by default.
+
+        Parameters
+        ----------
+        ctx : the run.
+        ev : the simulation.
+        """
 
     @abstractmethod
     def start(self, ctx: RunContext, ev: Instant) -> None:

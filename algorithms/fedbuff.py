@@ -133,7 +133,7 @@ class FedBuff(Asynchronous):
     def arrive(self, ctx: RunContext, ev: Instant, messages: Delivery) -> None:
         down = messages.dst > 0
         if down.any():  # downloads: the clients begin training from the model they got
-            rows, _, _, _ = ev.payload(messages.slot[down])
+            rows = ev.payload(messages.slot[down])
             ev.begin(messages.dst[down] - 1, models=rows)
         up = ~down
         if up.any():
@@ -151,7 +151,7 @@ class FedBuff(Asynchronous):
         clients : int64 [R], the clients whose update arrived (rows), sorted.
         slots : int64 [R], their payload slots.
         """
-        updates, _, tags, _ = ev.payload(slots)
+        updates, (_, tags, _) = ev.payload(slots), ev.slot_info(slots)
         K, start = self.cfg.buffer_size, 0
         while start < len(clients):
             stop = start + min(K - self.buffered, len(clients) - start)

@@ -122,9 +122,18 @@ class Simulation:
         self.copies += copies * m
         self.scalars += scalars * m
 
-    def payload(self, slots: np.ndarray) -> tuple[Params, np.ndarray, np.ndarray, np.ndarray]:
+    def payload(self, slots: np.ndarray) -> Params:
+        return self.mailbox.payload(slots)
+
+    def slot_info(self, slots: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         box = self.mailbox
-        return box.payload(slots), box.scalar[slots], box.tag[slots], box.read[slots]
+        return box.scalar[slots], box.tag[slots], box.read[slots]
+
+    def hold(self, slots: np.ndarray) -> None:
+        np.add.at(self.mailbox.refs, slots, 1)
+
+    def drop(self, slots: np.ndarray) -> None:
+        np.subtract.at(self.mailbox.refs, slots, 1)
 
     def mixed(self, ages_s: np.ndarray) -> None:
         self.ages += np.asarray(ages_s, dtype=np.float64).tolist()

@@ -24,6 +24,8 @@ from p2pfl.context import RunContext
 from p2pfl.core.federated import BatchPlan
 from p2pfl.core.population import Params
 
+SUBTRACT_ROWS = 64  # rows whose snapshots are read at once to form the offsets
+
 
 def mixed_plan(plans: dict[int, BatchPlan], nodes: np.ndarray, k: np.ndarray) -> BatchPlan:
     """One plan whose row of node nodes[e] is that of round k[e]'s plan.
@@ -67,6 +69,7 @@ class Phases:
         self.ctx, self.algorithm, self.offset = ctx, algorithm, offset
         n = ctx.num_nodes
         self.buffer: Params = {k: torch.empty_like(v) for k, v in ctx.population.params.items()}
+        self._scratch: Params = {k: torch.empty_like(v) for k, v in self.buffer.items()}
         self.phase = np.full(n, -1, dtype=np.int64)  # index of the latest phase (-1: none yet)
         self.read = np.zeros(n)  # when it read its model (s)
         self.due = np.full(n, np.inf)  # when it ends (inf: ended, or none)
@@ -90,11 +93,11 @@ class Phases:
         index = torch.as_tensor(nodes, device=ctx.device)
         if models is not None:
             ctx.population.write(index, models)
-        for name, v in ctx.population.params.items():
-            self.buffer[name].index_copy_(0, index, v[index])
         self.phase[nodes] += 1
         k = self.phase[nodes]
         self.lr[nodes] = self.algorithm.phase_lr(ctx, nodes, k).double().cpu().numpy()
+        for name, v in ctx.population.params.items():
+            self.buffer[name].index_copy_(0, index, v[index])
         self.read[nodes] = now
         self.due[nodes] = now + ctx.clock.phase_s(k, nodes + self.offset)
         self.computed[nodes] = False
@@ -120,12 +123,17 @@ class Phases:
         for r in np.unique(k).tolist():
             self._plan(r)
         index = torch.as_tensor(pending, device=ctx.device)
-        rows = {name: b[index] for name, b in self.buffer.items()}
+        rows = {name: torch.index_select(b, 0, index, out=self._scratch[name][:len(pending)])
+                for name, b in self.buffer.items()}
         lr = torch.as_tensor(self.lr[pending], device=ctx.device, dtype=ctx.dtype)
         losses = ctx.trainer.train(rows, index, mixed_plan(self._plans, pending, k),
                                    algorithm.solver, lr)
+        for start in range(0, len(pending), SUBTRACT_ROWS):  # offsets, a block at a time
+            part = index[start:start + SUBTRACT_ROWS]
+            for name, b in self.buffer.items():
+                rows[name][start:start + len(part)].sub_(b.index_select(0, part))
         for name, b in self.buffer.items():
-            b.index_copy_(0, index, rows[name] - b[index])
+            b.index_copy_(0, index, rows[name])
         self.loss[pending] = losses.detach().double().cpu().numpy()
         self.computed[pending] = True
         alive = self.phase[self.phase >= 0].min(initial=0)  # plans no phase will need again
@@ -137,8 +145,12 @@ class Phases:
         return self._plans[k]
 
     def offsets(self, nodes: np.ndarray) -> Params:
-        """The offsets y^K - x_read of the latest phases of `nodes`: name -> [m, *shape]."""
+        """The offsets y^K - x_read of the latest phases of `nodes`: name -> [m, *shape] (a view
+        for one node, valid until it begins again)."""
         self.compute(nodes)
+        if len(nodes) == 1:
+            i = int(nodes[0])
+            return {name: b[i:i + 1] for name, b in self.buffer.items()}
         index = torch.as_tensor(nodes, device=self.ctx.device)
         return {name: b[index] for name, b in self.buffer.items()}
 

@@ -44,13 +44,15 @@ class Mailbox:
 
     Parameters
     ----------
-    like : name -> [rows, *shape]; the payloads' shapes, dtype and device.
+    like : name -> [rows, *shape]; the payloads' shapes, dtype and device (the pool starts with
+        as many slots as rows, allocated when the first payload is stored, and doubles).
     """
 
     def __init__(self, like: Params) -> None:
         self.pool: Params = {k: v.new_empty((0, *v.shape[1:])) for k, v in like.items()}
         for name, kind in {**_FIELDS, **_SLOT_FIELDS}.items():
             setattr(self, name, np.zeros(0, dtype=kind))
+        self.first_capacity = len(next(iter(like.values())))  # as many slots as rows at first
 
     def __len__(self) -> int:
         return len(self.due)
@@ -84,7 +86,7 @@ class Mailbox:
         return slots
 
     def _grow(self, capacity: int) -> None:
-        capacity = max(capacity, 2 * len(self.refs))
+        capacity = max(capacity, 2 * len(self.refs), self.first_capacity)
         extra = capacity - len(self.refs)
         for k, v in self.pool.items():
             self.pool[k] = torch.cat([v, v.new_empty((extra, *v.shape[1:]))])
@@ -146,7 +148,11 @@ class Mailbox:
         np.subtract.at(self.refs, slots, 1)
 
     def payload(self, slots: np.ndarray) -> Params:
-        """The payload rows of `slots`: name -> [m, *shape] (copies)."""
+        """The payload rows of `slots`: name -> [m, *shape] (copies; a view for one slot, valid
+        until it is released)."""
+        if len(slots) == 1:
+            s = int(slots[0])
+            return {k: v[s:s + 1] for k, v in self.pool.items()}
         index = torch.as_tensor(slots, device=next(iter(self.pool.values())).device)
         return {k: v.index_select(0, index) for k, v in self.pool.items()}
 
