@@ -17,11 +17,11 @@ w_j <- w_j + P_ji w_i, then z_j = x_j / w_j) whatever the receiver is doing: a n
 Additions commute, so the receiver adds what has arrived when it next reads its model (its phase
 end, its next phase, a record), all at once: the models read are those of adding each message
 the instant it arrives (in another order of float additions), for one update per read instead
-of one per message.
-The mass is conserved exactly: sum_i w_i plus the weights sent and not yet added stays N (each sender keeps w_i
-minus what it sends). With equal speeds, no jitter and zero latency every node pushes at the same
-instants and receives before its next phase, which is synchronous SGP. The staleness the run
-records is the age of each message added: its arrival minus its send time.
+of one per message. The mass is conserved exactly: sum_i w_i plus the weights sent and not yet
+added stays N (each sender keeps w_i minus what it sends). With equal speeds, no jitter and zero
+latency every node pushes at the same instants and receives before its next phase, which is
+synchronous SGP. The staleness the run records is the age of each message added: its arrival
+minus its send time.
 """
 
 from __future__ import annotations

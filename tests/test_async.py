@@ -200,3 +200,22 @@ def test_asynchronous_settings_are_checked(tmp_path):
         run(small_config(algorithm__name="adpsgd", network__enabled=True,
                          algorithm__local_steps=1, engine__on_divergence="skip_node"),
             tmp_path / "c")
+
+
+def test_table_and_plot_compare_sync_and_async_runs_on_simulated_seconds(tmp_path, capsys):
+    from p2pfl.cli import main
+
+    common = {"network__enabled": True, "network__stragglers": 0.3, "algorithm__local_steps": 1,
+              "rounds": 3}
+    run(small_config(algorithm__name="dpsgd", **common), tmp_path / "dpsgd", figures=False)
+    run(small_config(algorithm__name="adpsgd", **common), tmp_path / "adpsgd", figures=False)
+    assert main(["table", str(tmp_path / "dpsgd"), str(tmp_path / "adpsgd"),
+                 "--target", "0.01"]) == 0
+    rows = {line.split("|")[1].strip(): line for line in capsys.readouterr().out.splitlines()
+            if line.startswith("| ")}
+    for name in ("dpsgd", "adpsgd"):
+        first = read_metrics(tmp_path / name / METRICS)[0]["sim_time_s"]
+        assert f"| {first:.3g} |" in rows[name]
+    assert main(["plot", str(tmp_path / "dpsgd"), str(tmp_path / "adpsgd"), "--x", "time",
+                 "--out", str(tmp_path / "curves")]) == 0
+    assert (tmp_path / "curves.png").stat().st_size > 0
