@@ -1,6 +1,7 @@
 """Asynchronous algorithms on the event engine: the synchronous limits (equal speeds, no jitter,
 zero latency), Push-Sum mass at every event, FedBuff's staleness weighting by hand, each node on
-its own clock, exact resume, and the settings refused."""
+its own clock, the settings refused, and sync against async on simulated seconds. (Exact resume
+with messages in flight: tests/test_reliability.py, every algorithm.)"""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from p2pfl.engine import run
 from p2pfl.engine.builder import build
 from p2pfl.engine.events import Simulation
 from p2pfl.report.results import METRICS, read_metrics
-from tests.conftest import play, small_config, strip_times
+from tests.conftest import play, small_config
 
 # Phases of 1 s, no transfer time (1e290 Gbit/s: ~1e-290 s, lost in any later time), no jitter.
 INSTANT = {"network__enabled": True, "network__step_s": 1.0, "network__latency_s": 0.0,
@@ -149,27 +150,6 @@ def test_each_node_runs_on_its_own_clock():
     slow = ctx.clock.step_s > cfg.network.step_s
     assert ctx.clock.nominal_s() == 1.0 and slow.any() and not slow.all()
     assert sim.phases.steps.tolist() == np.where(slow, 2, 20).tolist()
-
-
-def test_an_async_run_resumes_exactly_with_messages_in_flight(tmp_path):
-    cfg = small_config(algorithm__name="async_sgp", topology__name="exponential",
-                       topology__directed=True, algorithm__local_steps=1, network__enabled=True,
-                       network__jitter=0.3, network__stragglers=0.3, rounds=4,
-                       engine__checkpoint_every=1)
-    whole = run(cfg, tmp_path / "whole", figures=False)
-    run(small_config(**{**cfg_overrides(cfg), "rounds": 2}), tmp_path / "part", figures=False)
-    resumed = run(cfg, tmp_path / "part", resume=True, figures=False)
-    assert strip_times(resumed) == strip_times(whole)
-    assert strip_times(read_metrics(tmp_path / "part" / METRICS)) == strip_times(whole)
-    assert whole[1]["ps_weight_in_flight"] > 0 and whole[1]["staleness_s_max"] > 0
-
-
-def cfg_overrides(cfg) -> dict:
-    """The keyword overrides of small_config that give `cfg` (for a shorter copy)."""
-    return {"algorithm__name": cfg.algorithm.name, "topology__name": cfg.topology.name,
-            "topology__directed": True, "algorithm__local_steps": 1, "network__enabled": True,
-            "network__jitter": cfg.network.jitter, "network__stragglers": cfg.network.stragglers,
-            "engine__checkpoint_every": 1}
 
 
 def test_pairs_split_into_successive_matchings_and_neighbours_are_uniform():
