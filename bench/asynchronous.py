@@ -9,9 +9,10 @@ Pairs timed on the same machine in one process:
 - `sgp` (synchronous SGP) against `async_sgp`, on the directed exponential graph.
 
 For each run: the wall seconds of its rows (the evaluation, done once at the end, not counted),
-the local steps done, the wall time per local step, and for the event runs the simulated
-instants and instants per wall second. The first row is a warm-up and is not counted. Run on an
-otherwise idle machine: `python -m bench.asynchronous [--nodes 100,1000] [--rounds 4]`.
+the local steps done, the wall time per local step, and for the event runs the events (phase
+ends and message arrivals), the instants they fell in and events per wall second. The first row
+is a warm-up and is not counted. Run on an otherwise idle machine:
+`python -m bench.asynchronous [--nodes 100,1000] [--rounds 4]`.
 """
 
 from __future__ import annotations
@@ -66,7 +67,7 @@ def timed(algorithm: str, topology: dict[str, Any], nodes: int, rounds: int, jit
 
     Returns
     -------
-    dict: algorithm, nodes, rows, steps, wall_s, ms_per_step, events, events_per_s.
+    dict: algorithm, nodes, rows, steps, wall_s, ms_per_step, events, instants, events_per_s.
     """
     cfg = async_config(algorithm, topology, nodes, rounds, jitter, device)
     with tempfile.TemporaryDirectory() as out:
@@ -78,9 +79,10 @@ def timed(algorithm: str, topology: dict[str, Any], nodes: int, rounds: int, jit
     else:
         steps = nodes * len(rows)
     events = sum(r.get("events", 0) for r in rows)
+    instants = sum(r.get("instants", 0) for r in rows)
     return {"algorithm": algorithm, "nodes": nodes, "rows": len(rows), "steps": steps,
             "wall_s": wall, "ms_per_step": 1e3 * wall / steps, "events": events,
-            "events_per_s": events / wall if events else None}
+            "instants": instants, "events_per_s": events / wall if events else None}
 
 
 def table(results: list[dict[str, Any]]) -> str:
@@ -95,14 +97,14 @@ def table(results: list[dict[str, Any]]) -> str:
     str.
     """
     lines = ["| algorithm | N | rows | local steps | wall s | ms / local step | x sync | "
-             "instants | instants / s |", "|---|---|---|---|---|---|---|---|---|"]
+             "events | instants | events / s |", "|---|---|---|---|---|---|---|---|---|---|"]
     sync = None
     for r in results:
         if r["events_per_s"] is None:
             sync, ratio = r, "1"
         else:
             ratio = f"{r['ms_per_step'] / sync['ms_per_step']:.2f}" if sync else ""
-        events = f"{r['events']}" if r["events"] else ""
+        events = f"{r['events']} | {r['instants']}" if r["events"] else " | "
         rate = f"{r['events_per_s']:.0f}" if r["events_per_s"] else ""
         lines.append(f"| {r['algorithm']} | {r['nodes']} | {r['rows']} | {r['steps']:.0f} | "
                      f"{r['wall_s']:.2f} | {r['ms_per_step']:.3f} | {ratio} | {events} | {rate} |")

@@ -61,7 +61,7 @@ class Simulation:
         algorithm.bind(self)
 
     def _reset_interval(self) -> None:
-        self.instants, self.copies, self.scalars = 0, 0, 0
+        self.instants, self.events, self.copies, self.scalars = 0, 0, 0, 0
         self.trained: list[float] = []  # [node, loss, node, loss, ...] of the ended phases
         self.ages: list[float] = []
 
@@ -156,11 +156,13 @@ class Simulation:
             self.now = self.next_time()
             ended = np.flatnonzero(self.phases.due == self.now)
             if len(ended):
+                self.events += len(ended)
                 self.phases.end(ended)
                 self.trained += np.stack([ended, self.phases.loss[ended]], 1).ravel().tolist()
                 self.algorithm.phase_end(self.ctx, self, ended)
         while self.mailbox.next_due() == self.now:
             messages: Delivery = self.mailbox.take(self.now)
+            self.events += len(messages)
             self.algorithm.arrive(self.ctx, self, messages)
             self.mailbox.release(messages)
         begins, self._begins = self._begins, []
@@ -181,8 +183,9 @@ class Simulation:
         Returns
         -------
         dict: steps per node so far (min, mean, max), the staleness (s) of what was mixed in
-        the interval (mean, max; 0 when nothing was), the instants simulated, and for the
-        runner: the ended phases' nodes and losses, the copies and scalars sent.
+        the interval (mean, max; 0 when nothing was), the events (phase ends and message
+        arrivals) and the instants simulated, and for the runner: the ended phases' nodes and
+        losses, the copies and scalars sent.
         """
         steps, ages = self.phases.steps, self.ages
         trained = np.asarray(self.trained).reshape(-1, 2)
@@ -190,14 +193,16 @@ class Simulation:
                "steps_max": int(steps.max()),
                "staleness_s_mean": float(np.mean(ages)) if ages else 0.0,
                "staleness_s_max": float(np.max(ages)) if ages else 0.0,
-               "events": self.instants, "_nodes": trained[:, 0].astype(np.int64),
-               "_losses": trained[:, 1], "_copies": self.copies, "_scalars": self.scalars}
+               "events": self.events, "instants": self.instants,
+               "_nodes": trained[:, 0].astype(np.int64), "_losses": trained[:, 1],
+               "_copies": self.copies, "_scalars": self.scalars}
         self._reset_interval()
         return out
 
     def state_dict(self) -> dict[str, Any]:
         return {"now": self.now, "started": self.started, "phases": self.phases.state_dict(),
                 "mailbox": self.mailbox.state_dict(), "instants": self.instants,
+                "events": self.events,
                 "copies": self.copies, "scalars": self.scalars, "trained": list(self.trained),
                 "ages": list(self.ages)}
 
@@ -206,6 +211,7 @@ class Simulation:
         self.phases.load_state_dict(state["phases"])
         self.mailbox.load_state_dict(state["mailbox"])
         self.instants, self.copies = int(state["instants"]), int(state["copies"])
+        self.events = int(state["events"])
         self.scalars, self.trained = int(state["scalars"]), list(state["trained"])
         self.ages = list(state["ages"])
 
