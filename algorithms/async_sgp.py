@@ -35,7 +35,6 @@ import torch
 import topologies as T
 from algorithms.asynchronous import Asynchronous, Instant
 from p2pfl.context import RunContext
-from p2pfl.core.population import row_scale
 from p2pfl.errors import ConfigError
 from p2pfl.options import AlgorithmOptions
 
@@ -96,12 +95,10 @@ class AsyncSGP(Asynchronous):
         self.settle(ctx, ev, nodes)
         index = torch.as_tensor(nodes, device=ctx.device)
         scale = (self.read_weights[index] / self.weights[index]).to(ctx.dtype)
-        offsets = ev.offsets(nodes)
-        for name, v in ctx.population.params.items():  # x_i <- x_i + w_read (y - z_read)
-            if len(nodes) == 1:  # in place (the usual instant with jitter)
-                v[int(nodes[0])].add_(offsets[name][0], alpha=scale[0].item())
-            else:
-                v[index] += row_scale(scale, offsets[name]) * offsets[name]
+        for e in range(len(nodes)):  # x_i <- x_i + w_read (y - z_read), row by row in place
+            offsets = ev.offsets(nodes[e:e + 1])
+            for name, v in ctx.population.params.items():
+                v[int(nodes[e])].add_(offsets[name][0] * scale[e])
         self.push(ctx, ev, nodes)
         ev.begin(nodes)
 
@@ -137,11 +134,9 @@ class AsyncSGP(Asynchronous):
             return
         owner = np.searchsorted(nodes, src_a)
         phase = ev.phase(src_a)
-        rows = {name: v[index] if len(nodes) > 1 else v[int(nodes[0])].unsqueeze(0)
-                for name, v in ctx.population.params.items()}
-        ev.send(src_a, dst_a, ev.transfer_s(phase, src_a, dst_a), share=share_a, payload=rows,
-                owner=owner, scalar=w_send, read=np.full(len(nodes), ev.now), copies=1,
-                scalars=1)
+        ev.send(src_a, dst_a, ev.transfer_s(phase, src_a, dst_a), share=share_a,
+                snapshot=nodes, owner=owner, scalar=w_send, read=np.full(len(nodes), ev.now),
+                copies=1, scalars=1)
 
     def columns(self, ev: Instant, k: int) -> sp.csc_array:
         """The column-stochastic P of round k's graph, by columns (kept while a node may still
@@ -209,7 +204,8 @@ class AsyncSGP(Asynchronous):
             for name, v in ctx.population.params.items():
                 added = (mix @ rows[name].reshape(len(slots), -1)).view(len(receivers),
                                                                         *v.shape[1:])
-                v[index] = row_scale(keep, added) * v[index] + added
+                for r, i in enumerate(receivers.tolist()):  # z <- keep z + added, in place
+                    v[i].mul_(keep[r]).add_(added[r])
         self.weights[index] = new
         ev.drop(slot)
 

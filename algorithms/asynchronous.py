@@ -63,12 +63,13 @@ class Instant(Protocol):
              share: np.ndarray | None = None, payload: Params | None = None,
              owner: np.ndarray | None = None, scalar: np.ndarray | None = None,
              tag: np.ndarray | None = None, read: np.ndarray | None = None,
-             copies: int = 1, scalars: int = 0) -> None:
+             copies: int = 1, scalars: int = 0, snapshot: np.ndarray | None = None) -> None:
         """Put messages src -> dst [M] in flight, due `delay_s` [M] from now.
 
-        `payload` [u, *shape] holds snapshots (copied now); message e carries row owner[e]
-        (default: row e) and share[e] of it; `scalar`, `tag` and `read` [u] go with each row.
-        Each message counts `copies` model copies and `scalars` float64 scalars sent.
+        `payload` [u, *shape] holds snapshots (copied now), or `snapshot` [u] names the
+        population rows to copy now; message e carries row owner[e] (default: row e) and
+        share[e] of it; `scalar`, `tag` and `read` [u] go with each row. Each message counts
+        `copies` model copies and `scalars` float64 scalars sent.
         """
 
     def payload(self, slots: np.ndarray) -> Params:

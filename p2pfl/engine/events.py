@@ -105,17 +105,18 @@ class Simulation:
              share: np.ndarray | None = None, payload: Params | None = None,
              owner: np.ndarray | None = None, scalar: np.ndarray | None = None,
              tag: np.ndarray | None = None, read: np.ndarray | None = None,
-             copies: int = 1, scalars: int = 0) -> None:
+             copies: int = 1, scalars: int = 0, snapshot: np.ndarray | None = None) -> None:
         m = len(src)
         slot = np.full(m, -1, dtype=np.int64)
-        if payload is not None:
-            u = len(next(iter(payload.values())))
+        if payload is not None or snapshot is not None:
+            u = len(snapshot) if snapshot is not None else len(next(iter(payload.values())))
             owner = np.arange(m) if owner is None else owner
             slots = self.mailbox.store(
-                payload, np.zeros(u) if scalar is None else scalar,
+                payload if snapshot is None else self.ctx.population.params,
+                np.zeros(u) if scalar is None else scalar,
                 np.full(u, self.now) if read is None else read,
                 np.zeros(u, dtype=np.int64) if tag is None else tag,
-                np.bincount(owner, minlength=u))
+                np.bincount(owner, minlength=u), rows=snapshot)
             slot = slots[owner]
         self.mailbox.post(self.now + delay_s, src, dst, np.ones(m) if share is None else share,
                           self.now, slot)

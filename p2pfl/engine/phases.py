@@ -96,8 +96,10 @@ class Phases:
         self.phase[nodes] += 1
         k = self.phase[nodes]
         self.lr[nodes] = self.algorithm.phase_lr(ctx, nodes, k).double().cpu().numpy()
-        for name, v in ctx.population.params.items():
-            self.buffer[name].index_copy_(0, index, v[index])
+        for name, v in ctx.population.params.items():  # the snapshots, row by row
+            b = self.buffer[name]
+            for i in nodes.tolist():
+                b[i].copy_(v[i])
         self.read[nodes] = now
         self.due[nodes] = now + ctx.clock.phase_s(k, nodes + self.offset)
         self.computed[nodes] = False

@@ -57,16 +57,18 @@ class Mailbox:
     def __len__(self) -> int:
         return len(self.due)
 
-    def store(self, rows: Params, scalar: np.ndarray, read: np.ndarray, tag: np.ndarray,
-              refs: np.ndarray) -> np.ndarray:
+    def store(self, source: Params, scalar: np.ndarray, read: np.ndarray, tag: np.ndarray,
+              refs: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
         """Copy payload rows into free slots.
 
         Parameters
         ----------
-        rows : name -> [m, *shape], the snapshots.
+        source : name -> [m, *shape], the snapshots; or, with `rows`, the stacked models whose
+            rows `rows` are copied (row by row, no gathered copy).
         scalar, read : float64 [m], each payload's scalar and the time its parameters were read.
         tag : int64 [m], each payload's tag.
         refs : int64 [m], the messages that will carry each payload.
+        rows : int64 [m] rows of `source`, or None.
 
         Returns
         -------
@@ -78,9 +80,14 @@ class Mailbox:
             self._grow(len(self.refs) + m - len(free))
             free = np.flatnonzero(self.refs == 0)
         slots = free[:m]
-        index = torch.as_tensor(slots, device=next(iter(self.pool.values())).device)
-        for k, v in self.pool.items():
-            v.index_copy_(0, index, rows[k].to(v.dtype))
+        if rows is not None:
+            for k, v in self.pool.items():
+                for slot, row in zip(slots.tolist(), rows.tolist(), strict=True):
+                    v[slot].copy_(source[k][row])
+        else:
+            index = torch.as_tensor(slots, device=next(iter(self.pool.values())).device)
+            for k, v in self.pool.items():
+                v.index_copy_(0, index, source[k].to(v.dtype))
         self.scalar[slots], self.read[slots], self.tag[slots] = scalar, read, tag
         self.refs[slots] = refs
         return slots
