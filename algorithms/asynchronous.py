@@ -29,6 +29,10 @@ if TYPE_CHECKING:
     from p2pfl.scale.mailbox import Delivery
 
 
+NEEDS_CLOCK = ("{name} is asynchronous and runs on the simulated clock: set network.enabled = "
+               "true (docs/async.md)")
+
+
 class Instant(Protocol):
     """The event simulation at one simulated instant, as an asynchronous algorithm drives it.
 
@@ -113,8 +117,7 @@ class Asynchronous(Algorithm):
 
     def setup(self, ctx: RunContext) -> None:
         if ctx.clock is None:
-            raise ConfigError("network.enabled", f"{self.name} is asynchronous and runs on the "
-                              "simulated clock: set network.enabled = true")
+            raise ConfigError("network.enabled", NEEDS_CLOCK.format(name=self.name))
         if ctx.link_drop or ctx.node_drop:
             key = "link_drop" if ctx.link_drop else "node_drop"
             raise ConfigError(f"topology.{key}", f"{self.name} runs event by event, without the "

@@ -14,7 +14,7 @@ import torch
 from algorithms.adpsgd import random_neighbours, successive_matchings
 from p2pfl.config import ConfigError
 from p2pfl.engine import run
-from p2pfl.engine.builder import build
+from p2pfl.engine.builder import build, check_variants
 from p2pfl.engine.events import Simulation
 from p2pfl.report.results import METRICS, read_metrics
 from tests.conftest import play, small_config
@@ -165,6 +165,10 @@ def test_pairs_split_into_successive_matchings_and_neighbours_are_uniform():
 def test_asynchronous_settings_are_checked(tmp_path):
     with pytest.raises(ConfigError, match="^network.enabled: adpsgd is asynchronous"):
         build(small_config(algorithm__name="adpsgd", algorithm__local_steps=1))
+    with pytest.raises(ConfigError, match=r"^compare\[1\] \(b\) network.enabled: adpsgd is"):
+        check_variants([("compare[0] (a)", small_config()),
+                        ("compare[1] (b)", small_config(algorithm__name="adpsgd",
+                                                        algorithm__local_steps=1))])
     with pytest.raises(ConfigError, match="^algorithm.local_steps: adpsgd applies one"):
         small_config(algorithm__name="adpsgd", network__enabled=True)
     with pytest.raises(ConfigError, match="^network.overlap: async_sgp does not mix"):
