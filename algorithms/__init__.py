@@ -7,6 +7,9 @@ An algorithm of one's own is a subclass of a round kind (`Gossip`, `PushSum`, `S
 import dataclasses
 import inspect
 
+from algorithms.adpsgd import ADPSGD
+from algorithms.async_sgp import AsyncSGP
+from algorithms.asynchronous import Asynchronous
 from algorithms.base import Algorithm, RoundReport
 from algorithms.choco import Choco
 from algorithms.decentralized import Gossip, PushSum
@@ -19,6 +22,7 @@ from algorithms.dfedsgpsm_s import DFedSGPSMS
 from algorithms.dpsgd import DPSGD
 from algorithms.dsgt import DSGT
 from algorithms.fedavg import FedAdam, FedAvg, FedProx, FedSAM
+from algorithms.fedbuff import FedBuff
 from algorithms.fedcm import FedCM, MoFedSAM
 from algorithms.feddyn import FedDyn, FedSMOO, FedSpeed
 from algorithms.fedfsa import FedFSA
@@ -40,7 +44,9 @@ CENTRALIZED: tuple[type[Server], ...] = (
     FedAvg, FedProx, FedAdam, FedCM, Scaffold, FedDyn, FedSAM, MoFedSAM, FedGamma, FedSMOO,
     FedSpeed, FedLESAM, FedLESAMS, FedLESAMD, FedGMT, FedGloSS, NaiveFedGloSS, FedFSA,
 )
-ALGORITHMS: dict[str, type[Algorithm]] = {cls.name: cls for cls in DECENTRALIZED + CENTRALIZED}
+ASYNCHRONOUS: tuple[type[Asynchronous], ...] = (ADPSGD, AsyncSGP, FedBuff)  # event by event
+ALGORITHMS: dict[str, type[Algorithm]] = {cls.name: cls for cls in
+                                          DECENTRALIZED + CENTRALIZED + ASYNCHRONOUS}
 MIXINGS = ("doubly_stochastic", "column_stochastic", "push_pull", "server")
 
 
@@ -100,5 +106,5 @@ def register(cls: type[Algorithm]) -> type[Algorithm]:
     return cls
 
 
-__all__ = ["ALGORITHMS", "CENTRALIZED", "DECENTRALIZED", "Algorithm", "Gossip", "PushSum",
-           "RoundReport", "Server", "register"]
+__all__ = ["ALGORITHMS", "ASYNCHRONOUS", "CENTRALIZED", "DECENTRALIZED", "Algorithm",
+           "Asynchronous", "Gossip", "PushSum", "RoundReport", "Server", "register"]

@@ -22,6 +22,9 @@ _HOMES = {
         "pushsum_consensus", "rounds_to_consensus"),
     "analysis.matrices": ("sparse_mixing",),
     "analysis.neighbors": ("effective_neighbors", "neighborhood_heterogeneity"),
+    "analysis.pairwise": (
+        "averaging_time_bounds", "expected_gossip_matrix", "neighbour_probabilities",
+        "pairwise_gossip"),
     "analysis.runs": ("load_runs", "run_records"),
     "analysis.spectral": (
         "algebraic_connectivity", "eigenvalues", "ergodicity_coefficient", "mixing_time",

@@ -162,3 +162,35 @@ def test_rounds_to_consensus_from_one_source_golden(topology, src: int, expected
         else T.column_stochastic(topology))
     errors = A.consensus_error(A.pushsum_consensus(natural, x0, expected + 1))
     assert A.rounds_to_consensus(errors, 1e-3) == expected
+
+
+def test_pairwise_gossip_expected_tick_by_hand() -> None:
+    """Path 0 - 1 - 2: the pairs (0, 1) and (1, 2) each come with probability 1/2, so W_bar is
+    their mean; from x0 = [0, 0, 3] one tick leaves a squared error of 6 or 1.5 (mean 3.75 =
+    y^T W_bar y); the simulator's ticks average to it."""
+    G = nx.path_graph(3)
+    W = A.expected_gossip_matrix(G)
+    np.testing.assert_allclose(W, [[0.75, 0.25, 0], [0.25, 0.5, 0.25], [0, 0.25, 0.75]],
+                               atol=1e-15)
+    x0 = np.array([0.0, 0.0, 3.0])
+    y = x0 - 1.0
+    assert y @ W @ y == pytest.approx(3.75, abs=1e-12)
+    rng = np.random.default_rng(0)
+    errors = [np.square(A.pairwise_gossip(G, x0, 1, seed=rng)[-1] - 1.0).sum()
+              for _ in range(2000)]
+    assert set(np.round(errors, 12)) == {6.0, 1.5}
+    assert np.mean(errors) == pytest.approx(3.75, abs=0.15)
+
+
+def test_pairwise_gossip_keeps_the_sum_and_averages_within_boyds_time() -> None:
+    G = T.ring(8)
+    x0 = np.random.default_rng(1).normal(size=(8, 2))
+    low, high = A.averaging_time_bounds(G, 1e-3)
+    assert 0 < low < high
+    traj = A.pairwise_gossip(G, x0, int(high), every=10, seed=2)
+    np.testing.assert_allclose(traj.sum(axis=1), np.broadcast_to(x0.sum(0), (len(traj), 2)),
+                               atol=1e-12)
+    y0 = x0 - x0.mean(0)
+    assert np.linalg.norm(traj[-1] - x0.mean(0)) < 1e-3 * np.linalg.norm(y0)
+    with pytest.raises(ValueError, match="not an edge"):
+        A.expected_gossip_matrix(nx.path_graph(3), np.full((3, 3), 1 / 3))

@@ -20,7 +20,7 @@ import torch
 import p2pfl.engine as engine
 import p2pfl.engine.loop as loop
 import topologies as T
-from algorithms import ALGORITHMS
+from algorithms import ALGORITHMS, Asynchronous
 from p2pfl.cli import main
 from p2pfl.config import ConfigError, with_overrides
 from p2pfl.core.guard import finite_rows
@@ -89,8 +89,13 @@ def test_every_algorithm_resumes_exactly(tmp_path, name):
     mixing = ALGORITHMS[name].mixing
     extra = {"algorithm__participation": 0.5} if mixing == "server" else {}  # sampling matters
     extra["topology__name"] = TOPOLOGY_FOR[mixing]
-    if name == "sgp":  # SGP proper: one local step a round
+    if name in ("sgp", "adpsgd", "async_sgp"):  # one local step a round (a phase)
         extra["algorithm__local_steps"] = 1
+    if issubclass(ALGORITHMS[name], Asynchronous):  # on the clock, with messages in flight
+        extra.update(network__enabled=True, network__jitter=0.3, network__stragglers=0.3)
+        extra.pop("algorithm__participation", None)
+    if name == "fedbuff":  # 3 of the 4 clients training, a server step after every 2 updates
+        extra.update(algorithm__concurrency=3, algorithm__buffer_size=2)
     if name == "dfedsgpsm_s":  # its neighbours depend on the losses kept in its state
         extra.update(topology__name="random_out", topology__k=2,
                      topology__selection="loss_based")

@@ -12,7 +12,8 @@ import torch.distributed as dist
 from torch import nn
 
 import topologies as T
-from algorithms import ALGORITHMS, Algorithm
+from algorithms import ALGORITHMS, Algorithm, Asynchronous
+from algorithms.asynchronous import NEEDS_CLOCK
 from p2pfl.config import Config, ConfigError, DataConfig
 from p2pfl.context import RunContext
 from p2pfl.core.federated import FederatedData, check_steps, steps_per_node
@@ -177,6 +178,8 @@ def check_variants(cfgs: Sequence[tuple[str, Config]], named_topology: bool = Tr
     for name, cfg in cfgs:
         try:
             algorithm = ALGORITHMS[cfg.algorithm.name](cfg.algorithm)
+            if isinstance(algorithm, Asynchronous) and not cfg.network.enabled:
+                raise ConfigError("network.enabled", NEEDS_CLOCK.format(name=algorithm.name))
             counts = None
             if named_data:
                 d = cfg.data

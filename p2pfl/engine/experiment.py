@@ -15,6 +15,7 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
+from algorithms.asynchronous import Asynchronous
 from p2pfl.callbacks import Callback
 from p2pfl.config import (
     Config,
@@ -27,6 +28,7 @@ from p2pfl.config import (
 from p2pfl.data import PARTITIONS
 from p2pfl.engine.builder import build, check_variants, resolve_device
 from p2pfl.engine.checkpoint import check_resumable, read_run_config, restore
+from p2pfl.engine.event_loop import EventRunner
 from p2pfl.engine.loop import Observer, Runner
 from p2pfl.engine.rundir import (
     History,
@@ -117,9 +119,12 @@ def run(cfg: Config, out_dir: str | Path | None = None, progress: bool | Observe
             check_partition_record(out, resume, data_record)
             records = parts.records | {DATA_RECORD: data_record} | (
                 {INPUTS_RECORD: inputs} if inputs else {})
-            runner = Runner(cfg, out, ctx, algo, checkpoint["metrics"] if checkpoint else [],
-                            progress if ctx.comm.rank == 0 else False, label,
-                            list(parts.callbacks), figures)
+            asynchronous = isinstance(algo, Asynchronous)  # event by event (docs/async.md)
+            if asynchronous and stack is not None:
+                raise ConfigError("stack", f"{algo.name} runs event by event, not stacked")
+            runner = (EventRunner if asynchronous else Runner)(
+                cfg, out, ctx, algo, checkpoint["metrics"] if checkpoint else [],
+                progress if ctx.comm.rank == 0 else False, label, list(parts.callbacks), figures)
             if checkpoint is not None:  # before the directory is touched: a state that does
                 restore(checkpoint, ctx.population, algo, runner.callbacks, out)  # not fit
         with agreed():  # then rank 0 alone writes

@@ -107,10 +107,10 @@ class Clock:
         self.slot_s = float(np.mean(steps)) * net.step_s
         self.ready = self.compute(0, np.ones(n, dtype=bool)) if net.overlap else self.start
 
-    def _jitter(self, t: int, *keys: np.ndarray) -> np.ndarray:
+    def _jitter(self, t: int | np.ndarray, *keys: np.ndarray) -> np.ndarray:
         if self.net.jitter == 0:
-            return np.ones(np.broadcast(*keys).shape)
-        u = hash_uniform(self._key, np.int64(t) + 1, *keys).clip(1e-12, 1 - 1e-12)
+            return np.ones(np.broadcast(np.asarray(t), *keys).shape)
+        u = hash_uniform(self._key, np.asarray(t, dtype=np.int64) + 1, *keys).clip(1e-12, 1 - 1e-12)
         return np.exp(self.net.jitter * ndtri(u))  # ndtri: the normal quantile
 
     def compute(self, t: int, active: np.ndarray) -> np.ndarray:
@@ -118,13 +118,50 @@ class Clock:
         seconds = self.steps * self.step_s * self._jitter(t, np.arange(self.n), 1)
         return np.where(active, seconds, 0.0)
 
-    def transfer(self, t: int, src: np.ndarray, dst: np.ndarray,
+    def phase_s(self, k: np.ndarray, nodes: np.ndarray) -> np.ndarray:
+        """Seconds of local phase k[e] of node nodes[e] (its phase k is its round k's).
+
+        An event-driven run has each node at its own phase; the draw is `compute`'s for that
+        node and round, so equal phases take equal times in either run.
+
+        Parameters
+        ----------
+        k : int array [m], each node's phase index, from 0.
+        nodes : int array [m], graph node ids.
+
+        Returns
+        -------
+        float64 array [m].
+        """
+        steps = np.broadcast_to(np.asarray(self.steps), (self.n,))[nodes]
+        return steps * self.step_s[nodes] * self._jitter(np.asarray(k), nodes, 1)
+
+    def nominal_s(self, transfers: int = 1) -> float:
+        """A nominal round: a node at nominal speed does its mean local steps and its messages
+        take `transfers` plain transfers (latency plus size over bandwidth, no jitter).
+
+        Parameters
+        ----------
+        transfers : messages one after the other (the star: down, then up).
+
+        Returns
+        -------
+        float, seconds.
+        """
+        steps = np.broadcast_to(np.asarray(self.steps), (self.n,))
+        training = steps[steps > 0] if (steps > 0).any() else steps  # the star's server: none
+        net = self.net
+        one = (net.latency_s + self.message_bytes * 8 / (net.bandwidth_gbps * 1e9)) * self.exchanges
+        return float(np.mean(training)) * net.step_s + transfers * one
+
+    def transfer(self, t: int | np.ndarray, src: np.ndarray, dst: np.ndarray,
                  graph: nx.Graph | None = None) -> np.ndarray:
         """Seconds from send to arrival of each message src[e] -> dst[e] of round t.
 
         Parameters
         ----------
-        t : round, from 0.
+        t : round, from 0 (or an int array [E]: each message's round, an event-driven run's
+            sender phase).
         src, dst : int arrays [E], the messages' senders and receivers.
         graph : the round's graph, whose edges may carry latency_s and bandwidth_gbps; None: the
             [network] values.

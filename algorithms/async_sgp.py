@@ -1,0 +1,235 @@
+"""Asynchronous Push-Sum / SGP (Assran and Rabbat, asynchronous subgradient-push; Assran et al.
+2019, SGP): no barrier, and mass conserved in flight.
+
+Node i holds a numerator x_i and a Push-Sum weight w_i; its de-biased model is z_i = x_i / w_i
+(the population stores z, as the synchronous `PushSum` does). It repeats, on its own clock:
+
+1. read z_i and w_i, and take its local step at z_i (`local_steps = 1`, SGP's); the step on the
+   numerator is x_i <- x_i - lr m(z_i), i.e. the offset of the phase (taken with lr / w_i) times
+   the weight it was read with;
+2. push: keep P_ii of (x_i, w_i) and send P_ji x_i, P_ji w_i to each out-neighbour j, where P is
+   the column-stochastic matrix of the graph of its phase index k (its k-th push uses round k's
+   graph); the message is a snapshot of z_i with w_i, taken when it is sent;
+3. begin the next phase at once.
+
+A message that has arrived is added to its receiver's numerator and weight (x_j <- x_j + P_ji x_i,
+w_j <- w_j + P_ji w_i, then z_j = x_j / w_j) whatever the receiver is doing: a node never waits.
+Additions commute, so the receiver adds what has arrived when it next reads its model (its phase
+end, its next phase, a record), all at once: the models read are those of adding each message
+the instant it arrives (in another order of float additions), for one update per read instead
+of one per message. The mass is conserved exactly: sum_i w_i plus the weights sent and not yet
+added stays N (each sender keeps w_i minus what it sends). With equal speeds, no jitter and zero
+latency every node pushes at the same instants and receives before its next phase, which is
+synchronous SGP. The staleness the run records is the age of each message added: its arrival
+minus its send time.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import scipy.sparse as sp
+import torch
+
+import topologies as T
+from algorithms.asynchronous import Asynchronous, Instant
+from p2pfl.context import RunContext
+from p2pfl.errors import ConfigError
+from p2pfl.options import AlgorithmOptions
+
+if TYPE_CHECKING:
+    from p2pfl.scale.mailbox import Delivery
+
+
+class AsyncSGP(Asynchronous):
+    """Push-Sum without a barrier (module docstring)."""
+
+    name = "async_sgp"
+    source = "asynchronous SGP: Assran and Rabbat 2020 (arXiv 1803.08950); Assran et al. 2019"
+    mixing = "column_stochastic"
+
+    def check_options(self, cfg: AlgorithmOptions) -> None:
+        """Also refuse more than one local step: SGP pushes after every step.
+
+        Parameters
+        ----------
+        cfg : the algorithm's options.
+
+        Raises
+        ------
+        ConfigError
+            naming algorithm.local_steps unless it is 1 (and as `Algorithm.check_options`).
+        """
+        super().check_options(cfg)
+        if cfg.local_steps != 1:
+            raise ConfigError("algorithm.local_steps", f"async_sgp pushes after every local "
+                              f"step (got local_steps = {cfg.local_steps}, local_epochs = "
+                              f"{cfg.local_epochs}): set local_steps = 1")
+
+    def message_bytes(self, num_params: int, dtype: torch.dtype) -> int:
+        """A model copy and the float64 weight."""
+        return super().message_bytes(num_params, dtype) + 8
+
+    def setup(self, ctx: RunContext) -> None:
+        super().setup(ctx)
+        self.weights = torch.ones(ctx.num_nodes, device=ctx.device, dtype=torch.float64)
+        self.read_weights = self.weights.clone()  # w when each node's phase read its model
+        self._columns: dict[int, sp.csc_array] = {}
+        # arrived, not yet added (the receiver adds them when it next reads its model)
+        self.inbox = {"dst": np.zeros(0, dtype=np.int64), "slot": np.zeros(0, dtype=np.int64),
+                      "mass": np.zeros(0)}
+
+    def start(self, ctx: RunContext, ev: Instant) -> None:
+        ev.begin(np.arange(ctx.num_nodes))
+
+    def phase_lr(self, ctx: RunContext, nodes: np.ndarray, k: np.ndarray) -> torch.Tensor:
+        """lr(k) / w_i: the numerator step expressed on the stored z (w as read now, after what
+        has arrived)."""
+        self.settle(ctx, self.events, nodes)
+        index = torch.as_tensor(nodes, device=ctx.device)
+        self.read_weights[index] = self.weights[index]
+        return (super().phase_lr(ctx, nodes, k).double() / self.weights[index]).to(ctx.dtype)
+
+    def phase_end(self, ctx: RunContext, ev: Instant, nodes: np.ndarray) -> None:
+        self.settle(ctx, ev, nodes)
+        index = torch.as_tensor(nodes, device=ctx.device)
+        scale = (self.read_weights[index] / self.weights[index]).to(ctx.dtype)
+        for e in range(len(nodes)):  # x_i <- x_i + w_read (y - z_read), row by row in place
+            offsets = ev.offsets(nodes[e:e + 1])
+            for name, v in ctx.population.params.items():
+                v[int(nodes[e])].add_(offsets[name][0] * scale[e])
+        self.push(ctx, ev, nodes)
+        ev.begin(nodes)
+
+    def push(self, ctx: RunContext, ev: Instant, nodes: np.ndarray) -> None:
+        """Keep P_ii of (x_i, w_i) and send P_ji of it to each out-neighbour j.
+
+        Parameters
+        ----------
+        ctx : the run.
+        ev : the instant.
+        nodes : int64 [m], the senders.
+        """
+        k = ev.phase(nodes)
+        src, dst, share = [], [], []
+        for kk in np.unique(k).tolist():
+            P = self.columns(ev, kk)
+            for i in nodes[k == kk].tolist():
+                col = slice(P.indptr[i], P.indptr[i + 1])
+                out = P.indices[col] != i
+                dst.append(P.indices[col][out])
+                share.append(P.data[col][out])
+                src.append(np.full(int(out.sum()), i))
+        src_a, dst_a, share_a = (np.concatenate(a) if a else np.zeros(0) for a in (src, dst,
+                                                                                  share))
+        src_a, dst_a = src_a.astype(np.int64), dst_a.astype(np.int64)
+        sent = self.weights.cpu().numpy()[src_a] * share_a  # float64 mass of each message
+        kept = np.zeros(ctx.num_nodes)
+        np.add.at(kept, src_a, sent)
+        index = torch.as_tensor(nodes, device=ctx.device)
+        w_send = self.weights[index].cpu().numpy()
+        self.weights -= torch.as_tensor(kept, device=ctx.device)
+        if not len(src_a):
+            return
+        owner = np.searchsorted(nodes, src_a)
+        phase = ev.phase(src_a)
+        ev.send(src_a, dst_a, ev.transfer_s(phase, src_a, dst_a), share=share_a,
+                snapshot=nodes, owner=owner, scalar=w_send, read=np.full(len(nodes), ev.now),
+                copies=1, scalars=1)
+
+    def columns(self, ev: Instant, k: int) -> sp.csc_array:
+        """The column-stochastic P of round k's graph, by columns (kept while a node may still
+        push with it).
+
+        Parameters
+        ----------
+        ev : the instant.
+        k : the round.
+
+        Returns
+        -------
+        scipy.sparse CSC [N, N].
+        """
+        if k not in self._columns:
+            self._columns[k] = sp.csc_array(T.column_stochastic(ev.graph(k), sparse=True))
+            alive = int(ev.phase(np.arange(len(self.weights))).min())
+            self._columns = {r: P for r, P in self._columns.items() if r >= alive or r == k}
+        return self._columns[k]
+
+    def arrive(self, ctx: RunContext, ev: Instant, messages: Delivery) -> None:
+        """Keep the arrived messages for their receivers (added when they next read)."""
+        scalar, _, _ = ev.slot_info(messages.slot)
+        ev.hold(messages.slot)
+        self.inbox = {"dst": np.concatenate([self.inbox["dst"], messages.dst]),
+                      "slot": np.concatenate([self.inbox["slot"], messages.slot]),
+                      "mass": np.concatenate([self.inbox["mass"], messages.share * scalar])}
+        ev.mixed(ev.now - messages.sent)
+
+    def settle(self, ctx: RunContext, ev: Instant, nodes: np.ndarray | None = None) -> None:
+        """Add the messages that have arrived at `nodes` (None: every node) to their numerators
+        and weights, all at once: x_j <- x_j + sum P_ji x_i, w_j <- w_j + sum P_ji w_i, then
+        z_j = x_j / w_j.
+
+        Parameters
+        ----------
+        ctx : the run.
+        ev : the simulation.
+        nodes : int64 [m], rows, or None.
+        """
+        box = self.inbox
+        now = np.ones(len(box["dst"]), dtype=bool) if nodes is None else np.isin(box["dst"],
+                                                                                 nodes)
+        if not now.any():
+            return
+        dst, slot, mass = box["dst"][now], box["slot"][now], box["mass"][now]
+        self.inbox = {k: v[~now] for k, v in box.items()}
+        slots, owner = np.unique(slot, return_inverse=True)
+        receivers, at = np.unique(dst, return_inverse=True)
+        A = np.zeros((len(receivers), len(slots)))  # A[r, s]: weight share of slot s for r
+        np.add.at(A, (at, owner), mass)
+        index = torch.as_tensor(receivers, device=ctx.device)
+        old = self.weights[index]
+        new = old + torch.as_tensor(A.sum(axis=1), device=ctx.device)
+        keep = (old / new).to(ctx.dtype)
+        mix = (torch.as_tensor(A, device=ctx.device) / new[:, None]).to(ctx.dtype)
+        if len(receivers) == 1:  # one row, in place, slot by slot (the usual case with jitter)
+            rows = [ev.payload(slots[s:s + 1]) for s in range(len(slots))]
+            for name, v in ctx.population.params.items():
+                row = v[int(receivers[0])].mul_(keep[0])
+                for s, payload in enumerate(rows):
+                    row.add_(payload[name][0], alpha=mix[0, s].item())
+        else:
+            rows = ev.payload(slots)
+            for name, v in ctx.population.params.items():
+                added = (mix @ rows[name].reshape(len(slots), -1)).view(len(receivers),
+                                                                        *v.shape[1:])
+                for r, i in enumerate(receivers.tolist()):  # z <- keep z + added, in place
+                    v[i].mul_(keep[r]).add_(added[r])
+        self.weights[index] = new
+        ev.drop(slot)
+
+    def mass_in_flight(self) -> float:
+        """The Push-Sum weight sent and not yet added to its receiver (in flight, or arrived and
+        kept until the receiver reads)."""
+        carried = self.events.carried() if self.events is not None else 0.0
+        return carried + float(self.inbox["mass"].sum())
+
+    def average_model(self, ctx: RunContext) -> Any:
+        """sum_i w_i z_i / sum_i w_i over the nodes (what is in flight aside)."""
+        return ctx.comm.node_sum(ctx.population.params, self.weights / self.weights.sum())
+
+    def metrics(self, ctx: RunContext) -> dict[str, float]:
+        in_flight = self.mass_in_flight()
+        return {"ps_weight_min": self.weights.min().item(),
+                "ps_weight_max": self.weights.max().item(),
+                "ps_weight_sum": self.weights.sum().item(), "ps_weight_in_flight": in_flight}
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"weights": self.weights.clone(), "read_weights": self.read_weights.clone(),
+                "inbox": {k: torch.from_numpy(v.copy()) for k, v in self.inbox.items()}}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.weights = state["weights"].clone()
+        self.read_weights = state["read_weights"].clone()
+        self.inbox = {k: v.cpu().numpy().copy() for k, v in state["inbox"].items()}

@@ -1,0 +1,203 @@
+"""Asynchronous algorithms: no round barrier, each node on its own clock.
+
+A node runs local phases one after another. A phase reads the node's model when it begins,
+takes the node's local steps from it (on the simulated clock: `[network]` compute time), and
+ends with its offset y^K - x_read; what happens then (averaging, pushing, sending to a server)
+is the algorithm's, and happens at the simulated instant the phase ends or a message arrives.
+The event engine (p2pfl/engine/events.py) drives an `Asynchronous` algorithm through an
+`Instant`: it calls `start` at time 0, `phase_end` with every node whose phase ends at an
+instant, `arrive` with every message due at it, and begins the phases asked for (`begin`) at the
+end of the instant. An algorithm sees the engine only through `Instant` and the `RunContext`.
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from typing import TYPE_CHECKING, ClassVar, Protocol
+
+import networkx as nx
+import numpy as np
+import torch
+
+import topologies as T
+from algorithms.base import Algorithm, RoundReport
+from p2pfl.context import RunContext
+from p2pfl.core.population import Params
+from p2pfl.errors import ConfigError
+
+if TYPE_CHECKING:
+    from p2pfl.scale.mailbox import Delivery
+
+
+NEEDS_CLOCK = ("{name} is asynchronous and runs on the simulated clock: set network.enabled = "
+               "true (docs/async.md)")
+
+
+class Instant(Protocol):
+    """The event simulation at one simulated instant, as an asynchronous algorithm drives it.
+
+    Nodes are population rows; messages go between graph node ids (the same, except on the
+    star, whose server is graph node 0 and client i graph node i + 1).
+    """
+
+    now: float  # the instant (simulated seconds since the start)
+
+    def phase(self, nodes: np.ndarray) -> np.ndarray:
+        """int64 [m]: the index (from 0) of each node's latest local phase."""
+
+    def offsets(self, nodes: np.ndarray) -> Params:
+        """The offsets y^K - x_read of the nodes' latest local phases: name -> [m, *shape]."""
+
+    def read_s(self, nodes: np.ndarray) -> np.ndarray:
+        """float64 [m]: when the nodes' latest local phases read their models."""
+
+    def begin(self, nodes: np.ndarray, models: Params | None = None) -> None:
+        """Begin the nodes' next local phases at the end of the instant, from their rows (after
+        everything the instant does), or from `models` [m, *shape] written into their rows."""
+
+    def graph(self, k: int) -> nx.Graph:
+        """The topology's graph of round k (a node's k-th exchange uses it)."""
+
+    def transfer_s(self, k: np.ndarray, src: np.ndarray, dst: np.ndarray,
+                   graph: nx.Graph | None = None) -> np.ndarray:
+        """float64 [M]: seconds from send to arrival of messages src -> dst (graph node ids),
+        drawn for rounds k [M]."""
+
+    def send(self, src: np.ndarray, dst: np.ndarray, delay_s: np.ndarray,
+             share: np.ndarray | None = None, payload: Params | None = None,
+             owner: np.ndarray | None = None, scalar: np.ndarray | None = None,
+             tag: np.ndarray | None = None, read: np.ndarray | None = None,
+             copies: int = 1, scalars: int = 0, snapshot: np.ndarray | None = None) -> None:
+        """Put messages src -> dst [M] in flight, due `delay_s` [M] from now.
+
+        `payload` [u, *shape] holds snapshots (copied now), or `snapshot` [u] names the
+        population rows to copy now; message e carries row owner[e] (default: row e) and
+        share[e] of it; `scalar`, `tag` and `read` [u] go with each row. Each message counts
+        `copies` model copies and `scalars` float64 scalars sent.
+        """
+
+    def payload(self, slots: np.ndarray) -> Params:
+        """The payload rows of slots [u]: name -> [u, *shape] (read them before the slots are
+        released: at the end of `arrive`, or at `drop` of held ones)."""
+
+    def slot_info(self, slots: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(scalar [u], tag [u], read [u]) of payload slots [u]."""
+
+    def hold(self, slots: np.ndarray) -> None:
+        """Keep the payloads of delivered slots [u] (one per message) after `arrive`, until
+        `drop`: an algorithm that adds a message later (when its receiver next reads its
+        model) holds it."""
+
+    def drop(self, slots: np.ndarray) -> None:
+        """Release held slots [u] (one per message)."""
+
+    def mixed(self, ages_s: np.ndarray) -> None:
+        """Record the staleness (s) of what was just mixed into models."""
+
+    def carried(self) -> float:
+        """Sum over the messages in flight of share * their payload's scalar (e.g. the Push-Sum
+        weight in flight)."""
+
+
+class Asynchronous(Algorithm):
+    """An algorithm without rounds, driven event by event (see the module docstring)."""
+
+    transfers: ClassVar[int] = 1  # messages one after the other in a nominal round
+    events: Instant | None = None  # the simulation, once the engine binds it
+
+    def bind(self, ev: Instant) -> None:
+        """Keep the simulation (for metrics of what is in flight); the engine binds it before
+        the first instant, on a start and on a resume.
+
+        Parameters
+        ----------
+        ev : the simulation.
+        """
+        self.events = ev
+
+    def setup(self, ctx: RunContext) -> None:
+        if ctx.clock is None:
+            raise ConfigError("network.enabled", NEEDS_CLOCK.format(name=self.name))
+        if ctx.link_drop or ctx.node_drop:
+            key = "link_drop" if ctx.link_drop else "node_drop"
+            raise ConfigError(f"topology.{key}", f"{self.name} runs event by event, without the "
+                              "per-round faults: leave it at 0")
+        if ctx.comm.world > 1:
+            raise ConfigError("engine", f"{self.name} is simulated event by event in one process")
+        if ctx.schedule.needs_losses:
+            raise ConfigError("topology.selection", f"{self.name} picks neighbours without "
+                              "losses: use selection = 'random'")
+
+    def round(self, ctx: RunContext, t: int, graph: nx.Graph, faults: T.Faults) -> RoundReport:
+        """Not used: an asynchronous algorithm has no rounds (the event engine drives it)."""
+        raise TypeError(f"{self.name} is asynchronous: it runs on the event engine "
+                        "(p2pfl.engine.events), not round by round")
+
+    def phase_lr(self, ctx: RunContext, nodes: np.ndarray, k: np.ndarray) -> torch.Tensor:
+        """The step size of the local phases k [m] the nodes [m] begin.
+
+        Called before the phases read the nodes' rows: an algorithm that keeps arrivals for
+        later brings the rows up to date here.
+
+        Parameters
+        ----------
+        ctx : the run.
+        nodes : int64 [m], rows.
+        k : int64 [m], each one's phase index.
+
+        Returns
+        -------
+        [m] tensor in the run's dtype; lr * lr_decay ** k by default.
+        """
+        return torch.as_tensor(self.cfg.lr * self.cfg.lr_decay ** k.astype(np.float64),
+                               device=ctx.device, dtype=ctx.dtype)
+
+    def settle(self, ctx: RunContext, ev: Instant) -> None:
+        """Bring every row up to date before the models are read for a record (the engine calls
+        it at each mark); nothing by default.
+
+        Parameters
+        ----------
+        ctx : the run.
+        ev : the simulation.
+        """
+
+    @abstractmethod
+    def start(self, ctx: RunContext, ev: Instant) -> None:
+        """What happens at time 0 (the first phases, the first messages).
+
+        Parameters
+        ----------
+        ctx : the run.
+        ev : the instant.
+        """
+
+    @abstractmethod
+    def phase_end(self, ctx: RunContext, ev: Instant, nodes: np.ndarray) -> None:
+        """The local phases of `nodes` end now.
+
+        Parameters
+        ----------
+        ctx : the run.
+        ev : the instant.
+        nodes : int64 [m], rows, sorted.
+        """
+
+    @abstractmethod
+    def arrive(self, ctx: RunContext, ev: Instant, messages: Delivery) -> None:
+        """`messages` arrive now.
+
+        Parameters
+        ----------
+        ctx : the run.
+        ev : the instant.
+        messages : sorted by (receiver, sender).
+        """
+
+    def average_model(self, ctx: RunContext) -> Params:
+        weights = torch.full((ctx.num_nodes,), 1.0 / ctx.num_nodes, device=ctx.device,
+                             dtype=ctx.dtype)
+        return ctx.comm.node_sum(ctx.population.params, weights)
+
+    def local_models(self, ctx: RunContext) -> Params:
+        return ctx.population.params

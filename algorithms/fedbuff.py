@@ -1,0 +1,209 @@
+"""FedBuff, buffered asynchronous aggregation (Nguyen et al., AISTATS 2022), on the star.
+
+The server keeps a model w and a buffer. `concurrency` C clients train at any time (the paper's
+Algorithm 1):
+
+- a client downloads w (a snapshot of version v, sent by the server), runs its local steps from
+  it and sends back its update Delta = y^K - w (the paper's Delta has the other sign and the
+  server subtracts it);
+- the server adds s(tau) Delta to the buffer, with tau the staleness of the update (server steps
+  since the client's download, tau = version now - v) and s(tau) = (1 + tau)^-a (the paper's
+  polynomial weighting, a = 1/2; a = 0 turns it off);
+- after every K = `buffer_size` updates it steps w <- w + server_lr * buffer / K and empties the
+  buffer (a new version);
+- for every update received it samples a new client, uniformly among those not training, and
+  sends it the model.
+
+On the simulated clock a download and an upload each take a transfer and the training its compute
+time; updates that arrive at the same instant are added in client order (a step may fall between
+them: later ones see the new version), and the clients that replace them are drawn at the end of
+the instant and get the model as it is then. Client i is graph node i + 1 of the star (node 0 is
+the server); its population row holds the model it works from (the server's, as downloaded,
+while it trains; then the model it trained). The run records the age of
+each update added (its arrival minus the download's send time) and, as `staleness_mean` /
+`staleness_max`, tau in server steps.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import torch
+
+from algorithms.asynchronous import Asynchronous, Instant
+from algorithms.client_state import expand
+from algorithms.options import ServerStep
+from p2pfl.context import RunContext
+from p2pfl.core.population import Params
+from p2pfl.core.seeding import numpy_rng
+from p2pfl.errors import ConfigError
+from p2pfl.options import AlgorithmOptions, option
+
+if TYPE_CHECKING:
+    from p2pfl.scale.mailbox import Delivery
+
+
+def staleness_weight(tau: np.ndarray, exponent: float) -> np.ndarray:
+    """FedBuff's polynomial staleness weight s(tau) = (1 + tau)^-exponent.
+
+    Parameters
+    ----------
+    tau : int array, staleness in server steps (>= 0).
+    exponent : a >= 0 (the paper's 1/2; 0: every weight 1).
+
+    Returns
+    -------
+    float64 array, the weights in (0, 1].
+
+    Examples
+    --------
+    >>> staleness_weight(np.array([0, 3]), 0.5).tolist()
+    [1.0, 0.5]
+    """
+    return (1.0 + np.asarray(tau, dtype=np.float64)) ** -exponent
+
+
+class FedBuff(Asynchronous):
+    """Buffered asynchronous aggregation with staleness weighting (module docstring)."""
+
+    name = "fedbuff"
+    source = "FedBuff: Nguyen et al. 2022, AISTATS, arXiv 2106.06639"
+    mixing = "server"
+    transfers = 2  # a nominal round: the download, the local steps, the upload
+
+    @dataclass
+    class Options(ServerStep, AlgorithmOptions):
+        buffer_size: int = option(10, low=1, doc="K: client updates per server step (the "
+                                  "paper's 10)")
+        concurrency: int = option(10, low=1, doc="C: clients training at any time")
+        staleness_exponent: float = option(0.5, low=0, doc="a of the staleness weight "
+                                           "(1 + tau)^-a (the paper's 1/2; 0: none)")
+
+    def setup(self, ctx: RunContext) -> None:
+        super().setup(ctx)
+        n = ctx.num_nodes
+        if self.cfg.concurrency > n:
+            raise ConfigError("algorithm.concurrency", f"is {self.cfg.concurrency} but there are "
+                              f"{n} clients: at most {n} can train at once")
+        self.server = {k: v[0].clone() for k, v in ctx.population.params.items()}
+        self.buffer = {k: torch.zeros_like(v) for k, v in self.server.items()}
+        self.buffered = 0  # updates in the buffer
+        self.version = 0  # server steps so far
+        self.dispatches = 0  # client draws so far
+        self.busy = np.zeros(n, dtype=bool)  # training, or its download or update in flight
+        self.trained = np.zeros(n, dtype=bool)
+        self.read_version = np.zeros(n, dtype=np.int64)  # the version each client downloaded
+        self.sent_at = np.zeros(n)  # when its download was sent (s)
+        self.taus: list[int] = []  # staleness of the updates added since the last record
+
+    def start(self, ctx: RunContext, ev: Instant) -> None:
+        self.dispatch(ctx, ev, self.cfg.concurrency)
+
+    def dispatch(self, ctx: RunContext, ev: Instant, count: int) -> None:
+        """Sample `count` clients among those not busy and send them the server model.
+
+        Parameters
+        ----------
+        ctx : the run.
+        ev : the instant.
+        count : clients to start.
+        """
+        idle = np.flatnonzero(~self.busy)
+        rng = numpy_rng(ctx.seed, "participation", self.dispatches)
+        chosen = np.sort(rng.choice(idle, size=min(count, len(idle)), replace=False))
+        self.dispatches += 1
+        self.busy[chosen] = True
+        self.read_version[chosen], self.sent_at[chosen] = self.version, ev.now
+        clients, server = chosen + 1, np.zeros_like(chosen)
+        model = {k: v.unsqueeze(0) for k, v in self.server.items()}
+        ev.send(server, clients, ev.transfer_s(ev.phase(chosen) + 1, server, clients),
+                payload=model, owner=np.zeros_like(chosen), copies=1)
+
+    def phase_end(self, ctx: RunContext, ev: Instant, nodes: np.ndarray) -> None:
+        offsets = ev.offsets(nodes)
+        index = torch.as_tensor(nodes, device=ctx.device)
+        for name, v in ctx.population.params.items():  # the model it trained
+            v[index] += offsets[name]
+        clients, server = nodes + 1, np.zeros_like(nodes)
+        ev.send(clients, server, ev.transfer_s(ev.phase(nodes), clients, server),
+                payload=offsets, tag=self.read_version[nodes], copies=1)
+
+    def arrive(self, ctx: RunContext, ev: Instant, messages: Delivery) -> None:
+        down = messages.dst > 0
+        if down.any():  # downloads: the clients begin training from the model they got
+            rows = ev.payload(messages.slot[down])
+            ev.begin(messages.dst[down] - 1, models=rows)
+        up = ~down
+        if up.any():
+            self.receive(ctx, ev, messages.src[up] - 1, messages.slot[up])
+
+    def receive(self, ctx: RunContext, ev: Instant, clients: np.ndarray,
+                slots: np.ndarray) -> None:
+        """Add the clients' updates to the buffer in client order, step the server after every
+        K of them, and start as many new clients.
+
+        Parameters
+        ----------
+        ctx : the run.
+        ev : the instant.
+        clients : int64 [R], the clients whose update arrived (rows), sorted.
+        slots : int64 [R], their payload slots.
+        """
+        updates, (_, tags, _) = ev.payload(slots), ev.slot_info(slots)
+        K, start = self.cfg.buffer_size, 0
+        while start < len(clients):
+            stop = start + min(K - self.buffered, len(clients) - start)
+            tau = self.version - tags[start:stop]
+            weights = torch.as_tensor(staleness_weight(tau, self.cfg.staleness_exponent),
+                                      device=ctx.device, dtype=ctx.dtype)
+            added = ctx.comm.weighted_sum({k: v[start:stop] for k, v in updates.items()},
+                                          weights)
+            for k, b in self.buffer.items():
+                b += added[k]
+            self.taus += tau.tolist()
+            self.buffered += stop - start
+            if self.buffered == K:
+                for k, w in self.server.items():
+                    w.add_(self.buffer[k], alpha=self.cfg.server_lr / K)
+                    self.buffer[k].zero_()
+                self.buffered, self.version = 0, self.version + 1
+            start = stop
+        ev.mixed(ev.now - self.sent_at[clients])
+        self.busy[clients] = False
+        self.trained[clients] = True
+        self.dispatch(ctx, ev, len(clients))
+
+    def average_model(self, ctx: RunContext) -> Params:
+        return self.server
+
+    def local_models(self, ctx: RunContext) -> Params:
+        nodes = np.flatnonzero(self.trained) if self.trained.any() else np.arange(ctx.num_nodes)
+        return ctx.population.rows(torch.as_tensor(nodes, device=ctx.device))
+
+    def node_models(self, ctx: RunContext) -> Params:
+        """Every client deploys the server model."""
+        return expand(self.server, ctx.population.num_nodes)
+
+    def metrics(self, ctx: RunContext) -> dict[str, float]:
+        taus, self.taus = self.taus, []
+        return {"server_version": self.version,
+                "staleness_mean": float(np.mean(taus)) if taus else 0.0,
+                "staleness_max": max(taus, default=0)}
+
+    def state_dict(self) -> dict[str, Any]:
+        arrays = {k: torch.from_numpy(getattr(self, k).copy())
+                  for k in ("busy", "trained", "read_version", "sent_at")}
+        return arrays | {"server": {k: v.clone() for k, v in self.server.items()},
+                         "buffer": {k: v.clone() for k, v in self.buffer.items()},
+                         "buffered": self.buffered, "version": self.version,
+                         "dispatches": self.dispatches, "taus": list(self.taus)}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        for k in ("busy", "trained", "read_version", "sent_at"):
+            setattr(self, k, state[k].cpu().numpy().copy())
+        self.server = {k: v.clone() for k, v in state["server"].items()}
+        self.buffer = {k: v.clone() for k, v in state["buffer"].items()}
+        self.buffered, self.version = int(state["buffered"]), int(state["version"])
+        self.dispatches, self.taus = int(state["dispatches"]), list(state["taus"])

@@ -1,0 +1,137 @@
+"""Benchmark: the cost of the event engine against the synchronous rounds, per local step.
+
+Real Fashion-MNIST, mnist_2NN (P = 199,210, float32), one local step of batch 32 a phase (a
+round), N nodes, the simulated network with a lognormal jitter of sigma `--jitter` on every
+compute and transfer time (1 % by default: no two events of the asynchronous run coincide).
+Pairs timed on the same machine in one process:
+
+- `dpsgd` (synchronous D-PSGD) against `adpsgd`, on a random 4-regular graph;
+- `sgp` (synchronous SGP) against `async_sgp`, on the directed exponential graph.
+
+For each run: the wall seconds of its rows (the evaluation, done once at the end, not counted),
+the local steps done, the wall time per local step, and for the event runs the events (phase
+ends and message arrivals), the instants they fell in and events per wall second. The first row
+is a warm-up and is not counted. Run on an otherwise idle machine:
+`python -m bench.asynchronous [--nodes 100,1000] [--rounds 4]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from p2pfl.config import config_from_dict
+from p2pfl.engine import run
+
+PAIRS = (("dpsgd", "adpsgd", {"name": "random_regular", "d": 4}),
+         ("sgp", "async_sgp", {"name": "exponential", "directed": True}))
+
+
+def async_config(algorithm: str, topology: dict[str, Any], nodes: int, rounds: int,
+                 jitter: float, device: str) -> Any:
+    """The config of one timed run.
+
+    Parameters
+    ----------
+    algorithm : its name.
+    topology : the [topology] table.
+    nodes : N.
+    rounds : rounds (marks of the event runs).
+    jitter : sigma of the network's lognormal jitter.
+    device : "cpu" or "cuda".
+
+    Returns
+    -------
+    Config.
+    """
+    return config_from_dict({
+        "seed": 0, "rounds": rounds, "device": device,
+        "data": {"name": "fashion_mnist", "num_nodes": nodes, "partition": "iid"},
+        "model": {"name": "mlp"}, "topology": topology,
+        "algorithm": {"name": algorithm, "lr": 0.05, "local_steps": 1, "local_epochs": 0,
+                      "batch_size": 32},
+        "eval": {"every": rounds, "local_samples": 100},
+        "network": {"enabled": True, "jitter": jitter}})
+
+
+def timed(algorithm: str, topology: dict[str, Any], nodes: int, rounds: int, jitter: float,
+          device: str) -> dict[str, Any]:
+    """Run one config and measure it (the first row is not counted).
+
+    Parameters
+    ----------
+    algorithm, topology, nodes, rounds, jitter, device : as `async_config`.
+
+    Returns
+    -------
+    dict: algorithm, nodes, rows, steps, wall_s, ms_per_step, events, instants, events_per_s.
+    """
+    cfg = async_config(algorithm, topology, nodes, rounds, jitter, device)
+    with tempfile.TemporaryDirectory() as out:
+        history = run(cfg, Path(out) / "run", figures=False)
+    rows = history[1:]
+    wall = sum(r["wall_s"] for r in rows)
+    if "steps_mean" in history[-1]:
+        steps = nodes * (history[-1]["steps_mean"] - history[0]["steps_mean"])
+    else:
+        steps = nodes * len(rows)
+    events = sum(r.get("events", 0) for r in rows)
+    instants = sum(r.get("instants", 0) for r in rows)
+    return {"algorithm": algorithm, "nodes": nodes, "rows": len(rows), "steps": steps,
+            "wall_s": wall, "ms_per_step": 1e3 * wall / steps, "events": events,
+            "instants": instants, "events_per_s": events / wall if events else None}
+
+
+def table(results: list[dict[str, Any]]) -> str:
+    """A markdown table of `timed` results, each event run against the synchronous run before it.
+
+    Parameters
+    ----------
+    results : `timed` dicts, each synchronous run followed by its asynchronous one.
+
+    Returns
+    -------
+    str.
+    """
+    lines = ["| algorithm | N | rows | local steps | wall s | ms / local step | x sync | "
+             "events | instants | events / s |", "|---|---|---|---|---|---|---|---|---|---|"]
+    sync = None
+    for r in results:
+        if r["events_per_s"] is None:
+            sync, ratio = r, "1"
+        else:
+            ratio = f"{r['ms_per_step'] / sync['ms_per_step']:.2f}" if sync else ""
+        events = f"{r['events']} | {r['instants']}" if r["events"] else " | "
+        rate = f"{r['events_per_s']:.0f}" if r["events_per_s"] else ""
+        lines.append(f"| {r['algorithm']} | {r['nodes']} | {r['rows']} | {r['steps']:.0f} | "
+                     f"{r['wall_s']:.2f} | {r['ms_per_step']:.3f} | {ratio} | {events} | {rate} |")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    """Time the pairs at each size; print the table and the JSON."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--nodes", default="100,1000", help="comma-separated N")
+    parser.add_argument("--rounds", type=int, default=4, help="rounds (marks), the first a "
+                        "warm-up")
+    parser.add_argument("--jitter", type=float, default=0.01)
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--only", default="", help="comma-separated algorithms of PAIRS")
+    args = parser.parse_args()
+    only = {a for a in args.only.split(",") if a}
+    results = []
+    for nodes in (int(n) for n in args.nodes.split(",")):
+        for sync, event, topology in PAIRS:
+            for name in (sync, event):
+                if not only or name in only:
+                    results.append(timed(name, topology, nodes, args.rounds, args.jitter,
+                                         args.device))
+                    print(json.dumps(results[-1]), flush=True)
+    print(table(results), end="")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,167 @@
+"""The local phases of an event-driven run: each node's phase in progress, computed lazily and
+in batches.
+
+A phase of node i begins at a simulated instant by reading the node's model (a snapshot into a
+stacked buffer [N, *shape]), and ends `Clock.phase_s` later with its offset y^K - x_read. What
+it computes depends only on what it read, the node's data and its phase index k (its minibatches
+are those of round k's plan, its step size the algorithm's for phase k), not on when the
+computation runs. So the engine computes phases only when an offset is needed, and then every
+phase that has begun and is not computed yet, in one batched call of the run's trainer (rows of
+different phase indices take their own round's minibatches): with nodes of near-equal speeds a
+batch holds nearly every node even when no two events coincide. The buffer then holds the offset
+in place of the snapshot. The state (buffer, flags, times, step sizes, losses) is a checkpoint's.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+
+from algorithms.asynchronous import Asynchronous
+from p2pfl.context import RunContext
+from p2pfl.core.federated import BatchPlan
+from p2pfl.core.population import Params
+
+SUBTRACT_ROWS = 64  # rows whose snapshots are read at once to form the offsets
+
+
+def mixed_plan(plans: dict[int, BatchPlan], nodes: np.ndarray, k: np.ndarray) -> BatchPlan:
+    """One plan whose row of node nodes[e] is that of round k[e]'s plan.
+
+    Plans of one run differ only in their minibatch rows (the steps and widths depend on the
+    nodes' sizes and the options alone).
+
+    Parameters
+    ----------
+    plans : {round: its BatchPlan}, holding every value of `k`.
+    nodes : int64 [m], node ids.
+    k : int64 [m], the round of each.
+
+    Returns
+    -------
+    BatchPlan over all nodes (rows of other nodes: those of the plan of k[0]).
+    """
+    rounds = np.unique(k)
+    base = plans[int(rounds[0])]
+    if len(rounds) == 1:
+        return base
+    ids, lengths = base.ids.clone(), base.lengths.clone()
+    for r in rounds[1:].tolist():
+        rows = torch.as_tensor(nodes[k == r], device=ids.device)
+        ids[:, rows] = plans[r].ids[:, rows]
+        lengths[rows] = plans[r].lengths[rows]
+    return BatchPlan(ids, lengths, base.steps_of, base.widths, base.uniform)
+
+
+class Phases:
+    """Every node's latest local phase (module docstring).
+
+    Parameters
+    ----------
+    ctx : the run.
+    algorithm : its asynchronous algorithm (step sizes, plans, solver).
+    offset : graph node id of row 0 (the star: 1).
+    """
+
+    def __init__(self, ctx: RunContext, algorithm: Asynchronous, offset: int) -> None:
+        self.ctx, self.algorithm, self.offset = ctx, algorithm, offset
+        n = ctx.num_nodes
+        self.buffer: Params = {k: torch.empty_like(v) for k, v in ctx.population.params.items()}
+        self._scratch: Params = {k: torch.empty_like(v) for k, v in self.buffer.items()}
+        self.phase = np.full(n, -1, dtype=np.int64)  # index of the latest phase (-1: none yet)
+        self.read = np.zeros(n)  # when it read its model (s)
+        self.due = np.full(n, np.inf)  # when it ends (inf: ended, or none)
+        self.computed = np.ones(n, dtype=bool)
+        self.lr = np.zeros(n)
+        self.loss = np.full(n, np.nan)
+        self.steps = np.zeros(n, dtype=np.int64)  # local steps of the ended phases
+        self.steps_of = np.broadcast_to(np.asarray(ctx.clock.steps), (ctx.clock.n,))[offset:]
+        self._plans: dict[int, BatchPlan] = {}
+
+    def begin(self, nodes: np.ndarray, now: float, models: Params | None = None) -> None:
+        """Begin the next phase of `nodes` at `now`, from their rows or from `models`.
+
+        Parameters
+        ----------
+        nodes : int64 [m], distinct rows.
+        now : the instant (s).
+        models : name -> [m, *shape] written into the rows first, or None.
+        """
+        ctx = self.ctx
+        index = torch.as_tensor(nodes, device=ctx.device)
+        if models is not None:
+            ctx.population.write(index, models)
+        self.phase[nodes] += 1
+        k = self.phase[nodes]
+        self.lr[nodes] = self.algorithm.phase_lr(ctx, nodes, k).double().cpu().numpy()
+        for name, v in ctx.population.params.items():  # the snapshots, row by row
+            b = self.buffer[name]
+            for i in nodes.tolist():
+                b[i].copy_(v[i])
+        self.read[nodes] = now
+        self.due[nodes] = now + ctx.clock.phase_s(k, nodes + self.offset)
+        self.computed[nodes] = False
+
+    def end(self, nodes: np.ndarray) -> None:
+        """The phases of `nodes` end (computed first if they are not)."""
+        self.compute(nodes)
+        self.due[nodes] = np.inf
+        self.steps[nodes] += self.steps_of[nodes]
+
+    def compute(self, nodes: np.ndarray) -> None:
+        """Compute, if one of `nodes` needs it, every begun phase not yet computed (one batch).
+
+        Parameters
+        ----------
+        nodes : int64 [m], rows whose offsets are needed.
+        """
+        if self.computed[nodes].all():
+            return
+        ctx, algorithm = self.ctx, self.algorithm
+        pending = np.flatnonzero(~self.computed)
+        k = self.phase[pending]
+        for r in np.unique(k).tolist():
+            self._plan(r)
+        index = torch.as_tensor(pending, device=ctx.device)
+        rows = {name: torch.index_select(b, 0, index, out=self._scratch[name][:len(pending)])
+                for name, b in self.buffer.items()}
+        lr = torch.as_tensor(self.lr[pending], device=ctx.device, dtype=ctx.dtype)
+        losses = ctx.trainer.train(rows, index, mixed_plan(self._plans, pending, k),
+                                   algorithm.solver, lr)
+        for start in range(0, len(pending), SUBTRACT_ROWS):  # offsets, a block at a time
+            part = index[start:start + SUBTRACT_ROWS]
+            for name, b in self.buffer.items():
+                rows[name][start:start + len(part)].sub_(b.index_select(0, part))
+        for name, b in self.buffer.items():
+            b.index_copy_(0, index, rows[name])
+        self.loss[pending] = losses.detach().double().cpu().numpy()
+        self.computed[pending] = True
+        alive = self.phase[self.phase >= 0].min(initial=0)  # plans no phase will need again
+        self._plans = {r: p for r, p in self._plans.items() if r >= alive}
+
+    def _plan(self, k: int) -> BatchPlan:
+        if k not in self._plans:
+            self._plans[k] = self.algorithm.plan(self.ctx, k)
+        return self._plans[k]
+
+    def offsets(self, nodes: np.ndarray) -> Params:
+        """The offsets y^K - x_read of the latest phases of `nodes`: name -> [m, *shape] (a view
+        for one node, valid until it begins again)."""
+        self.compute(nodes)
+        if len(nodes) == 1:
+            i = int(nodes[0])
+            return {name: b[i:i + 1] for name, b in self.buffer.items()}
+        index = torch.as_tensor(nodes, device=self.ctx.device)
+        return {name: b[index] for name, b in self.buffer.items()}
+
+    def state_dict(self) -> dict[str, Any]:
+        arrays = {k: torch.from_numpy(getattr(self, k).copy())
+                  for k in ("phase", "read", "due", "computed", "lr", "loss", "steps")}
+        return arrays | {"buffer": {k: v.clone() for k, v in self.buffer.items()}}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        for k in ("phase", "read", "due", "computed", "lr", "loss", "steps"):
+            setattr(self, k, state[k].cpu().numpy().copy())
+        self.buffer = {k: v.to(self.ctx.device).clone() for k, v in state["buffer"].items()}

@@ -1,0 +1,181 @@
+"""Messages in flight on the simulated clock of an event-driven run, as arrays.
+
+A message is a row of parallel arrays: when it is due, its sender and receiver (graph node ids),
+its share (a fraction of the payload, e.g. a Push-Sum share), when it was sent, and the slot of
+its payload (-1: none). A payload is a model snapshot taken when it was sent: one row of a stacked
+pool (name -> [capacity, *shape], the models' dtype) with a float64 scalar (e.g. the sender's
+Push-Sum weight), the time its parameters were read and an integer tag (e.g. a model version).
+The messages of one send share one slot, which is free again once the last of them is released.
+There is no Python object per message, and the whole state is tensors and arrays (a checkpoint
+holds it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from p2pfl.core.population import Params
+
+_FIELDS = {"due": np.float64, "src": np.int64, "dst": np.int64, "share": np.float64,
+           "sent": np.float64, "slot": np.int64}
+_SLOT_FIELDS = {"scalar": np.float64, "read": np.float64, "tag": np.int64, "refs": np.int64}
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """Messages taken at one instant, sorted by (receiver, sender, order of posting)."""
+
+    src: np.ndarray  # int64 [M], graph node ids
+    dst: np.ndarray  # int64 [M]
+    share: np.ndarray  # float64 [M]
+    sent: np.ndarray  # float64 [M], send times (s)
+    slot: np.ndarray  # int64 [M], payload slots (-1: none)
+
+    def __len__(self) -> int:
+        return len(self.src)
+
+
+class Mailbox:
+    """Messages in flight and their payloads (see the module docstring).
+
+    Parameters
+    ----------
+    like : name -> [rows, *shape]; the payloads' shapes, dtype and device (the pool starts with
+        as many slots as rows, allocated when the first payload is stored, and doubles).
+    """
+
+    def __init__(self, like: Params) -> None:
+        self.pool: Params = {k: v.new_empty((0, *v.shape[1:])) for k, v in like.items()}
+        for name, kind in {**_FIELDS, **_SLOT_FIELDS}.items():
+            setattr(self, name, np.zeros(0, dtype=kind))
+        self.first_capacity = len(next(iter(like.values())))  # as many slots as rows at first
+
+    def __len__(self) -> int:
+        return len(self.due)
+
+    def store(self, source: Params, scalar: np.ndarray, read: np.ndarray, tag: np.ndarray,
+              refs: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
+        """Copy payload rows into free slots.
+
+        Parameters
+        ----------
+        source : name -> [m, *shape], the snapshots; or, with `rows`, the stacked models whose
+            rows `rows` are copied (row by row, no gathered copy).
+        scalar, read : float64 [m], each payload's scalar and the time its parameters were read.
+        tag : int64 [m], each payload's tag.
+        refs : int64 [m], the messages that will carry each payload.
+        rows : int64 [m] rows of `source`, or None.
+
+        Returns
+        -------
+        int64 array [m], the slots.
+        """
+        m = len(scalar)
+        free = np.flatnonzero(self.refs == 0)
+        if len(free) < m:
+            self._grow(len(self.refs) + m - len(free))
+            free = np.flatnonzero(self.refs == 0)
+        slots = free[:m]
+        if rows is not None:
+            for k, v in self.pool.items():
+                for slot, row in zip(slots.tolist(), rows.tolist(), strict=True):
+                    v[slot].copy_(source[k][row])
+        else:
+            index = torch.as_tensor(slots, device=next(iter(self.pool.values())).device)
+            for k, v in self.pool.items():
+                v.index_copy_(0, index, source[k].to(v.dtype))
+        self.scalar[slots], self.read[slots], self.tag[slots] = scalar, read, tag
+        self.refs[slots] = refs
+        return slots
+
+    def _grow(self, capacity: int) -> None:
+        capacity = max(capacity, 2 * len(self.refs), self.first_capacity)
+        extra = capacity - len(self.refs)
+        for k, v in self.pool.items():
+            self.pool[k] = torch.cat([v, v.new_empty((extra, *v.shape[1:]))])
+        for name, kind in _SLOT_FIELDS.items():
+            setattr(self, name, np.concatenate([getattr(self, name), np.zeros(extra, kind)]))
+
+    def post(self, due: np.ndarray, src: np.ndarray, dst: np.ndarray, share: np.ndarray,
+             sent: float, slot: np.ndarray) -> None:
+        """Put messages in flight.
+
+        Parameters
+        ----------
+        due : float64 [M], arrival times (s).
+        src, dst : int64 [M], senders and receivers.
+        share : float64 [M], each message's share of its payload.
+        sent : the send time (s).
+        slot : int64 [M], payload slots from `store`, or -1.
+        """
+        new = {"due": due, "src": src, "dst": dst, "share": share,
+               "sent": np.full(len(due), sent), "slot": slot}
+        for name, kind in _FIELDS.items():
+            setattr(self, name, np.concatenate([getattr(self, name),
+                                                np.asarray(new[name], dtype=kind)]))
+
+    def next_due(self) -> float:
+        """When the next message arrives (inf when none is in flight)."""
+        return float(self.due.min()) if len(self.due) else float("inf")
+
+    def take(self, time: float) -> Delivery:
+        """Remove the messages due at `time` (exactly) and return them.
+
+        Their payloads stay readable until `release`.
+
+        Parameters
+        ----------
+        time : the instant (s).
+
+        Returns
+        -------
+        Delivery, sorted by (receiver, sender, order of posting).
+        """
+        now = self.due == time
+        order = np.flatnonzero(now)
+        order = order[np.lexsort((order, self.src[order], self.dst[order]))]
+        taken = Delivery(self.src[order], self.dst[order], self.share[order], self.sent[order],
+                         self.slot[order])
+        for name in _FIELDS:
+            setattr(self, name, getattr(self, name)[~now])
+        return taken
+
+    def release(self, delivery: Delivery) -> None:
+        """Free the payload slots of delivered messages no other message carries.
+
+        Parameters
+        ----------
+        delivery : what `take` returned.
+        """
+        slots = delivery.slot[delivery.slot >= 0]
+        np.subtract.at(self.refs, slots, 1)
+
+    def payload(self, slots: np.ndarray) -> Params:
+        """The payload rows of `slots`: name -> [m, *shape] (copies; a view for one slot, valid
+        until it is released)."""
+        if len(slots) == 1:
+            s = int(slots[0])
+            return {k: v[s:s + 1] for k, v in self.pool.items()}
+        index = torch.as_tensor(slots, device=next(iter(self.pool.values())).device)
+        return {k: v.index_select(0, index) for k, v in self.pool.items()}
+
+    def carried(self) -> float:
+        """Sum over the messages in flight of share * the payload's scalar (e.g. the Push-Sum
+        weight in flight)."""
+        has = self.slot >= 0
+        return float((self.share[has] * self.scalar[self.slot[has]]).sum())
+
+    def state_dict(self) -> dict[str, Any]:
+        state: dict[str, Any] = {name: torch.from_numpy(getattr(self, name).copy())
+                                 for name in {**_FIELDS, **_SLOT_FIELDS}}
+        return state | {"pool": {k: v.clone() for k, v in self.pool.items()}}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        for name, kind in {**_FIELDS, **_SLOT_FIELDS}.items():
+            setattr(self, name, state[name].cpu().numpy().astype(kind))
+        device = next(iter(self.pool.values())).device
+        self.pool = {k: v.to(device).clone() for k, v in state["pool"].items()}
