@@ -22,6 +22,7 @@ _HOMES = {
         "pushsum_consensus", "rounds_to_consensus"),
     "analysis.matrices": ("sparse_mixing",),
     "analysis.neighbors": ("effective_neighbors", "neighborhood_heterogeneity"),
+    "analysis.privacy": ("pairwise_privacy",),
     "analysis.runs": ("load_runs", "run_records"),
     "analysis.spectral": (
         "algebraic_connectivity", "eigenvalues", "ergodicity_coefficient", "mixing_time",
