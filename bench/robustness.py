@@ -37,7 +37,9 @@ TOPOLOGIES = {"ring": {"topology.name": "ring"}, "torus": {"topology.name": "tor
               "dumbbell": {"topology.name": "dumbbell"}}
 AGGREGATORS = ("mean", "clipped_gossip", "self_centered_clipping", "trimmed_mean", "median")
 SIGMAS = (0.0, 0.001, 0.003, 0.01, 0.03)
-PRIVATE = {"algorithm.name": "dfedsam_mgs", "algorithm.gossip_steps": 4, "privacy.clip": 1.0}
+# DFedSAM-MGS with rho = 0: DFedAvg with Q = 4 gossip steps after the noise (it has no `order`)
+PRIVATE = {"algorithm.name": "dfedsam_mgs", "algorithm.order": "", "algorithm.gossip_steps": 4,
+           "privacy.clip": 1.0}
 
 
 def _cell(topology: str, aggregator: str = "mean", byzantine: int = 0, attack: str = "sign_flip",
@@ -75,7 +77,8 @@ def cells(grid: str) -> list[tuple[str, dict[str, Any]]]:
     if grid == "dissensus":
         return [_cell(t, a, 1, "dissensus", "cut") for t in TOPOLOGIES for a in AGGREGATORS]
     if grid == "privacy":
-        private = [("exponential-private-sigma0", PRIVATE | dict(TOPOLOGIES["exponential"]))]
+        plain = {k: v for k, v in PRIVATE.items() if not k.startswith("privacy.")}
+        private = [("exponential-private-sigma0", plain | dict(TOPOLOGIES["exponential"]))]
         return private + [(f"exponential-private-sigma{s}",
                            PRIVATE | dict(TOPOLOGIES["exponential"]) | {"privacy.sigma": s})
                           for s in SIGMAS if s > 0]
@@ -246,7 +249,8 @@ def privacy_distance(path: Path, n: int = 64, steps: int = 10, sigma: float = 5.
         found[name] = {d: float(np.mean(v)) for d, v in sorted(by.items())}
         ax.plot(list(found[name]), list(found[name].values()), label=name, **series_style(i))
     local = float(T.rdp_to_dp(1 / (2 * sigma**2), 1e-5))
-    ax.axhline(local, color="grey", linestyle=":", label="local DP (no amplification)")
+    ax.axhline(local, color="grey", linestyle=":",
+               label="one observation of the noisy value (local DP)")
     ax.set_yscale("log")
     ax.set_xlabel("graph distance between the observer and the data owner (hops)")
     ax.set_ylabel(f"epsilon (delta = 1e-5), sigma = {sigma:g}")

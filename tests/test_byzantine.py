@@ -202,3 +202,13 @@ def test_bad_settings_are_one_line_errors(overrides: dict, field: str) -> None:
     with pytest.raises(ConfigError) as err:
         small_config(**overrides)
     assert err.value.field == field and "\n" not in str(err.value)
+
+
+def test_every_cell_of_the_robustness_grids_is_a_valid_config() -> None:
+    from bench.robustness import CONFIG, cells
+    from p2pfl.config import load_config, with_overrides
+
+    base = load_config(CONFIG)
+    for grid in ("bar", "count", "dissensus", "privacy"):
+        for _, overrides in cells(grid):
+            with_overrides(base, overrides)
