@@ -313,6 +313,21 @@ class Algorithm(ABC):
         """
         return {}
 
+    def files(self, ctx: RunContext) -> dict[str, Any]:
+        """JSON records the algorithm leaves in the run directory when the run finishes.
+
+        E.g. a private gossip run's privacy.json (algorithms/muffliato.py).
+
+        Parameters
+        ----------
+        ctx : the run.
+
+        Returns
+        -------
+        dict {file name: JSON-serialisable record}; empty by default.
+        """
+        return {}
+
     def callbacks(self, ctx: RunContext) -> list[Callback]:
         """Round callbacks the algorithm adds after the built-in evaluation.
 

@@ -22,6 +22,8 @@ option, momentum is 0, rho is 0 and there is one gossip exchange per round.
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable
 from typing import Any
 
 import networkx as nx
@@ -31,9 +33,14 @@ import torch
 import topologies as T
 from algorithms.base import Algorithm, RoundReport
 from algorithms.delayed import InFlight
+from algorithms.muffliato import PrivacyLedger, privatize
+from algorithms.options import Robust
+from algorithms.robust import robust_gossip
 from p2pfl.context import RunContext
 from p2pfl.core.mixing import diag_scale
 from p2pfl.core.population import Params
+from p2pfl.errors import ConfigError
+from p2pfl.options import AlgorithmOptions
 from topologies.mixing import Matrix
 
 
@@ -81,18 +88,18 @@ class Decentralized(Algorithm):
         self.losses[online.cpu()] = every.cpu()
         return online, every.to(losses.dtype)
 
-    def combine_then_adapt(self, ctx: RunContext, t: int, faults: T.Faults, W: torch.Tensor,
-                           steps: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """x_i <- (W^steps x)_i + (y_i^K - x_i): the local phase's offset added to the mixed
-        models it started from (offline nodes add 0).
+    def combine_then_adapt(self, ctx: RunContext, t: int, faults: T.Faults,
+                           mix: Callable[[Params], None]) -> tuple[torch.Tensor, torch.Tensor]:
+        """x_i <- (M x)_i + (y_i^K - x_i): the local phase's offset added to the mixed models it
+        started from (offline nodes add 0).
 
         Parameters
         ----------
         ctx : the run.
         t : round, from 0.
         faults : the round's faults.
-        W : [N, N] mixing operator, in the comm's layout.
-        steps : times W is applied.
+        mix : x <- M x in place on the models it is given (e.g. ``lambda p: ctx.comm.mix(W, p,
+            steps)``, or a Gossip round's `exchange`).
 
         Returns
         -------
@@ -103,7 +110,7 @@ class Decentralized(Algorithm):
         nodes, losses = self.local_phase(ctx, t, faults)
         for k, v in params.items():
             v.sub_(old[k])
-        ctx.comm.mix(W, old, steps)
+        mix(old)
         for k, v in params.items():
             v.add_(old[k])
         return nodes, losses
@@ -216,6 +223,9 @@ class Decentralized(Algorithm):
         return ctx.population.params
 
 
+READERS = {"trim": "trimmed_mean", "clip_radius": "self_centered_clipping"}  # option -> rule
+
+
 class Gossip(Decentralized):
     """Adapt then combine: K local steps, then x <- W^Q y with W symmetric doubly stochastic."""
 
@@ -252,11 +262,88 @@ class Gossip(Decentralized):
         W = torch.as_tensor(T.doubly_stochastic(graph, faults=faults))
         return ctx.comm.matrix(torch.linalg.matrix_power(W, steps)), 1
 
-    def round(self, ctx: RunContext, t: int, graph: nx.Graph, faults: T.Faults) -> RoundReport:
-        nodes, losses = self.local_phase(ctx, t, faults)
+    def check_options(self, cfg: AlgorithmOptions) -> None:
+        """Also: `trim` and `clip_radius` are set only with the aggregator that reads them.
+
+        Parameters
+        ----------
+        cfg : the algorithm's options.
+
+        Raises
+        ------
+        ConfigError
+            naming algorithm.trim or algorithm.clip_radius away from its default under another
+            aggregator.
+        """
+        super().check_options(cfg)
+        rule = getattr(cfg, "aggregator", "mean")
+        for f in dataclasses.fields(Robust):
+            reader = READERS.get(f.name)
+            if reader and getattr(cfg, f.name, f.default) != f.default and rule != reader:
+                raise ConfigError(f"algorithm.{f.name}", f"is read by aggregator {reader!r} "
+                                  f"only (aggregator is {rule!r})")
+
+    def setup(self, ctx: RunContext) -> None:
+        super().setup(ctx)
+        self.ledger = PrivacyLedger(ctx.num_nodes) if ctx.privacy is not None else None
+
+    def exchange(self, ctx: RunContext, t: int, graph: nx.Graph, faults: T.Faults,
+                 params: Params) -> None:
+        """The round's Q gossip steps on `params`, in place.
+
+        x <- W^Q x as one operator; with a robust aggregator (`algorithm.aggregator`) or Byzantine
+        nodes, Q steps of algorithms/robust.py, in which the attackers send their messages. With
+        [privacy], the round's W is accounted (algorithms/muffliato.py).
+
+        Parameters
+        ----------
+        ctx : the run.
+        t : round, from 0.
+        graph : the round's graph.
+        faults : the round's faults.
+        params : name -> [N, *shape], the models sent.
+        """
+        if self.ledger is not None:
+            self.ledger.add(T.doubly_stochastic(graph, faults=faults, sparse=True),
+                            self.gossip_steps)
+        if getattr(self.cfg, "aggregator", "mean") != "mean" or ctx.byzantine is not None:
+            robust_gossip(ctx, t, T.doubly_stochastic(graph, faults=faults, sparse=True), params,
+                          self.cfg, self.gossip_steps)
+            return
         W, applications = self.gossip_matrix(ctx, graph, faults)
-        ctx.comm.mix(W, ctx.population.params, applications)
+        ctx.comm.mix(W, params, applications)
+
+    def round(self, ctx: RunContext, t: int, graph: nx.Graph, faults: T.Faults) -> RoundReport:
+        params = ctx.population.params
+        start = {k: v.clone() for k, v in params.items()} if self.ledger is not None else None
+        nodes, losses = self.local_phase(ctx, t, faults)
+        if start is not None:
+            privatize(ctx, t, start, nodes)
+        self.exchange(ctx, t, graph, faults, params)
         return RoundReport(nodes, losses, self.gossip_steps * self.delivered(graph, faults))
+
+    def metrics(self, ctx: RunContext) -> dict[str, float]:
+        """With [privacy], the largest pairwise epsilon so far (`privacy_epsilon_max`)."""
+        if self.ledger is None:
+            return {}
+        return {"privacy_epsilon_max": self.ledger.largest(ctx.privacy)}
+
+    def files(self, ctx: RunContext) -> dict[str, Any]:
+        """With [privacy], privacy.json: the pairwise epsilon matrix of the run and its totals."""
+        if self.ledger is None:
+            return {}
+        return {"privacy.json": self.ledger.record(ctx.privacy, self.gossip_steps)}
+
+    def state_dict(self) -> dict[str, Any]:
+        state = super().state_dict()
+        if self.ledger is not None:
+            state["privacy"] = self.ledger.state_dict()
+        return state
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        super().load_state_dict(state)
+        if self.ledger is not None:
+            self.ledger.load_state_dict(state["privacy"])
 
 
 class PushSum(Decentralized):

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from algorithms.decentralized import Gossip
-from algorithms.options import MomentumForm
+from algorithms.options import MomentumForm, Robust
 from p2pfl.options import AlgorithmOptions
 
 
@@ -18,5 +18,5 @@ class DFedAvgM(Gossip):
     source = "DFedAvgM: Sun, Li, Wang 2021, arXiv 2104.11375"
 
     @dataclass
-    class Options(MomentumForm, AlgorithmOptions):
+    class Options(MomentumForm, Robust, AlgorithmOptions):
         pass

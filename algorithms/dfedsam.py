@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from algorithms.decentralized import Gossip
-from algorithms.options import Sam
+from algorithms.options import Robust, Sam
 from p2pfl.options import AlgorithmOptions, option
 
 
@@ -19,7 +19,7 @@ class DFedSAM(Gossip):
     source = "DFedSAM: Shi et al. 2023, arXiv 2302.04083"
 
     @dataclass
-    class Options(Sam, AlgorithmOptions):
+    class Options(Sam, Robust, AlgorithmOptions):
         pass
 
 

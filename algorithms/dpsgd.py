@@ -28,7 +28,7 @@ import topologies as T
 from algorithms.base import RoundReport
 from algorithms.clique_averaging import clique_averaging
 from algorithms.decentralized import Gossip
-from algorithms.options import Order
+from algorithms.options import Order, Robust
 from p2pfl.context import RunContext
 from p2pfl.core.solver import LocalSolver
 from p2pfl.errors import ConfigError
@@ -43,7 +43,7 @@ class DPSGD(Gossip):
     paper_order = "cta"
 
     @dataclass
-    class Options(Order, AlgorithmOptions):
+    class Options(Order, Robust, AlgorithmOptions):
         clique_averaging: bool = option(False, doc="D-Cliques: step along the mean gradient of "
                                         "the node's clique (topology node attribute 'clique'); "
                                         "needs local_steps = 1")
@@ -80,8 +80,8 @@ class DPSGD(Gossip):
         if self.cfg.order == "atc":
             report = super().round(ctx, t, graph, faults)
         else:
-            W, steps = self.gossip_matrix(ctx, graph, faults)
-            nodes, losses = self.combine_then_adapt(ctx, t, faults, W, steps)
+            nodes, losses = self.combine_then_adapt(
+                ctx, t, faults, lambda models: self.exchange(ctx, t, graph, faults, models))
             report = RoundReport(nodes, losses, self.delivered(graph, faults))
         report.copies_sent += gradients_sent
         return report

@@ -86,7 +86,8 @@ class DSGT(Tracking, Gossip):
             ctx.comm.mix(W, ctx.population.params, steps)
             ctx.comm.mix(W, self.trackers.y, steps)
         elif self.cfg.order == "cta":
-            nodes, losses = self.combine_then_adapt(ctx, t, faults, W, steps)
+            nodes, losses = self.combine_then_adapt(
+                ctx, t, faults, lambda models: ctx.comm.mix(W, models, steps))
             ctx.comm.mix(W, self.trackers.y, steps)
         else:
             nodes, losses = self.adapt_along_mixed_trackers(ctx, t, faults, W, steps)

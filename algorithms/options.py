@@ -59,3 +59,22 @@ class Order:
 
 # the option names of the release before: one release more, with a FutureWarning
 RENAMED = {"dpsgd_order": "order", "tracking_order": "order"}
+
+
+AGGREGATORS = ("mean", "clipped_gossip", "trimmed_mean", "median", "self_centered_clipping")
+
+
+@dataclass
+class Robust:
+    """How a gossip node combines what its neighbours send (algorithms/robust.py,
+    docs/robustness.md); "mean" is plain gossip."""
+
+    aggregator: str = option("mean", choices=AGGREGATORS,
+                             doc="mean: x_i <- sum_j W_ij x_j; clipped_gossip: ClippedGossip "
+                             "with the paper's adaptive radius; trimmed_mean, median: BRIDGE's "
+                             "coordinate-wise screening of the neighbourhood; "
+                             "self_centered_clipping: ClippedGossip with clip_radius")
+    trim: int = option(1, low=0, doc="trimmed_mean: values cut at each end of every coordinate "
+                       "(BRIDGE's b, the Byzantine neighbours it withstands)")
+    clip_radius: float = option(0.0, low=0, doc="self_centered_clipping: the radius tau; 0 = the "
+                                "distance of the second-farthest neighbour, node by node")

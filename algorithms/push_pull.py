@@ -53,6 +53,7 @@ class PushPull(Tracking, Decentralized):
             nodes, losses = self.local_phase(ctx, t, faults)
             ctx.comm.mix(R, ctx.population.params)
         else:
-            nodes, losses = self.combine_then_adapt(ctx, t, faults, R, 1)
+            nodes, losses = self.combine_then_adapt(ctx, t, faults,
+                                                    lambda models: ctx.comm.mix(R, models))
         ctx.comm.mix(C, self.trackers.y)
         return RoundReport(nodes, losses, 2 * self.delivered(graph, faults))

@@ -25,6 +25,7 @@ _HOMES = {
     "analysis.pairwise": (
         "averaging_time_bounds", "expected_gossip_matrix", "neighbour_probabilities",
         "pairwise_gossip"),
+    "analysis.privacy": ("pairwise_privacy",),
     "analysis.runs": ("load_runs", "run_records"),
     "analysis.spectral": (
         "algebraic_connectivity", "eigenvalues", "ergodicity_coefficient", "mixing_time",

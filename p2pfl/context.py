@@ -1,11 +1,12 @@
 """What an algorithm sees of a run: data, population, trainer, communication, schedule, the
 divergence guard (an algorithm that trains through a trainer of its own wraps it:
-`ctx.guard.wrap(trainer)`), the run's seed for its random streams, and what the network loses.
+`ctx.guard.wrap(trainer)`), the run's seed for its random streams, what the network loses, and
+the Byzantine nodes and the privacy noise of a run that has them.
 Not the run's config: an algorithm reads its own options (`self.cfg`), set when it is built."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import networkx as nx
 import torch
@@ -20,6 +21,34 @@ from p2pfl.core.seeding import stream_seed
 from p2pfl.core.trainer import Trainer
 from p2pfl.scale.network import Clock
 from topologies import Schedule
+
+
+@dataclass(frozen=True)
+class Byzantine:
+    """The Byzantine nodes of a run and what they send ([byzantine], docs/robustness.md): the
+    attack's name and its parameters, which the gossip algorithms carry out
+    (algorithms/attacks.py)."""
+
+    nodes: tuple[int, ...]  # the Byzantine node ids, increasing
+    attack: str  # sign_flip | gaussian | alie | ipm | dissensus
+    params: dict[str, float] = field(default_factory=dict)  # the attack's, e.g. {"scale": 1.0}
+
+    def mask(self, n: int, device: torch.device) -> torch.Tensor:
+        """bool [n], True at the Byzantine nodes."""
+        mask = torch.zeros(n, dtype=torch.bool, device=device)
+        mask[list(self.nodes)] = True
+        return mask
+
+
+@dataclass(frozen=True)
+class Privacy:
+    """Private gossip ([privacy], docs/robustness.md): each node clips its round update to norm
+    `clip` and adds Gaussian noise of standard deviation sigma * clip to every coordinate before
+    it is gossiped."""
+
+    sigma: float  # the noise multiplier
+    clip: float  # the L2 bound of a node's round update
+    delta: float  # the delta of the (epsilon, delta) privacy.json reports
 
 
 @dataclass
@@ -39,6 +68,8 @@ class RunContext:
     link_drop: float = 0.0  # probability that a message is lost, per message and round
     node_drop: float = 0.0  # probability that a node is offline, per node and round
     eval_batch_size: int = 1000  # samples per model in one evaluation batch
+    byzantine: Byzantine | None = None  # nodes that attack ([byzantine])
+    privacy: Privacy | None = None  # noise on what is gossiped ([privacy])
 
     def faults(self, t: int, graph: nx.Graph) -> T.Faults:
         """The lost messages and offline nodes of round t on `graph`.

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from algorithms import ALGORITHMS, CENTRALIZED, Server
+from algorithms.decentralized import READERS
 from p2pfl.config import ConfigError, config_from_dict, declared_options, load_config
 from p2pfl.options import AlgorithmOptions, check_values
 from tests.conftest import option_names
@@ -96,6 +97,8 @@ def test_a_field_is_read_or_refused(name, variant, key):
         base["personal_fraction"] = 0.3  # the fine-tuning epochs need a personalised split
     if key in ("clique_averaging", "persistent_momentum") and key in option_names(cls):
         base["local_steps"] = 1  # dpsgd takes them with one local step a round only
+    if key in READERS and key in option_names(cls):
+        base["aggregator"] = READERS[key]  # a robust aggregator's own setting
     other_forms = {k for v, keys in cls.form_options.items() if v != variant for k in keys}
     in_form = key not in other_forms or key in cls.form_options.get(variant, ())
     if key == "variant":

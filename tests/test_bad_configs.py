@@ -84,7 +84,8 @@ def scalar_fields() -> list[tuple[str, type]]:
 WRONG_TYPE = {int: ['"ten"', "1.5", "true", "[1]", "{a = 1}"],
               float: ['"x"', "true", "[0.1]", "{a = 1}"],
               str: ["5", "true", "[\"a\"]", "{a = 1}"],
-              bool: ["1", '"yes"', "[true]"]}
+              bool: ["1", '"yes"', "[true]"],
+              Any: ['"x"', "true", "{a = 1}", "[0.5]"]}  # byzantine.nodes: number or ids
 
 
 def _literal(value: float, tp: type) -> str:

@@ -5,7 +5,7 @@
 
 Static graphs (nodes 0..n-1; nx.Graph if undirected, nx.DiGraph if directed; no self-loops):
     ring(n), directed_ring(n), line(n), grid(rows, cols), torus(rows, cols), hypercube(dim),
-    complete(n), star(n), exponential(n, base=2, directed=True),
+    complete(n), star(n), exponential(n, base=2, directed=True), dumbbell(n),
     erdos_renyi(n, p, seed=None, directed=False), random_regular(n, d, seed=None),
     watts_strogatz(n, k, p, seed=None, connected=True), barabasi_albert(n, m, seed=None),
     random_out_graph(n, k, seed=None), random_regular_digraph(n, d, seed=None),
@@ -31,6 +31,9 @@ Mixing (W[j, i] = share of i's mass sent to j; dense, or scipy CSR with sparse=T
     is_column_stochastic(W), is_doubly_stochastic(W), check_column_stochastic(W),
     check_doubly_stochastic(W); messages(G) -> (senders, receivers, weights) of one round
 Faults: Faults(links, nodes), Faults.none(n), sample_faults(G, link_drop, node_drop, seed)
+Adversaries and privacy: placement(G, count, rule="random", seed=None) (PLACEMENTS: random,
+    max_degree, cut); gossip_exposure(W, steps=1) (Muffliato's pairwise exposure), rdp_to_dp(c,
+    delta)
 Connectivity: is_strongly_connected(G), union_graph(schedule, t0, t1)
 Neighbour selection ``(losses, candidates, k, rng) -> [n, k]``: select_random,
     select_loss_based, loss_softmax(temperature), get_selector(name_or_callable, temperature)
@@ -44,6 +47,7 @@ from topologies._common import ParameterError, did_you_mean, messages
 from topologies.builders import (
     complete,
     directed_ring,
+    dumbbell,
     exponential,
     grid,
     hypercube,
@@ -77,6 +81,8 @@ from topologies.mixing import (
     is_doubly_stochastic,
     row_stochastic,
 )
+from topologies.placement import PLACEMENTS, placement
+from topologies.privacy import gossip_exposure, rdp_to_dp
 from topologies.random_graphs import (
     barabasi_albert,
     erdos_renyi,
@@ -114,7 +120,7 @@ from topologies.windows import UnionWindow, union_window
 __all__ = [
     # static graphs (builders, random graphs, user graphs)
     "ring", "directed_ring", "line", "grid", "torus", "hypercube", "complete", "star",
-    "exponential", "erdos_renyi", "random_regular", "watts_strogatz", "barabasi_albert",
+    "exponential", "dumbbell", "erdos_renyi", "random_regular", "watts_strogatz", "barabasi_albert",
     "random_out_graph", "random_regular_digraph", "equi_static", "from_adjacency", "from_edges",
     "from_networkx",
     # from the data
@@ -137,6 +143,8 @@ __all__ = [
     # faults and neighbour selection
     "Faults", "sample_faults", "Selector", "SELECTIONS", "select_random", "select_loss_based",
     "loss_softmax", "get_selector",
+    # adversaries and privacy
+    "placement", "PLACEMENTS", "gossip_exposure", "rdp_to_dp",
     # by name, for configs
     "TOPOLOGIES", "REGISTRY", "NamedTopology", "register", "named", "build_schedule",
     "ParameterError", "did_you_mean", "messages",

@@ -202,6 +202,37 @@ def star(n: int) -> nx.Graph:
 
 
 @register
+def dumbbell(n: int) -> nx.Graph:
+    """Dumbbell: two cliques joined by one edge, the topology whose bottleneck Byzantine nodes use.
+
+    He, Karimireddy and Jaggi, "Byzantine-robust decentralized learning via ClippedGossip", 2022,
+    run their dissensus experiments on it. The cliques are 0..a-1 and a..n-1 with a = n // 2,
+    joined by the edge (a - 1, a) (networkx's barbell graph without a path, for even n).
+
+    Parameters
+    ----------
+    n : number of nodes, at least 4.
+
+    Returns
+    -------
+    nx.Graph, n(n - 2)/4 + 1 edges for even n, diameter 3, one bridge.
+
+    Examples
+    --------
+    >>> G = dumbbell(6)
+    >>> G.number_of_edges(), (2, 3) in G.edges
+    (7, True)
+    """
+    n = check_int(n, "n", 4)
+    a = n // 2
+    G = nx.complete_graph(a)
+    G.add_edges_from((i, j) for i in range(a, n) for j in range(i + 1, n))
+    G.add_nodes_from(range(a, n))
+    G.add_edge(a - 1, a)
+    return G
+
+
+@register
 def exponential(n: int, base: int = 2, directed: bool = True) -> nx.Graph:
     """Exponential graph: i sends to (i + base**m) mod n for every power base**m < n.
 

@@ -15,6 +15,7 @@ import numpy as np
 from p2pfl.config.algorithm import build_algorithm
 from p2pfl.config.sections import (
     _RANGES,
+    ByzantineConfig,
     Config,
     ConfigError,
     DataConfig,
@@ -22,10 +23,12 @@ from p2pfl.config.sections import (
     EvalConfig,
     ModelConfig,
     NetworkConfig,
+    PrivacyConfig,
     TopologyConfig,
     _choices,
     coerce,
 )
+from p2pfl.config.threats import check_byzantine, check_privacy
 from p2pfl.config.topology import build_topology, option_types
 from p2pfl.options import AlgorithmOptions, check_number, check_values
 from topologies import ParameterError, did_you_mean
@@ -56,6 +59,8 @@ _SECTIONS = {
     "eval": EvalConfig,
     "engine": EngineConfig,
     "network": NetworkConfig,
+    "byzantine": ByzantineConfig,
+    "privacy": PrivacyConfig,
 }
 
 
@@ -155,7 +160,7 @@ def _check_range(name: str, value: float, bounds: tuple) -> None:
 
 
 def validate(cfg: Config) -> None:
-    """Check a config: `check_fields`, the algorithm's options, the [network] settings.
+    """Check a config: `check_fields`, the algorithm's options, [network], [byzantine], [privacy].
 
     Every [algorithm] field the chosen algorithm does not read must be at its default, and
     [network] fields take effect only when the network is enabled.
@@ -174,6 +179,8 @@ def validate(cfg: Config) -> None:
 
     algorithm = ALGORITHMS[cfg.algorithm.name](cfg.algorithm)  # refuses unread options
     _check_network(cfg, algorithm)
+    check_byzantine(cfg)
+    check_privacy(cfg)
 
 
 def _check_network(cfg: Config, algorithm: Any) -> None:
@@ -222,7 +229,7 @@ def check_fields(cfg: Config) -> None:
     for (section, key), bounds in _RANGES.items():
         obj = getattr(cfg, section) if section else cfg
         _check_range(f"{section}.{key}" if section else key, getattr(obj, key), bounds)
-    for section in ("topology", "algorithm", "network"):
+    for section in ("topology", "algorithm", "network", "byzantine", "privacy"):
         try:
             check_values(getattr(cfg, section))
         except ParameterError as err:

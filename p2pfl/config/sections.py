@@ -143,6 +143,41 @@ class NetworkConfig:
 
 
 @dataclass
+class ByzantineConfig:
+    """[byzantine]: nodes that send what an attack computes instead of their models
+    (algorithms/attacks.py, docs/robustness.md); none by default. `nodes` is a fraction of the
+    nodes in [0, 1) (a float), a count (an int) or a list of node ids."""
+
+    nodes: Any = 0
+    placement: str = option("random", doc="random | max_degree | cut: where a fraction or count "
+                            "of Byzantine nodes goes, on the graph of round 0")
+    attack: str = option("sign_flip", doc="sign_flip | gaussian | alie | ipm | dissensus")
+    scale: float = option(1.0, low=0, doc="sign_flip: the message is -scale x")
+    std: float = option(1.0, low=0, low_open=True, doc="gaussian: the message is x + std xi, "
+                        "xi ~ N(0, I)")
+    z: float = option(0.0, doc="alie: the message is mu - z sd; 0 = Baruch et al.'s z_max "
+                      "from the numbers of nodes and Byzantine nodes")
+    ipm_epsilon: float = option(0.1, low=0, low_open=True, doc="ipm: the message is "
+                                "-ipm_epsilon mu")
+    dissensus_epsilon: float = option(1.5, low=0, low_open=True, doc="dissensus: the "
+                                      "receiver moves (1 - dissensus_epsilon) times its honest "
+                                      "neighbours' pull")
+
+
+@dataclass
+class PrivacyConfig:
+    """[privacy]: private gossip (algorithms/muffliato.py, docs/robustness.md); off by default."""
+
+    sigma: float = option(0.0, low=0, doc="noise multiplier: Gaussian noise of standard "
+                          "deviation sigma * clip on every coordinate of a node's clipped round "
+                          "update (0: off)")
+    clip: float = option(0.0, low=0, doc="L2 bound of a node's round update (its local phase's "
+                         "displacement)")
+    delta: float = option(1e-5, low=0, high=1, low_open=True, high_open=True,
+                          doc="delta of the (epsilon, delta)-DP written to privacy.json")
+
+
+@dataclass
 class Config:
     seed: int = 0
     rounds: int = 300
@@ -154,6 +189,8 @@ class Config:
     eval: EvalConfig = field(default_factory=EvalConfig)
     engine: EngineConfig = field(default_factory=EngineConfig)
     network: NetworkConfig = field(default_factory=NetworkConfig)
+    byzantine: ByzantineConfig = field(default_factory=ByzantineConfig)
+    privacy: PrivacyConfig = field(default_factory=PrivacyConfig)
     compare: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
@@ -193,10 +230,11 @@ _RANGES: dict[tuple[str, str], tuple[float | None, float | None, bool, bool]] = 
 def _choices() -> dict[tuple[str, str], tuple[str, ...]]:
     """Allowed names per field (imported lazily: registries live in other packages)."""
     from algorithms import ALGORITHMS
+    from algorithms.attacks import ATTACKS
     from p2pfl.core.mixing import LAYOUTS
     from p2pfl.core.models import MODELS
     from p2pfl.data import DATASETS, PARTITIONS
-    from topologies import SELECTIONS
+    from topologies import PLACEMENTS, SELECTIONS
 
     return {
         ("", "device"): DEVICES,
@@ -211,6 +249,8 @@ def _choices() -> dict[tuple[str, str], tuple[str, ...]]:
         ("engine", "precision"): PRECISIONS,
         ("engine", "on_divergence"): ON_DIVERGENCE,
         ("engine", "mixing"): LAYOUTS,
+        ("byzantine", "placement"): PLACEMENTS,
+        ("byzantine", "attack"): ATTACKS,
     }
 
 

@@ -11,7 +11,8 @@ import numpy as np
 import torch
 
 STREAMS = {"partition": 1, "init": 2, "batches": 3, "topology": 4, "participation": 5, "eval": 6,
-           "faults": 7, "network": 8, "compress": 9, "gossip": 10}
+           "faults": 7, "network": 8, "compress": 9, "gossip": 10, "byzantine": 11,
+           "privacy": 12}
 
 
 def stream_seed(seed: int, stream: str, *keys: int) -> int:

@@ -35,6 +35,7 @@ from p2pfl.core.trainer import Trainer, VectorizedTrainer
 from p2pfl.data import PARTITION_PARAMS, PARTITIONS, Dataset, check_partition, partition
 from p2pfl.engine.datasets import named_dataset
 from p2pfl.engine.stacked import Stack
+from p2pfl.engine.threats import byzantine_of, check_one_process, privacy_of
 from p2pfl.engine.topology import check_topology, needs_class_counts, schedule_for
 from p2pfl.errors import UserCodeError
 from p2pfl.objects import Parts
@@ -256,6 +257,7 @@ def build(cfg: Config, dataset: Dataset | None = None, parts: Parts | None = Non
     else:
         model = _own_model(parts.model, data, device, dtype)
     comm = _comm(cfg, device, dtype)
+    check_one_process(cfg, isinstance(comm, DistComm))
     first, rows = (comm.shard.lo, comm.shard.rows) if isinstance(comm, DistComm) else (
         0, cfg.data.num_nodes)
     num_params = sum(p.numel() for p in model.parameters())
@@ -298,7 +300,8 @@ def build(cfg: Config, dataset: Dataset | None = None, parts: Parts | None = Non
     ctx = RunContext(device, dtype, data, population, forward, guard.wrap(trainer), comm,
                      schedule, guard, _clock(cfg, algorithm, schedule, data, population),
                      uses_batch_statistics(model), cfg.seed, cfg.topology.link_drop,
-                     cfg.topology.node_drop, cfg.eval.batch_size)
+                     cfg.topology.node_drop, cfg.eval.batch_size, byzantine_of(cfg, schedule),
+                     privacy_of(cfg))
     algorithm.setup(ctx)
     return ctx, algorithm
 

@@ -13,6 +13,7 @@ import torch
 from p2pfl.callbacks import Callback, RoundEnd
 from p2pfl.context import RunContext
 from p2pfl.core.metrics import evaluate, evaluate_own, evaluate_sums, squared_distance
+from p2pfl.core.population import Params
 from p2pfl.core.seeding import numpy_rng
 
 
@@ -54,9 +55,33 @@ def node_spread(acc: torch.Tensor) -> dict[str, float]:
             "test_acc_node_std": acc.std(unbiased=False).item()}
 
 
+def honest_metrics(ctx: RunContext, local: Params, local_acc: torch.Tensor) -> dict[str, float]:
+    """The honest nodes' accuracy and consensus, in a run with Byzantine nodes (one process).
+
+    Parameters
+    ----------
+    ctx : the run.
+    local : name -> [N, *shape], every node's model.
+    local_acc : [N] their accuracies on the evaluation subset.
+
+    Returns
+    -------
+    dict: test_acc_honest_mean, test_acc_honest_min, and consensus_dist_honest, the mean squared
+    distance of the honest models to their average.
+    """
+    honest = ~ctx.byzantine.mask(ctx.num_nodes, ctx.device)
+    models = {k: v[honest] for k, v in local.items()}
+    average = {k: v.mean(0) for k, v in models.items()}
+    count = int(honest.sum())
+    return {"test_acc_honest_mean": local_acc[honest].mean().item(),
+            "test_acc_honest_min": local_acc[honest].min().item(),
+            "consensus_dist_honest": (squared_distance(models, average) / count).item()}
+
+
 class Evaluation(Callback):
     """test_acc / test_loss of the average model, test_acc_local_mean / _min of the nodes' own
     models, their consensus distance to the average, and eval_s (seconds spent here). With
+    Byzantine nodes, the same over the honest nodes (`honest_metrics`). With
     `data.local_test` > 0, also each node's model (`Algorithm.node_models`) on the node's own
     test split: `node_spread` of those accuracies."""
 
@@ -91,6 +116,8 @@ class Evaluation(Callback):
                   "test_acc_local_mean": (sums[2] / count).item(),
                   "test_acc_local_min": lowest.item(),
                   "consensus_dist": (sums[4] / count).item()}
+        if ctx.byzantine is not None:
+            record |= honest_metrics(ctx, local, local_acc)
         if ctx.data.local_test is not None:
             record |= node_spread(self.node_accuracy(end, chunk))
         return record | {"eval_s": time.perf_counter() - start}

@@ -39,6 +39,7 @@ from p2pfl.engine.rundir import (
     start,
 )
 from p2pfl.engine.stacked import Stack
+from p2pfl.engine.threats import byzantine_record
 from p2pfl.errors import RunInterrupted
 from p2pfl.objects import DATA_RECORD, check_partition_record, describe_partition, resolve
 from p2pfl.objects.inputs import INPUTS_RECORD, check_inputs, describe_inputs, with_absolute_paths
@@ -118,7 +119,7 @@ def run(cfg: Config, out_dir: str | Path | None = None, progress: bool | Observe
             data_record = parts.records.get(DATA_RECORD, {}) | describe_partition(cfg, ctx.data)
             check_partition_record(out, resume, data_record)
             records = parts.records | {DATA_RECORD: data_record} | (
-                {INPUTS_RECORD: inputs} if inputs else {})
+                {INPUTS_RECORD: inputs} if inputs else {}) | byzantine_record(ctx.byzantine, cfg)
             asynchronous = isinstance(algo, Asynchronous)  # event by event (docs/async.md)
             if asynchronous and stack is not None:
                 raise ConfigError("stack", f"{algo.name} runs event by event, not stacked")

@@ -4,6 +4,8 @@
     metrics.jsonl   one record per round (p2pfl.report.results)
     checkpoint.pt   the state to continue from (p2pfl.engine.checkpoint)
     summary.json    written when the run's rounds are done, with final.pt and the curves
+    privacy.json    with [privacy]: the pairwise privacy loss (the algorithm's `files`)
+    byzantine.json  with [byzantine]: the Byzantine nodes and their attack
     *.json          records of what was given as Python objects (p2pfl.objects)
     .lock           held (flock) by the process writing the directory, for the whole run
 """
@@ -219,6 +221,8 @@ def finish(out: Path, cfg: Config, ctx: RunContext, algorithm: Any, history: His
     if stopped:
         summary["stopped"] = stopped
     write_json_atomic(out / "summary.json", summary)
+    for name, record in algorithm.files(ctx).items():
+        write_json_atomic(out / name, record)
     state = {"round": len(history), "population": final["population"],
              "algorithm": algorithm.state_dict(), "average_model": final["average_model"]}
     with atomic_file(out / "final.pt", "wb") as f:

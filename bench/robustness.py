@@ -1,0 +1,293 @@
+"""Byzantine nodes and private gossip on real Fashion-MNIST: the grids of docs/robustness.md.
+
+Every cell is configs/robustness.toml with a topology, an aggregator, [byzantine] and [privacy]
+set; cells run one at a time, each seed in OUT/<grid>/<cell>/seed<k> (a finished run is kept and
+not run again, so a grid is continued by the same command; `--budget-s` stops starting runs after
+that many seconds). The checkpoints and final models are deleted after each run (the metrics,
+config, byzantine.json and privacy.json stay). Then the tables are printed and the figures
+written to OUT (or `--figures`).
+
+    python -m bench.robustness --grid bar --seeds 0,1,2 --out runs/robustness
+    python -m bench.robustness --grid count --budget-s 540 --out runs/robustness   # repeat
+    python -m bench.robustness --grid privacy_distance --figures docs/figures
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import networkx as nx
+import numpy as np
+
+import topologies as T
+from analysis.privacy import pairwise_privacy
+from p2pfl.config import load_config, with_overrides
+from p2pfl.engine import run
+from p2pfl.report.figures import plt, save, series_style
+
+CONFIG = "configs/robustness.toml"
+TOPOLOGIES = {"ring": {"topology.name": "ring"}, "torus": {"topology.name": "torus"},
+              "exponential": {"topology.name": "exponential", "topology.directed": False},
+              "dumbbell": {"topology.name": "dumbbell"}}
+AGGREGATORS = ("mean", "clipped_gossip", "self_centered_clipping", "trimmed_mean", "median")
+SIGMAS = (0.0, 0.001, 0.003, 0.01, 0.03)
+# DFedSAM-MGS with rho = 0: DFedAvg with Q = 4 gossip steps after the noise (it has no `order`)
+PRIVATE = {"algorithm.name": "dfedsam_mgs", "algorithm.order": "", "algorithm.gossip_steps": 4,
+           "privacy.clip": 1.0}
+
+
+def _cell(topology: str, aggregator: str = "mean", byzantine: int = 0, attack: str = "sign_flip",
+          placement: str = "random", **more: Any) -> tuple[str, dict[str, Any]]:
+    """(name, overrides) of one cell."""
+    overrides = dict(TOPOLOGIES[topology]) | {"algorithm.aggregator": aggregator}
+    if byzantine:
+        overrides |= {"byzantine.nodes": byzantine, "byzantine.attack": attack,
+                      "byzantine.placement": placement}
+    name = f"{topology}-{aggregator}-{byzantine}{attack if byzantine else ''}"
+    if more:
+        overrides |= more
+        name += "-" + "-".join(f"{k.split('.')[-1]}{v}" for k, v in more.items()
+                               if k in ("privacy.sigma",))
+    return name, overrides
+
+
+def cells(grid: str) -> list[tuple[str, dict[str, Any]]]:
+    """The cells of a grid.
+
+    Parameters
+    ----------
+    grid : bar | count | dissensus | privacy.
+
+    Returns
+    -------
+    list of (cell name, dotted overrides of configs/robustness.toml).
+    """
+    if grid == "bar":
+        return [_cell("exponential"), _cell("exponential", byzantine=1),
+                _cell("exponential", "clipped_gossip", 1)]
+    if grid == "count":  # clipped_gossip without attackers is plain gossip: not run twice
+        return [_cell(t, a, k) for t in TOPOLOGIES for k in (0, 1, 2) for a in AGGREGATORS
+                if (a, k) != ("clipped_gossip", 0)]
+    if grid == "dissensus":
+        return [_cell(t, a, 1, "dissensus", "cut") for t in TOPOLOGIES for a in AGGREGATORS]
+    if grid == "privacy":
+        plain = {k: v for k, v in PRIVATE.items() if not k.startswith("privacy.")}
+        private = [("exponential-private-sigma0", plain | dict(TOPOLOGIES["exponential"]))]
+        return private + [(f"exponential-private-sigma{s}",
+                           PRIVATE | dict(TOPOLOGIES["exponential"]) | {"privacy.sigma": s})
+                          for s in SIGMAS if s > 0]
+    raise SystemExit(f"unknown grid {grid!r}")
+
+
+def run_grid(grid: str, out: Path, seeds: list[int], rounds: int | None, budget: float) -> None:
+    """Run the unfinished (cell, seed) runs of `grid`, one at a time, within `budget` seconds.
+
+    Parameters
+    ----------
+    grid : the grid's name.
+    out : the output folder.
+    seeds : the seeds.
+    rounds : rounds of every run (None: the config's).
+    budget : seconds after which no new run starts.
+    """
+    base = load_config(CONFIG)
+    start = time.perf_counter()
+    for name, overrides in cells(grid):
+        for seed in seeds:
+            folder = out / grid / name / f"seed{seed}"
+            if (folder / "summary.json").exists():
+                continue
+            if time.perf_counter() - start > budget:
+                print(f"budget spent: {grid} continues with the same command", file=sys.stderr)
+                return
+            cfg = with_overrides(base, overrides | {"seed": seed}
+                                 | ({"rounds": rounds} if rounds else {}))
+            began = time.perf_counter()
+            run(cfg, folder, figures=False)
+            for bulky in ("checkpoint.pt", "final.pt"):
+                (folder / bulky).unlink(missing_ok=True)
+            print(f"{grid}/{name}/seed{seed}: {time.perf_counter() - began:.0f} s",
+                  file=sys.stderr)
+
+
+def final(folder: Path) -> dict[str, Any]:
+    """The last record of a run, with the honest metrics (all nodes when none is Byzantine).
+
+    Parameters
+    ----------
+    folder : the run directory.
+
+    Returns
+    -------
+    dict: honest_mean, honest_min, consensus, wall_s (the run's rounds), and the privacy
+    numbers of privacy.json when there is one.
+    """
+    records = [json.loads(line) for line in (folder / "metrics.jsonl").read_text().splitlines()]
+    last = records[-1]
+    out = {"honest_mean": last.get("test_acc_honest_mean", last["test_acc_local_mean"]),
+           "honest_min": last.get("test_acc_honest_min", last["test_acc_local_min"]),
+           "consensus": last.get("consensus_dist_honest", last["consensus_dist"]),
+           "wall_s": sum(r["wall_s"] for r in records)}
+    if (folder / "privacy.json").exists():
+        record = json.loads((folder / "privacy.json").read_text())
+        out |= {k: record[k] for k in ("epsilon_max", "epsilon_mean", "epsilon_local")}
+    return out
+
+
+def summarize(grid: str, out: Path) -> dict[str, dict[str, Any]]:
+    """Mean and standard deviation over the finished seeds of every cell.
+
+    Parameters
+    ----------
+    grid : the grid's name.
+    out : the output folder.
+
+    Returns
+    -------
+    dict {cell: {key: mean, key + "_sd": sd, "seeds": count}}.
+    """
+    table = {}
+    for name, _ in cells(grid):
+        runs = [final(f.parent) for f in sorted((out / grid / name).glob("seed*/summary.json"))]
+        if not runs:
+            continue
+        row: dict[str, Any] = {"seeds": len(runs)}
+        for key in runs[0]:
+            values = [r[key] for r in runs]
+            row[key] = statistics.fmean(values)
+            row[key + "_sd"] = statistics.stdev(values) if len(values) > 1 else 0.0
+        table[name] = row
+    return table
+
+
+def print_table(grid: str, table: dict[str, dict[str, Any]]) -> None:
+    """One Markdown line per cell: honest accuracy (mean, min) in %, consensus, seconds."""
+    extra = " | eps max | eps mean | eps local" if grid == "privacy" else ""
+    print(f"\n{grid}\n\n| cell | seeds | honest acc % | honest min % | consensus | s/run{extra} |")
+    print("|---|---|---|---|---|---|" + ("---|---|---|" if extra else ""))
+    for name, r in table.items():
+        line = (f"| {name} | {r['seeds']} | {100 * r['honest_mean']:.1f} ± "
+                f"{100 * r['honest_mean_sd']:.1f} | {100 * r['honest_min']:.1f} | "
+                f"{r['consensus']:.3g} | {r['wall_s']:.0f} |")
+        if extra:
+            line += "".join(f" {r[k]:.3g} |" if k in r else " - |"
+                            for k in ("epsilon_max", "epsilon_mean", "epsilon_local"))
+        print(line)
+
+
+def figure(grid: str, table: dict[str, dict[str, Any]], path: Path) -> None:
+    """The grid's figure: honest accuracy against the Byzantine count per topology (count),
+    per aggregator and topology (dissensus, bar), or against sigma (privacy)."""
+    if grid == "count":
+        fig, axes = plt.subplots(1, len(TOPOLOGIES), figsize=(15, 3.6), sharey=True)
+        for ax, topology in zip(axes, TOPOLOGIES):
+            for i, aggregator in enumerate(AGGREGATORS):
+                xs, ys = [], []
+                for k in (0, 1, 2):
+                    key = _cell(topology, "mean" if (aggregator, k) == ("clipped_gossip", 0)
+                                else aggregator, k)[0]
+                    if key in table:
+                        xs.append(k)
+                        ys.append(100 * table[key]["honest_mean"])
+                ax.plot(xs, ys, label=aggregator, **series_style(i))
+            ax.set_title(topology)
+            ax.set_xlabel("sign-flipping nodes of 16")
+            ax.set_xticks([0, 1, 2])
+        axes[0].set_ylabel("honest nodes' accuracy (%)")
+        axes[-1].legend(fontsize=8)
+    elif grid in ("dissensus", "bar"):
+        fig, ax = plt.subplots(figsize=(10, 3.8))
+        names = list(table)
+        ax.bar(range(len(names)), [100 * table[n]["honest_mean"] for n in names],
+               yerr=[100 * table[n]["honest_mean_sd"] for n in names], color="#4c72b0")
+        ax.set_xticks(range(len(names)))
+        ax.set_xticklabels([n.replace("-1dissensus", "") for n in names], rotation=70,
+                           fontsize=7)
+        ax.set_ylabel("honest nodes' accuracy (%)")
+    else:
+        fig, ax = plt.subplots(figsize=(6, 3.8))
+        sig = [float(n.split("sigma")[-1]) for n in table]
+        ax.plot(sig, [100 * r["honest_mean"] for r in table.values()], **series_style(0))
+        ax.set_xscale("symlog", linthresh=1e-3)
+        ax.set_xlabel("noise multiplier sigma (std = sigma * clip)")
+        ax.set_ylabel("nodes' accuracy (%)")
+    save(fig, path)
+
+
+def privacy_distance(path: Path, n: int = 64, steps: int = 10, sigma: float = 5.0) -> dict:
+    """Muffliato's pairwise loss against graph distance on a ring and an expander (random
+    4-regular), one noisy value per node (sensitivity 1), `steps` gossip steps.
+
+    Parameters
+    ----------
+    path : the figure's path.
+    n : nodes.
+    steps : gossip steps.
+    sigma : the noise's standard deviation.
+
+    Returns
+    -------
+    dict {graph: {distance: mean epsilon}} (delta = 1e-5).
+    """
+    graphs = {"ring": T.ring(n), "expander (random 4-regular)": T.random_regular(n, 4, seed=0)}
+    fig, ax = plt.subplots(figsize=(6.5, 3.8))
+    found = {}
+    for i, (name, G) in enumerate(graphs.items()):
+        eps = pairwise_privacy(G, sigma, 1, delta=1e-5, steps=steps)
+        hops = dict(nx.all_pairs_shortest_path_length(G))
+        by = {}
+        for a in range(n):
+            for b in range(n):
+                if a != b:
+                    by.setdefault(hops[a][b], []).append(eps[a, b])
+        found[name] = {d: float(np.mean(v)) for d, v in sorted(by.items())}
+        ax.plot(list(found[name]), list(found[name].values()), label=name, **series_style(i))
+    local = float(T.rdp_to_dp(1 / (2 * sigma**2), 1e-5))
+    ax.axhline(local, color="grey", linestyle=":",
+               label="one observation of the noisy value (local DP)")
+    ax.set_yscale("log")
+    ax.set_xlabel("graph distance between the observer and the data owner (hops)")
+    ax.set_ylabel(f"epsilon (delta = 1e-5), sigma = {sigma:g}")
+    ax.set_title(f"{n} nodes, {steps} gossip steps after the noise")
+    ax.legend(fontsize=8)
+    save(fig, path)
+    return found
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Command line: run a grid, print its table, write its figure."""
+    parser = argparse.ArgumentParser(prog="python -m bench.robustness", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--grid", required=True,
+                        choices=("bar", "count", "dissensus", "privacy", "privacy_distance"))
+    parser.add_argument("--out", default="runs/robustness")
+    parser.add_argument("--seeds", default="0,1,2")
+    parser.add_argument("--rounds", type=int, default=None)
+    parser.add_argument("--budget-s", type=float, default=float("inf"))
+    parser.add_argument("--no-run", action="store_true", help="only summarise what is there")
+    parser.add_argument("--figures", default=None, help="folder of the figure (default: OUT)")
+    args = parser.parse_args(argv)
+    out = Path(args.out)
+    figures = Path(args.figures) if args.figures else out
+    if args.grid == "privacy_distance":
+        found = privacy_distance(figures / "privacy_distance")
+        for name, by in found.items():
+            print(name + ": " + ", ".join(f"{d} hops {e:.3g}" for d, e in by.items()))
+        return
+    if not args.no_run:
+        run_grid(args.grid, out, [int(s) for s in args.seeds.split(",")], args.rounds,
+                 args.budget_s)
+    table = summarize(args.grid, out)
+    print_table(args.grid, table)
+    if table:
+        figure(args.grid, table, figures / f"robustness_{args.grid}")
+
+
+if __name__ == "__main__":
+    main()
