@@ -34,7 +34,8 @@ Faults: Faults(links, nodes), Faults.none(n), sample_faults(G, link_drop, node_d
 Adversaries and privacy: placement(G, count, rule="random", seed=None) (PLACEMENTS: random,
     max_degree, cut); gossip_exposure(W, steps=1) (Muffliato's pairwise exposure), rdp_to_dp(c,
     delta)
-Connectivity: is_strongly_connected(G), union_graph(schedule, t0, t1)
+Connectivity: is_strongly_connected(G), union_graph(schedule, t0, t1),
+    union_is_strongly_connected(n, graphs)
 Neighbour selection ``(losses, candidates, k, rng) -> [n, k]``: select_random,
     select_loss_based, loss_softmax(temperature), get_selector(name_or_callable, temperature)
 By name (configs): a named topology is its builder, registered with ``@register`` (its
@@ -58,7 +59,11 @@ from topologies.builders import (
 )
 from topologies.by_name import build_schedule, named
 from topologies.cliques import INTER_CLIQUE, clique_skews, d_cliques
-from topologies.connectivity import is_strongly_connected, union_graph
+from topologies.connectivity import (
+    is_strongly_connected,
+    union_graph,
+    union_is_strongly_connected,
+)
 from topologies.convert import from_adjacency, from_edges, from_networkx
 from topologies.equitopo import EquiDyn, equi_dyn, equi_static
 from topologies.faults import Faults, sample_faults
@@ -139,7 +144,7 @@ __all__ = [
     "FAULT_RULES", "is_column_stochastic", "is_doubly_stochastic", "check_column_stochastic",
     "check_doubly_stochastic",
     # connectivity
-    "is_strongly_connected", "union_graph",
+    "is_strongly_connected", "union_graph", "union_is_strongly_connected",
     # faults and neighbour selection
     "Faults", "sample_faults", "Selector", "SELECTIONS", "select_random", "select_loss_based",
     "loss_softmax", "get_selector",

@@ -11,6 +11,8 @@ import torch.nn.functional as F
 from p2pfl.core.models import StackedForward
 from p2pfl.core.population import Params
 
+DISTANCE_BYTES = 64 << 20  # squared_distance: bytes of the rows whose differences are taken at once
+
 
 @torch.no_grad()
 def evaluate_sums(forward: StackedForward, models: Params, x: torch.Tensor, y: torch.Tensor,
@@ -132,8 +134,12 @@ def squared_distance(models: Params, average: Params) -> torch.Tensor:
 
     Returns
     -------
-    float64 0-dim tensor (float64 accumulation, no float64 copy).
+    float64 0-dim tensor (float64 accumulation, no float64 copy; the differences are taken
+    DISTANCE_BYTES of rows at a time, so no temporary as large as the population is made).
     """
-    return sum((torch.linalg.vector_norm(v - average[k], dtype=torch.float64).square()
-                for k, v in models.items()),  # float64 accumulation, no float64 copy
-               torch.zeros((), dtype=torch.float64, device=next(iter(average.values())).device))
+    total = torch.zeros((), dtype=torch.float64, device=next(iter(average.values())).device)
+    for k, v in models.items():
+        rows = max(1, DISTANCE_BYTES // max(1, v[:1].numel() * v.element_size()))
+        for part in v.split(rows):
+            total += torch.linalg.vector_norm(part - average[k], dtype=torch.float64).square()
+    return total

@@ -5,11 +5,12 @@ A population of `c` nodes shares one architecture; each parameter is stored stac
 per-node inputs `x: [c, B, *input_shape]`, so that one autograd pass over the sum of per-node
 losses yields every node's gradient at once.
 
-- `mlp`, `cnn` and `fedfsa_cnn` carry a hand-written `batched_forward` (baddbmm for linear
-  layers; per-node convolutions on CPU, one grouped convolution elsewhere). Forward+backward,
-  c=10, B=32, 2-core CPU: mlp ~1.25x, cnn ~2.7-3x faster than `torch.func.vmap`. `mlp` also
-  carries a hand-written backward, `batched_gradients` (`linear_relu_chain`), which the local
-  phase uses in float32 and float64 unless the forward is compiled (p2pfl.core.gradients).
+- `logreg`, `mlp`, `cnn` and `fedfsa_cnn` carry a hand-written `batched_forward` (baddbmm for
+  linear layers; per-node convolutions on CPU, one grouped convolution elsewhere).
+  Forward+backward, c=10, B=32, 2-core CPU: mlp ~1.25x, cnn ~2.7-3x faster than
+  `torch.func.vmap`. `logreg` and `mlp` also carry a hand-written backward,
+  `batched_gradients` (`linear_relu_chain`), which the local phase uses in float32 and float64
+  unless the forward is compiled (p2pfl.core.gradients).
 - Any other `nn.Module` (including `resnet18_gn`) goes through `torch.func`: `vmap` over
   `functional_call`, except convolutional models on CPU, which call the module node by node
   (grouped convolutions are slow on CPU). BatchNorm with running statistics is rejected: its
@@ -37,9 +38,47 @@ from p2pfl.core.stacked_layers import (
 )
 from p2pfl.errors import UserCodeError
 
-MODELS = ("mlp", "cnn", "fedfsa_cnn", "resnet18_gn")
+MODELS = ("logreg", "mlp", "cnn", "fedfsa_cnn", "resnet18_gn")
 
 StackedForward = Callable[[Params, torch.Tensor], torch.Tensor]
+
+
+class LogReg(nn.Module):
+    """Multinomial logistic regression: Flatten -> one linear layer -> classes (softmax in the
+    loss)."""
+
+    def __init__(self, in_features: int, num_classes: int) -> None:
+        super().__init__()
+        self.fc = nn.Linear(in_features, num_classes)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """x [B, *input_shape] -> logits [B, classes]."""
+        return self.fc(x.flatten(1))
+
+    def batched_forward(self, params: Params, x: torch.Tensor) -> torch.Tensor:
+        """params {name: [c, *shape]}, x [c, B, *input_shape] -> logits [c, B, classes]."""
+        return stacked_linear(x.flatten(2), params["fc.weight"], params["fc.bias"])
+
+    def batched_gradients(self, params: Params, x: torch.Tensor, y: torch.Tensor,
+                          out: Params | None = None, beta: float = 0.0,
+                          weight: torch.Tensor | None = None) -> tuple[Params, torch.Tensor]:
+        """Each node's gradient of its mean (or weighted) cross-entropy by a hand-written backward:
+        dz = (softmax(z) - onehot(y)) / B, dW = dz^T x, db = sum_B dz.
+
+        Parameters
+        ----------
+        params : name -> [c, *shape].
+        x : [c, B, ...] inputs.
+        y : int64 [c, B] labels.
+        out : buffers the gradients are accumulated into (out <- beta * out + grad), or None.
+        beta : the accumulation's factor.
+        weight : [c, B] sample weights (rows summing to 1), or None for the plain mean.
+
+        Returns
+        -------
+        tuple (gradients name -> [c, *shape], losses [c]).
+        """
+        return linear_relu_chain(params, x, y, ("fc",), out, beta, weight)
 
 
 class MLP(nn.Module):
@@ -188,9 +227,9 @@ class ResNet18GN(nn.Module):
 def build_model(name: str, input_shape: tuple[int, ...], num_classes: int) -> nn.Module:
     """Build one node's model (PyTorch default init) for inputs [B, *input_shape].
 
-    mlp: mnist_2NN; cnn: the CIFAR CNN (no padding); fedfsa_cnn: that CNN with wider FC layers
-    and channels by the input's channel count; resnet18_gn: ResNet-18 with GroupNorm(2) and the
-    ImageNet stem.
+    logreg: multinomial logistic regression (one linear layer); mlp: mnist_2NN; cnn: the CIFAR
+    CNN (no padding); fedfsa_cnn: that CNN with wider FC layers and channels by the input's
+    channel count; resnet18_gn: ResNet-18 with GroupNorm(2) and the ImageNet stem.
 
     Parameters
     ----------
@@ -208,6 +247,8 @@ def build_model(name: str, input_shape: tuple[int, ...], num_classes: int) -> nn
         for an unknown name, or resnet18_gn with an input shape that is not (C, H, W).
     """
     input_shape = tuple(input_shape)
+    if name == "logreg":
+        return LogReg(math.prod(input_shape), num_classes)
     if name == "mlp":
         return MLP(math.prod(input_shape), num_classes)
     if name == "cnn":

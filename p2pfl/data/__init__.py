@@ -16,6 +16,7 @@ from p2pfl.data.partition import (
     quantity_dirichlet,
     quantity_lognormal,
     shards,
+    subsample,
 )
 
 __all__ = [
@@ -39,4 +40,5 @@ __all__ = [
     "quantity_dirichlet",
     "quantity_lognormal",
     "shards",
+    "subsample",
 ]

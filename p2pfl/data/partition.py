@@ -8,6 +8,7 @@ partition=...)`. Randomness comes only from the `numpy.random.Generator` handed 
 
 Equal sizes: `iid`, `dirichlet_prior` (also named `dirichlet`), `pathological`, `shards`.
 Unequal sizes: `label_dirichlet`, `quantity_dirichlet`, `quantity_lognormal`, `by_group`.
+More nodes than samples: `subsample` (nodes share samples; `data.allow_overlap`).
 """
 
 from __future__ import annotations
@@ -313,6 +314,53 @@ def by_group(groups: Sequence[int] | np.ndarray) -> Partitioner:
     return partitioner
 
 
+def subsample(per_node: int) -> Partitioner:
+    """Every node draws `per_node` distinct samples uniformly, independently of the other nodes.
+
+    For populations larger than the dataset (100,000 nodes on Fashion-MNIST's 60,000 samples):
+    nodes share samples, each held by about N per_node / n nodes, so the run needs
+    `data.allow_overlap = true`. Labels IID. O(N per_node) work: every row is drawn with
+    replacement, then its repeated entries are redrawn until none is left.
+
+    Parameters
+    ----------
+    per_node : samples of each node, at least 1.
+
+    Returns
+    -------
+    Partitioner, (labels, num_nodes, rng) -> index arrays; it raises ValueError when a node would
+    need more samples than there are.
+
+    Examples
+    --------
+    >>> rows = subsample(3)(np.zeros(5), 4, np.random.default_rng(0))
+    >>> [len(set(r)) for r in rows]
+    [3, 3, 3, 3]
+    """
+    if int(per_node) != per_node or per_node < 1:
+        raise ValueError(f"per_node must be an integer >= 1, got {per_node}")
+    per_node = int(per_node)
+
+    def partitioner(labels: np.ndarray, num_nodes: int,
+                    rng: np.random.Generator) -> list[np.ndarray]:
+        n = len(labels)
+        if per_node > n:
+            raise ValueError(f"subsample: {per_node} distinct samples a node, the dataset has {n}")
+        rows = rng.integers(0, n, size=(num_nodes, per_node))
+        while True:
+            rows.sort(axis=1)
+            repeated = np.zeros(rows.shape, dtype=bool)
+            repeated[:, 1:] = rows[:, 1:] == rows[:, :-1]
+            if not repeated.any():
+                break
+            rows[repeated] = rng.integers(0, n, size=int(repeated.sum()))
+        rows = rng.permuted(rows, axis=1)  # a random order within each node
+        return list(rows.astype(np.int64))
+
+    partitioner.__qualname__ = f"subsample({per_node})"
+    return partitioner
+
+
 @dataclass(frozen=True)
 class Method:
     """A named partition: its function and the `[data]` parameters it reads."""
@@ -345,7 +393,7 @@ def partition(labels: np.ndarray, num_nodes: int, method: str | Partitioner, *, 
     Parameters
     ----------
     labels : [n] labels of the training samples.
-    num_nodes : N, in [1, n].
+    num_nodes : N, in [1, n] (any N >= 1 with `allow_overlap`).
     method : a name of PARTITIONS, or a function (labels, num_nodes, rng) -> index lists.
     seed : the generator's seed.
     allow_overlap : whether a sample may go to more than one node.
@@ -364,9 +412,9 @@ def partition(labels: np.ndarray, num_nodes: int, method: str | Partitioner, *, 
     labels = np.asarray(labels)
     if labels.ndim != 1:
         raise ValueError(f"labels must be 1-D, got shape {labels.shape}")
-    if not 1 <= num_nodes <= len(labels):
-        raise ValueError(f"num_nodes must be in [1, {len(labels)}] (number of samples), "
-                         f"got {num_nodes}")
+    if num_nodes < 1 or (num_nodes > len(labels) and not allow_overlap):
+        raise ValueError(f"num_nodes must be in [1, {len(labels)}] (number of samples; more "
+                         f"nodes share samples only with allow_overlap), got {num_nodes}")
     rng = np.random.default_rng(seed)
     if callable(method):
         rows = method(labels, num_nodes, rng)

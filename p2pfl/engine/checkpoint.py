@@ -242,7 +242,8 @@ def load_checkpoint(run_dir: Path, device: torch.device) -> dict[str, Any] | Non
 
     Returns
     -------
-    dict, or None if there is none.
+    dict, or None if there is none. On the CPU its tensors are mapped from the file
+    (copy-on-write), so reading a large population costs no memory until it is restored.
 
     Raises
     ------
@@ -257,8 +258,9 @@ def load_checkpoint(run_dir: Path, device: torch.device) -> dict[str, Any] | Non
             Path(run_dir)):
         raise ConfigError("resume", f"{path} does not match its SHA-256 in {MANIFEST}: the file "
                           "is corrupt or was changed, and cannot be resumed")
-    try:
-        state = torch.load(path, map_location=device, weights_only=True)
+    try:  # on the CPU the tensors stay in the file's pages until restored (no second copy)
+        state = torch.load(path, map_location=device, weights_only=True,
+                           mmap=device.type == "cpu")
     except Exception as err:  # any unreadable file is one clean message
         raise ConfigError("resume", f"cannot read {path}: {err}") from None
     if not isinstance(state, dict) or state.get("version") != VERSION:

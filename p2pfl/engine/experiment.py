@@ -128,6 +128,7 @@ def run(cfg: Config, out_dir: str | Path | None = None, progress: bool | Observe
                 progress if ctx.comm.rank == 0 else False, label, list(parts.callbacks), figures)
             if checkpoint is not None:  # before the directory is touched: a state that does
                 restore(checkpoint, ctx.population, algo, runner.callbacks, out)  # not fit
+                checkpoint.pop("population")  # restored: not held for the whole run
         with agreed():  # then rank 0 alone writes
             if ctx.comm.rank == 0:
                 exits.enter_context(exclusive(out))

@@ -88,7 +88,7 @@ class Runner:
         self.stop_requested = False
         self.stopped: str | None = None  # a callback's StopRun reason
         self.checkpoint_round = len(self.history) if self.history else -1
-        self.population_state: dict[str, Any] = {}  # the latest checkpoint's population
+        self.population_state: dict[str, Any] = {}  # a distributed run's latest shard list
         self._checkpoint_end = time.perf_counter()
         self._checkpoint_cost = 0.0
 
@@ -141,9 +141,10 @@ class Runner:
                         raise RunInterrupted(f"stopped after round {t + 1} with a checkpoint",
                                              f"continue with: p2pfl resume {self.out}")
                 bar.close()
-                if self.checkpoint_round != len(self.history) or not self.population_state:
+                if self.checkpoint_round != len(self.history) or (
+                        self.ctx.comm.world > 1 and not self.population_state):
                     self.checkpoint()
-                final = {"population": self.population_state,  # the last checkpoint's
+                final = {"population": self._saved_population(),  # the last checkpoint's
                          "average_model": self.algorithm.average_model(self.ctx)}
                 if self.root:
                     finish(self.out, cfg, self.ctx, self.algorithm, self.history, final,
@@ -298,18 +299,24 @@ class Runner:
         """Save the state after the rounds in `history` (atomically)."""
         start = time.perf_counter()
         ctx = self.ctx
-        if ctx.comm.world == 1:
-            self.population_state = ctx.population.state_dict()
-        else:  # every process writes its rows; the checkpoint lists the files
+        if ctx.comm.world > 1:  # every process writes its rows; the checkpoint lists the files
             shards = ctx.comm.gather_objects(save_shard(self.out, len(self.history),
                                                         ctx.population))
             self.population_state = {"shards": shards}
         if self.root:
-            save_checkpoint(self.out, self.cfg, self.population_state, self.algorithm,
+            save_checkpoint(self.out, self.cfg, self._saved_population(), self.algorithm,
                             self.history, self.callbacks, ctx.chunks)
         self._checkpoint_end = time.perf_counter()
         self._checkpoint_cost = self._checkpoint_end - start
         self.checkpoint_round = len(self.history)
+
+    def _saved_population(self) -> dict[str, Any]:
+        """The population as the latest checkpoint holds it: one process's rows themselves,
+        saved without a copy (nothing changes them between the checkpoint and the next round, or
+        final.pt), or the shard files of a distributed run."""
+        if self.ctx.comm.world > 1:
+            return self.population_state
+        return {"flat": self.ctx.population.flat}
 
     def _agree(self, stop: bool, due: bool) -> tuple[bool, bool]:
         """(stop, checkpoint due) as every process sees them: a Ctrl-C, or a checkpoint due by

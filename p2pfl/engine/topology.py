@@ -76,7 +76,7 @@ def schedule_for(cfg: Config, algorithm: Algorithm,
 
 
 def check_mixing(algorithm: Algorithm, schedule: T.Schedule, t: int,
-                 graph: nx.Graph | None = None) -> None:
+                 graph: nx.Graph | None = None) -> nx.Graph:
     """Refuse round t's graph if the algorithm cannot mix on it, or if the schedule cannot make it.
 
     Parameters
@@ -85,6 +85,10 @@ def check_mixing(algorithm: Algorithm, schedule: T.Schedule, t: int,
     schedule : the topology.
     t : round (0-based here, as `at` counts).
     graph : the graph (default: the schedule's of round t).
+
+    Returns
+    -------
+    nx.Graph, the graph checked.
 
     Raises
     ------
@@ -108,6 +112,7 @@ def check_mixing(algorithm: Algorithm, schedule: T.Schedule, t: int,
                           f"{algorithm.mixing.replace('_', '-')} mixing{where}: {err}") from None
     except Exception as err:  # a schedule of one's own, failing in its own code
         raise UserCodeError(schedule_name(schedule), err, t + 1) from err
+    return graph
 
 
 def unchecked_graphs(schedule: T.Schedule) -> bool:
@@ -146,9 +151,9 @@ def check_topology(algorithm: Algorithm, schedule: T.Schedule, rounds: int) -> N
     if algorithm.mixing == "server":
         return
     window = 1 if schedule.period == 1 else min(rounds, schedule.period or CONNECTIVITY_WINDOW)
-    for t in range(window):  # every graph of a period (or of the first rounds) before round 0
-        check_mixing(algorithm, schedule, t)
-    if not T.is_strongly_connected(T.union_graph(schedule, 0, window)):
+    # every graph of a period (or of the first rounds) before round 0, each built once
+    checked = (check_mixing(algorithm, schedule, t) for t in range(window))
+    if not T.union_is_strongly_connected(schedule.n, checked):
         what = "graph" if window == 1 else f"union of the graphs of rounds 0..{window - 1}"
         raise ConfigError("topology", f"the {what} is not strongly connected: {algorithm.name} "
                           "cannot reach the network average")
