@@ -33,6 +33,7 @@ from algorithms.decentralized import Gossip, PushSum
 from algorithms.dfedsgpsm import DFedSGPSM
 from algorithms.dpsgd import DPSGD
 from algorithms.dsgt import DSGT
+from algorithms.options import Robust
 from algorithms.push_diging import PushDIGing
 from p2pfl.options import AlgorithmOptions
 
@@ -53,7 +54,8 @@ FORMS: tuple[tuple[type[Algorithm], dict[str, Any], str, bool], ...] = (
 # The options the round kinds read with these values where an algorithm does not declare them
 # (the getattr defaults of algorithms/base.py and algorithms/decentralized.py).
 ABSENT = {"momentum": 0.0, "momentum_form": "heavy_ball", "rho": 0.0, "gossip_steps": 1,
-          "clique_averaging": False, "persistent_momentum": 0.0}
+          "clique_averaging": False, "persistent_momentum": 0.0,
+          **{f.name: f.default for f in dataclasses.fields(Robust)}}  # plain gossip: "mean"
 
 # What a class may define and still run its parent's round.
 METADATA = frozenset({"name", "source", "Options", "variants", "default_variant", "form_options",

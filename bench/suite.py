@@ -10,6 +10,8 @@ version and date, one table row per workload, solver and precision (`bench.runne
 columns), the mixing rate of each workload's population when `bench.mixing` is present, the cost
 of an overlap Push-Sum mix against a synchronous one at N = 100 (`bench.overlap`), then one JSON
 line per workload. Timings mean something only on an otherwise idle machine.
+`--only scaling` runs the cost curves in N instead (`bench.scaling`: the linear model to 100,000
+nodes and consensus to 1,000,000, each point in its own process; never part of the default run).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from bench.repeats import repeat_lines
 from bench.runner import PRECISIONS, run_workload
 from bench.scaleout import scaleout
 from bench.scaleout import table as scaleout_table
+from bench.scaling import QUICK_NODES, SCALING, run_scaling
 from bench.stacked import STACKED, run_stacked_bench, stacked_lines
 from bench.workloads import (
     BATCH_SIZE,
@@ -218,7 +221,7 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--only", metavar="WORKLOAD[,..]",
                    help="mlp-10, mlp-100, mlp-1000, cnn, resnet18_gn, ragged (unequal local "
                    "datasets against balanced ones), stacked-seeds (8 runs stacked against one "
-                   "after another), or a model name")
+                   "after another), scaling (the cost curves in N, bench.scaling), or a model name")
     b.add_argument("--rounds", type=int, help="timed rounds after one warm-up (default 3, "
                    "--quick 1)")
     b.add_argument("--repeats", type=int, default=1, help="run each workload this many times "
@@ -322,11 +325,12 @@ def run_suite(args: argparse.Namespace) -> int:
     wanted = [w.strip() for w in (args.only or "").split(",") if w.strip()]
     ragged = RAGGED in wanted or not (args.only or args.quick)
     stacking = STACKED in wanted or not (args.only or args.quick)
-    others = ",".join(w for w in wanted if w not in (RAGGED, STACKED))
+    scaling = SCALING in wanted  # minutes and tens of GiB: only when named
+    others = ",".join(w for w in wanted if w not in (RAGGED, STACKED, SCALING))
     try:
         chosen = select(workloads, others) if others or not wanted else []
     except ValueError as err:
-        raise ConfigError("--only", f"{err}, {RAGGED}, {STACKED}") from None
+        raise ConfigError("--only", f"{err}, {RAGGED}, {STACKED}, {SCALING}") from None
     rounds = args.rounds if args.rounds is not None else (
         QUICK_ROUNDS if args.quick else DEFAULT_ROUNDS)
     if rounds < 1:
@@ -379,6 +383,10 @@ def run_suite(args: argparse.Namespace) -> int:
     if stacking:
         stacked_result = run_stacked_bench(str(device), args.quick) | env
         print("\n".join(stacked_lines(stacked_result)), flush=True)
+    if scaling:
+        sizes = {"linear": QUICK_NODES, "consensus": QUICK_NODES} if args.quick else {}
+        scaling_result = run_scaling(str(device), rounds=rounds, quick=args.quick,
+                                     **sizes) | env
     print()
     for result in results:
         print(mixing_line(result))
@@ -388,6 +396,8 @@ def run_suite(args: argparse.Namespace) -> int:
         results.append(ragged_result)
     if stacking:
         results.append(stacked_result)
+    if scaling:
+        results.append(scaling_result)
     if args.json_out:
         write_json_atomic(Path(args.json_out), results)
     for result in results:

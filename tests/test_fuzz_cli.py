@@ -723,7 +723,8 @@ def _fields() -> list[tuple[str, type]]:
 
 
 WRONG_TYPE = {int: ['"ten"', "1.5", "true", "[1]"], float: ['"x"', "true", "[0.5]"],
-              str: ["5", "true", '["a"]'], bool: ["1", '"yes"', "[true]"]}
+              str: ["5", "true", '["a"]'], bool: ["1", '"yes"', "[true]"],
+              Any: ['"ten"', "true", "[1.5]", "[-1]", "[0, 0]"]}  # byzantine.nodes
 NUMBERS = ["-1", "0", "1", "1e-320", "1e39", "1e300", "-1e300", str(2**63), "nan", "inf", "-inf"]
 STRINGS = ['""', literal("x" * 5000), '"nope"']
 # Fields whose huge valid value is a long run, not bad input (the sizes above cover them).

@@ -212,11 +212,11 @@ def test_batchnorm_rejected():
 
 
 def test_unknown_model_name():
-    with pytest.raises(ValueError, match="mlp, cnn, fedfsa_cnn, resnet18_gn"):
+    with pytest.raises(ValueError, match="logreg, mlp, cnn, fedfsa_cnn, resnet18_gn"):
         build_model("vgg16", (3, 32, 32), 10)
     with pytest.raises(ValueError, match="fedfsa_cnn input .* too small"):
         build_model("fedfsa_cnn", (1, 12, 12), 10)
-    assert MODELS == ("mlp", "cnn", "fedfsa_cnn", "resnet18_gn")
+    assert MODELS == ("logreg", "mlp", "cnn", "fedfsa_cnn", "resnet18_gn")
 
 
 def test_stacked_linear_backward_is_exact_twice_differentiable_and_contiguous():
