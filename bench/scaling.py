@@ -40,7 +40,7 @@ import torch
 import topologies as T
 from bench.capacity import available_bytes
 from bench.flops import synchronize
-from bench.memory import PeakMemory, current_rss, release_memory
+from bench.memory import PeakMemory, release_memory
 from p2pfl.config import Config, config_from_dict
 from p2pfl.core.metrics import evaluate_sums
 from p2pfl.core.mixing import LocalComm, diag_scale
