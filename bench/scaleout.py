@@ -3,7 +3,7 @@ p2pfl.scale.launch) against one process: seconds per round and the bytes that cr
 per round.
 
 Each R runs the workload's SGD round (bench.workloads) through `p2pfl run` with --nproc R for
-`rounds` + 1 rounds (the first is a warm-up; only the last round evaluates, and it is not timed)
+`rounds` + 2 rounds (the first is a warm-up; only the last round evaluates, and it is not timed)
 and reads its metrics.jsonl: the median wall_s of the timed rounds (rank 0's clock: it waits for
 the slowest rank at every exchange), and the mixing and collective bytes of a round.
 """
@@ -57,8 +57,8 @@ def run_processes(workload: Workload, data_name: str, processes: int, rounds: in
     workload : the workload.
     data_name : the engine's dataset name.
     processes : ranks.
-    rounds : the run has rounds + 1 rounds; the median wall_s is over all but its first and
-        last.
+    rounds : rounds timed: the run has rounds + 2 rounds; the median wall_s is over all but
+        its first and last.
     folder : where the config and run go.
 
     Returns
@@ -72,9 +72,9 @@ def run_processes(workload: Workload, data_name: str, processes: int, rounds: in
     """
     raw = workload_config(workload, "sgd", "vectorized", workload.num_nodes, "cpu",
                           data_name).to_dict()
-    raw["rounds"] = rounds + 1
-    raw["eval"] = {"every": rounds + 1}
-    raw["engine"] = {**raw["engine"], "checkpoint_every": rounds + 1}
+    raw["rounds"] = rounds + 2
+    raw["eval"] = {"every": rounds + 2}
+    raw["engine"] = {**raw["engine"], "checkpoint_every": rounds + 2}
     config = folder / f"{workload.name}-{processes}.toml"
     config.write_text(toml_text(raw))
     out = folder / f"{workload.name}-{processes}"

@@ -1,5 +1,6 @@
 """Stacked experiments against the same runs one after another (`p2pfl bench --only
-stacked-seeds`).
+stacked-seeds`; also `python -m bench.stacked [--device cpu|cuda] [--quick] [--seeds S]
+[--rounds R] [--json-out FILE]`).
 
 The study cell of configs/study_grid.toml: real Fashion-MNIST over 16 nodes (label-Dirichlet
 alpha 0.3, unequal sizes), the mlp, SGP on a ring, 10 local steps of batch 32, evaluation every
@@ -11,6 +12,9 @@ the two sides (float32: rounding may differ where the trainer's batches do).
 
 from __future__ import annotations
 
+import argparse
+import json
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -18,6 +22,7 @@ from typing import Any
 
 from p2pfl.config import Config, config_from_dict
 from p2pfl.engine import run, run_stacked
+from p2pfl.report.results import write_json_atomic
 
 STACKED = "stacked-seeds"  # the workload's name for --only
 SEEDS = 8
@@ -36,20 +41,23 @@ def _config(seed: int, rounds: int, device: str) -> Config:
         "eval": {"local_samples": 1000}})
 
 
-def run_stacked_bench(device: str, quick: bool = False) -> dict[str, Any]:
-    """Time SEEDS whole runs one after another against the same runs stacked.
+def run_stacked_bench(device: str, quick: bool = False, seeds: int = SEEDS,
+                      rounds: int | None = None) -> dict[str, Any]:
+    """Time `seeds` whole runs one after another against the same runs stacked.
 
     Parameters
     ----------
     device : "cpu" or "cuda".
-    quick : fewer rounds.
+    quick : fewer rounds (QUICK_ROUNDS instead of ROUNDS).
+    seeds : the runs on each side (seeds 0 .. seeds - 1).
+    rounds : rounds of each run; None: as `quick` says.
 
     Returns
     -------
     dict {"workload": "stacked-seeds", ..., "rows": [one row], "speedup"}.
     """
-    rounds = QUICK_ROUNDS if quick else ROUNDS
-    cfgs = [_config(seed, rounds, device) for seed in range(SEEDS)]
+    rounds = rounds if rounds is not None else QUICK_ROUNDS if quick else ROUNDS
+    cfgs = [_config(seed, rounds, device) for seed in range(seeds)]
     with tempfile.TemporaryDirectory(prefix="p2pfl-bench-") as tmp:
         root = Path(tmp)
         run(cfgs[0], root / "warm-up")
@@ -64,10 +72,10 @@ def run_stacked_bench(device: str, quick: bool = False) -> dict[str, Any]:
     if failed:
         raise failed[0]
     diff = max(abs(a[-1]["test_acc"] - b[-1]["test_acc"]) for a, b in zip(alone, together))
-    row = {"experiments": SEEDS, "nodes": NODES, "rounds": rounds,
+    row = {"experiments": seeds, "nodes": NODES, "rounds": rounds,
            "sequential_s": sequential, "stacked_s": stacked, "speedup": sequential / stacked,
-           "rounds_per_s_sequential": SEEDS * rounds / sequential,
-           "rounds_per_s_stacked": SEEDS * rounds / stacked, "max_diff": diff}
+           "rounds_per_s_sequential": seeds * rounds / sequential,
+           "rounds_per_s_stacked": seeds * rounds / stacked, "max_diff": diff}
     return {"workload": STACKED, "rows": [row], "speedup": row["speedup"]}
 
 
@@ -91,3 +99,37 @@ def stacked_lines(result: dict[str, Any]) -> list[str]:
             f"({row['rounds_per_s_stacked']:.1f} rounds/s)",
             f"  speedup {row['speedup']:.2f}x; largest final-accuracy difference "
             f"{row['max_diff']:.2g}"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m bench.stacked`: the stacked-seeds measurement alone, its table and JSON.
+
+    Parameters
+    ----------
+    argv : the arguments (default: sys.argv[1:]).
+
+    Returns
+    -------
+    int, the exit status: 0, or 2 for a count below 1 (one line).
+    """
+    parser = argparse.ArgumentParser(prog="python -m bench.stacked", description=__doc__)
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    parser.add_argument("--quick", action="store_true", help=f"{QUICK_ROUNDS} rounds a run")
+    parser.add_argument("--seeds", type=int, default=SEEDS, help=f"runs a side (default {SEEDS})")
+    parser.add_argument("--rounds", type=int, help=f"rounds a run (default {ROUNDS})")
+    parser.add_argument("--json-out", metavar="FILE")
+    args = parser.parse_args(argv)
+    for name, value in (("--seeds", args.seeds), ("--rounds", args.rounds)):
+        if value is not None and value < 1:
+            parser.exit(2, f"python -m bench.stacked: error: {name} must be at least 1, "
+                        f"got {value}\n")
+    result = run_stacked_bench(args.device, args.quick, args.seeds, args.rounds)
+    print("\n".join(stacked_lines(result)))
+    if args.json_out:
+        write_json_atomic(Path(args.json_out), result)
+    print(json.dumps(result, sort_keys=True))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -265,7 +265,8 @@ def run_scaleout(args: argparse.Namespace) -> int:
     Raises
     ------
     ConfigError
-        naming --nproc on CUDA, --only for a workload that is unknown or not an mlp one.
+        naming --nproc on CUDA, --only for a workload that is unknown or not an mlp one,
+        --rounds below 1.
     """
     nprocs = _nprocs(args.nproc)
     if args.device == "cuda":
@@ -277,6 +278,8 @@ def run_scaleout(args: argparse.Namespace) -> int:
     if any(w.data != "fashion_mnist" for w in chosen):
         raise ConfigError("--only", "the scale-out benchmark runs the mlp workloads")
     rounds = args.rounds if args.rounds is not None else DEFAULT_ROUNDS
+    if rounds < 1:
+        raise ConfigError("--rounds", f"must be at least 1, got {rounds}")
     env = environment(torch.device("cpu"))
     print(f"p2pfl bench --nproc {args.nproc}: {env['date']}; {env['device_name']}, torch "
           f"{env['torch']}; round = {LOCAL_STEPS} steps of batch {BATCH_SIZE} (SGD, momentum "

@@ -152,6 +152,7 @@ def test_bad_options_exit_2(capsys):
     assert suite_main(["--only", "vgg", "--device", "cpu"]) == 2
     assert "--only: unknown workload vgg" in capsys.readouterr().err  # one line, exit 2
     assert suite_main(["--rounds", "0", "--device", "cpu"]) == 2
+    assert suite_main(["--nproc", "2", "--rounds", "0", "--device", "cpu"]) == 2
     assert suite_main(["--precision", "fp16", "--device", "cpu"]) == 2
     err = capsys.readouterr().err
     assert "--precision: unknown precision fp16 (allowed: auto, fp32, bf16)" in err
