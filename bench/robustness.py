@@ -167,7 +167,13 @@ def summarize(grid: str, out: Path) -> dict[str, dict[str, Any]]:
 
 
 def print_table(grid: str, table: dict[str, dict[str, Any]]) -> None:
-    """One Markdown line per cell: honest accuracy (mean, min) in %, consensus, seconds."""
+    """Print one Markdown line per cell: honest accuracy (mean, min) in %, consensus, seconds.
+
+    Parameters
+    ----------
+    grid : the grid's name (privacy adds the epsilon columns).
+    table : `summarize`'s {cell: row}.
+    """
     extra = " | eps max | eps mean | eps local" if grid == "privacy" else ""
     print(f"\n{grid}\n\n| cell | seeds | honest acc % | honest min % | consensus | s/run{extra} |")
     print("|---|---|---|---|---|---|" + ("---|---|---|" if extra else ""))
@@ -183,7 +189,14 @@ def print_table(grid: str, table: dict[str, dict[str, Any]]) -> None:
 
 def figure(grid: str, table: dict[str, dict[str, Any]], path: Path) -> None:
     """The grid's figure: honest accuracy against the Byzantine count per topology (count),
-    per aggregator and topology (dissensus, bar), or against sigma (privacy)."""
+    per aggregator and topology (dissensus, bar), or against sigma (privacy).
+
+    Parameters
+    ----------
+    grid : the grid's name.
+    table : `summarize`'s {cell: row}.
+    path : the figure's path without suffix.
+    """
     if grid == "count":
         fig, axes = plt.subplots(1, len(TOPOLOGIES), figsize=(15, 3.6), sharey=True)
         for ax, topology in zip(axes, TOPOLOGIES):
@@ -261,7 +274,12 @@ def privacy_distance(path: Path, n: int = 64, steps: int = 10, sigma: float = 5.
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Command line: run a grid, print its table, write its figure."""
+    """Command line: run a grid, print its table, write its figure.
+
+    Parameters
+    ----------
+    argv : the arguments (default: sys.argv[1:]).
+    """
     parser = argparse.ArgumentParser(prog="python -m bench.robustness", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--grid", required=True,
