@@ -214,15 +214,33 @@ def figure(grid: str, table: dict[str, dict[str, Any]], path: Path) -> None:
             ax.set_xticks([0, 1, 2])
         axes[0].set_ylabel("honest nodes' accuracy (%)")
         axes[-1].legend(fontsize=8)
-    elif grid in ("dissensus", "bar"):
-        fig, ax = plt.subplots(figsize=(10, 3.8))
-        names = list(table)
-        ax.bar(range(len(names)), [100 * table[n]["honest_mean"] for n in names],
-               yerr=[100 * table[n]["honest_mean_sd"] for n in names], color="#4c72b0")
-        ax.set_xticks(range(len(names)))
-        ax.set_xticklabels([n.replace("-1dissensus", "") for n in names], rotation=70,
-                           fontsize=7)
+    elif grid in ("dissensus", "bar"):  # bars grouped by topology, one colour per aggregator
+        groups = [t for t in TOPOLOGIES if any(n.startswith(t + "-") for n in table)]
+        series = [a for a in AGGREGATORS if any(f"-{a}-" in n for n in table)]
+        attacked = {(t, a, "-0" not in n) for n in table for t in groups for a in series
+                    if n.startswith(f"{t}-{a}-")}
+        kinds = sorted({k for _, _, k in attacked})  # the bar grid has a run without attack
+        bars = [(a, k) for a in series for k in kinds if any((t, a, k) in attacked
+                                                                 for t in groups)]
+        width = 0.8 / len(bars)
+        fig, ax = plt.subplots(figsize=(max(5.0, 1.2 + 1.6 * len(groups) * len(bars) / 3), 3.6))
+        for i, (aggregator, attack) in enumerate(bars):
+            names = [next((n for n in table if n.startswith(f"{t}-{aggregator}-")
+                           and ("-0" not in n) == attack), None) for t in groups]
+            xs = [g + (i - (len(bars) - 1) / 2) * width for g, n in enumerate(names) if n]
+            rows = [table[n] for n in names if n]
+            label = aggregator if grid == "dissensus" else (
+                f"{aggregator}, {'1 sign-flipping node' if attack else 'no attack'}")
+            ax.bar(xs, [100 * r["honest_mean"] for r in rows], width,
+                   yerr=[100 * r["honest_mean_sd"] for r in rows], label=label,
+                   color=series_style(i)["color"])
+        ax.set_xticks(range(len(groups)))
+        ax.set_xticklabels(groups)
         ax.set_ylabel("honest nodes' accuracy (%)")
+        ax.set_ylim(0, 100)
+        ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
+        if grid == "dissensus":
+            ax.set_title("one dissensus attacker on a minimum cut, 16 nodes", fontsize=9)
     else:
         fig, ax = plt.subplots(figsize=(6, 3.8))
         sig = [float(n.split("sigma")[-1]) for n in table]
