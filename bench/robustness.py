@@ -29,6 +29,7 @@ import topologies as T
 from analysis.privacy import pairwise_privacy
 from p2pfl.config import load_config, with_overrides
 from p2pfl.engine import run
+from p2pfl.errors import DivergenceError
 from p2pfl.report.figures import plt, save, series_style
 
 CONFIG = "configs/robustness.toml"
@@ -36,7 +37,9 @@ TOPOLOGIES = {"ring": {"topology.name": "ring"}, "torus": {"topology.name": "tor
               "exponential": {"topology.name": "exponential", "topology.directed": False},
               "dumbbell": {"topology.name": "dumbbell"}}
 AGGREGATORS = ("mean", "clipped_gossip", "self_centered_clipping", "trimmed_mean", "median")
-SIGMAS = (0.0, 0.001, 0.003, 0.01, 0.03)
+SIGMAS = (0.0, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0)
+DIVERGED = "diverged.json"  # a run that diverged under attack: its round and message
+CHANCE = 0.1  # a diverged run's honest accuracy (10 classes)
 # DFedSAM-MGS with rho = 0: DFedAvg with Q = 4 gossip steps after the noise (it has no `order`)
 PRIVATE = {"algorithm.name": "dfedsam_mgs", "algorithm.order": "", "algorithm.gossip_steps": 4,
            "privacy.clip": 1.0}
@@ -101,7 +104,7 @@ def run_grid(grid: str, out: Path, seeds: list[int], rounds: int | None, budget:
     for name, overrides in cells(grid):
         for seed in seeds:
             folder = out / grid / name / f"seed{seed}"
-            if (folder / "summary.json").exists():
+            if (folder / "summary.json").exists() or (folder / DIVERGED).exists():
                 continue
             if time.perf_counter() - start > budget:
                 print(f"budget spent: {grid} continues with the same command", file=sys.stderr)
@@ -109,7 +112,12 @@ def run_grid(grid: str, out: Path, seeds: list[int], rounds: int | None, budget:
             cfg = with_overrides(base, overrides | {"seed": seed}
                                  | ({"rounds": rounds} if rounds else {}))
             began = time.perf_counter()
-            run(cfg, folder, figures=False)
+            try:
+                run(cfg, folder, figures=False)
+            except DivergenceError as err:  # an outcome of the attack, recorded as such
+                records = (folder / "metrics.jsonl").read_text().splitlines()
+                (folder / DIVERGED).write_text(json.dumps({"round": len(records) + 1,
+                                                           "message": str(err)}))
             for bulky in ("checkpoint.pt", "final.pt"):
                 (folder / bulky).unlink(missing_ok=True)
             print(f"{grid}/{name}/seed{seed}: {time.perf_counter() - began:.0f} s",
@@ -125,15 +133,19 @@ def final(folder: Path) -> dict[str, Any]:
 
     Returns
     -------
-    dict: honest_mean, honest_min, consensus, wall_s (the run's rounds), and the privacy
+    dict: honest_mean, honest_min, consensus, wall_s (the run's rounds), diverged (1 for a
+    run that diverged: its accuracies are chance, CHANCE, its consensus NaN), and the privacy
     numbers of privacy.json when there is one.
     """
     records = [json.loads(line) for line in (folder / "metrics.jsonl").read_text().splitlines()]
+    if (folder / DIVERGED).exists():
+        return {"honest_mean": CHANCE, "honest_min": CHANCE, "consensus": float("nan"),
+                "wall_s": sum(r["wall_s"] for r in records), "diverged": 1}
     last = records[-1]
     out = {"honest_mean": last.get("test_acc_honest_mean", last["test_acc_local_mean"]),
            "honest_min": last.get("test_acc_honest_min", last["test_acc_local_min"]),
            "consensus": last.get("consensus_dist_honest", last["consensus_dist"]),
-           "wall_s": sum(r["wall_s"] for r in records)}
+           "wall_s": sum(r["wall_s"] for r in records), "diverged": 0}
     if (folder / "privacy.json").exists():
         record = json.loads((folder / "privacy.json").read_text())
         out |= {k: record[k] for k in ("epsilon_max", "epsilon_mean", "epsilon_local")}
@@ -154,11 +166,12 @@ def summarize(grid: str, out: Path) -> dict[str, dict[str, Any]]:
     """
     table = {}
     for name, _ in cells(grid):
-        runs = [final(f.parent) for f in sorted((out / grid / name).glob("seed*/summary.json"))]
+        runs = [final(f) for f in sorted((out / grid / name).glob("seed*"))
+                if (f / "summary.json").exists() or (f / DIVERGED).exists()]
         if not runs:
             continue
         row: dict[str, Any] = {"seeds": len(runs)}
-        for key in runs[0]:
+        for key in [k for k in runs[0] if all(k in r for r in runs)]:
             values = [r[key] for r in runs]
             row[key] = statistics.fmean(values)
             row[key + "_sd"] = statistics.stdev(values) if len(values) > 1 else 0.0
@@ -178,7 +191,9 @@ def print_table(grid: str, table: dict[str, dict[str, Any]]) -> None:
     print(f"\n{grid}\n\n| cell | seeds | honest acc % | honest min % | consensus | s/run{extra} |")
     print("|---|---|---|---|---|---|" + ("---|---|---|" if extra else ""))
     for name, r in table.items():
-        line = (f"| {name} | {r['seeds']} | {100 * r['honest_mean']:.1f} ± "
+        diverged = round(r["diverged"] * r["seeds"])
+        seeds = f"{r['seeds']}" + (f" ({diverged} diverged)" if diverged else "")
+        line = (f"| {name} | {seeds} | {100 * r['honest_mean']:.1f} ± "
                 f"{100 * r['honest_mean_sd']:.1f} | {100 * r['honest_min']:.1f} | "
                 f"{r['consensus']:.3g} | {r['wall_s']:.0f} |")
         if extra:
@@ -244,10 +259,17 @@ def figure(grid: str, table: dict[str, dict[str, Any]], path: Path) -> None:
     else:
         fig, ax = plt.subplots(figsize=(6, 3.8))
         sig = [float(n.split("sigma")[-1]) for n in table]
-        ax.plot(sig, [100 * r["honest_mean"] for r in table.values()], **series_style(0))
-        ax.set_xscale("symlog", linthresh=1e-3)
+        rows = list(table.values())
+        ax.errorbar(sig, [100 * r["honest_mean"] for r in rows],
+                    yerr=[100 * r["honest_mean_sd"] for r in rows], capsize=3, **series_style(0))
+        for x, r in zip(sig, rows):  # the largest pairwise epsilon of the run, at delta
+            if "epsilon_max" in r:
+                ax.annotate(f"eps {r['epsilon_max']:.3g}", (x, 100 * r["honest_mean"]),
+                            textcoords="offset points", xytext=(0, 8), ha="center", fontsize=7)
+        ax.set_xscale("symlog", linthresh=0.01)
         ax.set_xlabel("noise multiplier sigma (std = sigma * clip)")
         ax.set_ylabel("nodes' accuracy (%)")
+        ax.set_ylim(0, 100)
     save(fig, path)
 
 
@@ -283,6 +305,8 @@ def privacy_distance(path: Path, n: int = 64, steps: int = 10, sigma: float = 5.
     ax.axhline(local, color="grey", linestyle=":",
                label="one observation of the noisy value (local DP)")
     ax.set_yscale("log")
+    reached = [d for f in found.values() for d, e in f.items() if e > 0]
+    ax.set_xlim(0, max(reached) + 1)  # beyond, the steps have not reached: epsilon 0
     ax.set_xlabel("graph distance between the observer and the data owner (hops)")
     ax.set_ylabel(f"epsilon (delta = 1e-5), sigma = {sigma:g}")
     ax.set_title(f"{n} nodes, {steps} gossip steps after the noise")
