@@ -1,7 +1,10 @@
 """Topology analysis: spectra, connectivity, consensus, sharpness, plots and the topology study.
 
 >>> import analysis as A, topologies as T
->>> A.slem(T.ring(16)), A.diameter(T.exponential(16)), A.summary(T.one_peer_exponential(16))
+>>> round(A.slem(T.ring(16)), 4), A.diameter(T.exponential(16))
+(0.9493, 4)
+>>> A.summary(T.one_peer_exponential(16))["exact_averaging_rounds"]
+4
 
 Matrices follow the column convention of topologies (W[j, i]: share of i's mass sent to j); a
 graph stands for its natural matrix (Metropolis-Hastings if undirected, push rule if directed).

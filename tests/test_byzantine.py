@@ -185,6 +185,21 @@ def test_a_run_records_its_byzantine_nodes_and_the_honest_metrics(tmp_path) -> N
     assert last["consensus_dist_honest"] >= 0
 
 
+def test_the_record_lists_the_honest_nodes_as_the_complement() -> None:
+    from p2pfl.engine.threats import BYZANTINE_RECORD, byzantine_record
+
+    cfg = small_config(byzantine__nodes=[4, 1])
+    record = byzantine_record(Byzantine((1, 4), "sign_flip", {"scale": 1.0}), cfg)[
+        BYZANTINE_RECORD]
+    assert record["nodes"] == [1, 4] and record["count"] == 2 and record["of"] == 6
+    assert record["honest"] == [0, 2, 3, 5] and record["placement"] == "listed"
+    assert byzantine_record(None, cfg) == {}
+
+
+CLIQUE_AVERAGING = {"algorithm__name": "dpsgd", "algorithm__order": "atc",
+                    "algorithm__local_steps": 1, "algorithm__clique_averaging": True}
+
+
 @pytest.mark.parametrize(("overrides", "field"), [
     ({"byzantine__nodes": 1.0}, "byzantine.nodes"),
     ({"byzantine__nodes": [0, 9]}, "byzantine.nodes"),
@@ -197,11 +212,18 @@ def test_a_run_records_its_byzantine_nodes_and_the_honest_metrics(tmp_path) -> N
     ({"privacy__sigma": 1.0}, "privacy.clip"),
     ({"privacy__sigma": 1.0, "privacy__clip": 1.0, "algorithm__aggregator": "median"},
      "algorithm.aggregator"),
+    ({"byzantine__nodes": 1, **CLIQUE_AVERAGING}, "algorithm.clique_averaging"),
+    ({"privacy__sigma": 1.0, "privacy__clip": 1.0, **CLIQUE_AVERAGING},
+     "algorithm.clique_averaging"),
 ])
 def test_bad_settings_are_one_line_errors(overrides: dict, field: str) -> None:
     with pytest.raises(ConfigError) as err:
         small_config(**overrides)
     assert err.value.field == field and "\n" not in str(err.value)
+
+
+def test_clique_averaging_alone_is_a_valid_config() -> None:
+    assert small_config(**CLIQUE_AVERAGING).algorithm.clique_averaging  # the refusals above
 
 
 def test_every_cell_of_the_robustness_grids_is_a_valid_config() -> None:

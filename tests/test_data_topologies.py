@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import doctest
 import itertools
 
 import networkx as nx
@@ -17,12 +16,6 @@ from p2pfl.config import ConfigError
 from p2pfl.core.models import build_model
 from p2pfl.engine import build
 from tests.conftest import play, small_config
-from topologies import cliques, heterogeneity
-
-
-@pytest.mark.parametrize("module", [cliques, heterogeneity])
-def test_docstring_examples(module) -> None:
-    assert doctest.testmod(module).failed == 0
 
 
 def one_class_each(n: int, classes: int = 10, seed: int = 0) -> np.ndarray:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import doctest
 import math
 from collections import Counter
 
@@ -11,7 +10,7 @@ import numpy as np
 import pytest
 
 import topologies as T
-from topologies import equitopo, finite_time
+from topologies import equitopo
 
 
 def period_product(S, build=T.doubly_stochastic) -> np.ndarray:
@@ -24,11 +23,6 @@ def period_product(S, build=T.doubly_stochastic) -> np.ndarray:
 
 def weighted_edges(G: nx.Graph) -> dict[tuple[int, int], float]:
     return {(min(i, j), max(i, j)): w for i, j, w in G.edges(data="weight")}
-
-
-@pytest.mark.parametrize("module", [finite_time, equitopo])
-def test_docstring_examples(module) -> None:
-    assert doctest.testmod(module).failed == 0
 
 
 # ---------------------------------------------------------------- Base-(k+1) graphs

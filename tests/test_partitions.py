@@ -15,6 +15,7 @@ from p2pfl.data import (
     quantity_dirichlet,
     quantity_lognormal,
     shards,
+    subsample,
 )
 
 
@@ -139,3 +140,29 @@ def test_overlap_allowed_only_when_asked() -> None:
 def test_fewer_samples_than_nodes() -> None:
     with pytest.raises(ValueError, match="num_nodes"):
         partition(np.zeros(3, dtype=np.int64), 4, "iid")
+
+
+@pytest.mark.parametrize("per_node", [3, 7, 10])  # redrawn below n / 2, a permutation's head above
+def test_subsample_gives_each_node_distinct_uniform_samples_in_a_random_order(per_node) -> None:
+    n, nodes = 10, 2000
+    rows = subsample(per_node)(np.zeros(n), nodes, np.random.default_rng(5))
+    again = subsample(per_node)(np.zeros(n), nodes, np.random.default_rng(5))
+    assert all(np.array_equal(a, b) for a, b in zip(rows, again, strict=True))
+    table = np.stack(rows)
+    assert table.shape == (nodes, per_node) and table.dtype == np.int64
+    assert all(len(set(r.tolist())) == per_node for r in rows) and table.min() >= 0
+    assert table.max() < n
+    if per_node == n:
+        assert (np.sort(table, axis=1) == np.arange(n)).all()
+    held = np.bincount(table.ravel(), minlength=n)  # each sample: nodes per_node / n holders
+    p = per_node / n
+    assert np.abs(held - nodes * p).max() <= 5 * np.sqrt(nodes * p * (1 - p)) + 1e-9
+    first = np.bincount(table[:, 0], minlength=n)  # the order within a node is random
+    assert np.abs(first - nodes / n).max() <= 5 * np.sqrt(nodes * 0.1 * 0.9)
+
+
+def test_subsample_refuses_more_samples_than_the_dataset() -> None:
+    with pytest.raises(ValueError, match="11 distinct samples a node, the dataset has 10"):
+        subsample(11)(np.zeros(10), 2, np.random.default_rng(0))
+    with pytest.raises(ValueError, match="per_node must be an integer >= 1"):
+        subsample(0)

@@ -9,6 +9,7 @@ from types import SimpleNamespace
 import networkx as nx
 import numpy as np
 import pytest
+import scipy.sparse as sp
 import torch
 
 import topologies as T
@@ -36,6 +37,24 @@ def test_the_exposure_of_a_three_node_path_by_hand() -> None:
     expected = c + 2 * np.sqrt(c * np.log(1 / delta))
     eps = pairwise_privacy(nx.path_graph(3), sigma, rounds, delta, sensitivity, steps=2)
     np.testing.assert_allclose(eps, expected, rtol=1e-12, atol=0)
+
+
+def test_the_sparse_exposure_equals_the_dense_sum_over_powers() -> None:
+    rng = np.random.default_rng(4)
+    n, steps = 7, 4
+    dense = np.where(rng.random((n, n)) < 0.4, rng.random((n, n)), 0.0)
+    dense[[0, 3], [0, 3]] = 0.0  # two nodes keep none of their own mass
+    dense[(np.arange(n) + 1) % n, np.arange(n)] += 0.5  # a directed ring keeps it connected
+    dense /= dense.sum(axis=0)  # column-stochastic, not symmetric
+    S = np.zeros((n, n))
+    for t in range(steps):  # S[i, j] = sum_t sum_{w != i, W[i, w] != 0} P[w, j]^2 / |P[w]|^2
+        P = np.linalg.matrix_power(dense, t)
+        for i, w in zip(*np.nonzero(dense), strict=True):
+            if i != w:
+                S[i] += P[w] ** 2 / (P[w] @ P[w])
+    np.fill_diagonal(S, np.inf)
+    for W in (dense, sp.csr_array(dense)):
+        np.testing.assert_allclose(T.gossip_exposure(W, steps), S, rtol=0, atol=1e-12)
 
 
 def test_symmetric_where_the_graph_is_not_where_a_hub_sees_more() -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import doctest
 import itertools
 from collections import Counter
 from fractions import Fraction as Fr
@@ -13,7 +12,6 @@ import pytest
 import scipy.sparse as sp
 
 import topologies as T
-from topologies import builders, convert, faults, mixing, random_graphs, schedules, selection
 
 
 def edge_set(G: nx.Graph) -> set[tuple[int, int]]:
@@ -22,13 +20,6 @@ def edge_set(G: nx.Graph) -> set[tuple[int, int]]:
 
 
 # ---------------------------------------------------------------- builders
-
-
-@pytest.mark.parametrize(
-    "module", [T, builders, convert, faults, mixing, random_graphs, schedules, selection]
-)
-def test_docstring_examples(module) -> None:
-    assert doctest.testmod(module).failed == 0
 
 
 def test_ring_and_directed_ring() -> None:

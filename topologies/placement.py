@@ -22,6 +22,11 @@ def placement(G: nx.Graph, count: int, rule: str = "random", seed: Seed = None) 
     largest component, and so on (a complete component's cut is all but one of its nodes). On a
     dumbbell the first is a bridge's end, the second the other end.
 
+    Cost: ``"cut"`` runs ``nx.minimum_node_cut`` once a cut (max-flow computations over many
+    node pairs): seconds beyond a few hundred nodes (measured 0.7 s a cut on a 256-node ring,
+    1 s on a 16 x 16 torus, 3.4 s on a 512-node ring, growing about as n^2.3), minutes at a few
+    thousand, where listing the ids is the way. The other rules are O(n log n).
+
     Parameters
     ----------
     G : graph on nodes 0..n-1.

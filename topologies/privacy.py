@@ -45,11 +45,11 @@ def gossip_exposure(W: Matrix, steps: int = 1) -> np.ndarray:
     >>> gossip_exposure(doubly_stochastic(nx.path_graph(3)), 2)[1].round(3).tolist()
     [1.8, inf, 1.8]
     """
-    M = sp.csr_array(W).toarray() if sp.issparse(W) else np.asarray(W, dtype=np.float64)
+    M = sp.csr_array(W, dtype=np.float64)  # sparse products: O(steps nnz(W) n), not O(n^3)
     n = M.shape[0]
-    observed = (M != 0).astype(np.float64)
-    np.fill_diagonal(observed, 0.0)
-    power = np.eye(n)
+    observed = sp.csr_array(M != 0, dtype=np.float64)
+    observed = sp.csr_array(observed - sp.diags_array(observed.diagonal()))
+    power = np.eye(n)  # W^t, dense [n, n]: it fills in within the graph's diameter
     exposure = np.zeros((n, n))
     for _ in range(steps):
         squares = power * power

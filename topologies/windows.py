@@ -56,6 +56,7 @@ def union_window(schedule: Schedule | nx.Graph, B: int) -> UnionWindow:
 
     Examples
     --------
+    >>> from topologies.schedules import one_peer_exponential
     >>> sorted(union_window(one_peer_exponential(8), 3).at(0).successors(0))
     [1, 2, 4]
     """

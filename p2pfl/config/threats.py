@@ -78,8 +78,9 @@ def check_byzantine(cfg: Config) -> None:
     ------
     ConfigError
         naming the field: a field set while no node is Byzantine, another attack's parameter set,
-        a placement with a list of ids, an algorithm whose gossip has no robust aggregation, an
-        ALIE z_max that no honest majority gives.
+        a placement with a list of ids, an algorithm whose gossip has no robust aggregation,
+        clique averaging (its gradients bypass the attack), an ALIE z_max that no honest
+        majority gives.
     """
     from algorithms.attacks import ATTACK_PARAMS, alie_z
 
@@ -105,6 +106,10 @@ def check_byzantine(cfg: Config) -> None:
     if cfg.algorithm.name not in able:
         raise ConfigError("byzantine", f"{cfg.algorithm.name} does not gossip through robust "
                           f"aggregation; Byzantine nodes attack {', '.join(able)}")
+    if getattr(cfg.algorithm, "clique_averaging", False):
+        raise ConfigError("algorithm.clique_averaging", "sends each node's gradient to its clique "
+                          "outside the attack (the attackers' would be honest): leave it out "
+                          "with [byzantine]")
     if b.attack == "alie" and b.z == 0 and not math.isfinite(alie_z(cfg.data.num_nodes, count)):
         raise ConfigError("byzantine.z", f"ALIE's z_max needs fewer than half the nodes "
                           f"Byzantine ({count} of {cfg.data.num_nodes}): set z")
@@ -121,8 +126,9 @@ def check_privacy(cfg: Config) -> None:
     ------
     ConfigError
         naming the field: clip or delta set without sigma, sigma without clip, an algorithm or
-        an order whose rounds are not "add noise, then gossip", a robust aggregator or Byzantine
-        nodes beside the noise (the accounting is for plain gossip among honest nodes).
+        an order whose rounds are not "add noise, then gossip", clique averaging (it sends raw
+        gradients), a robust aggregator or Byzantine nodes beside the noise (the accounting is
+        for plain gossip among honest nodes).
     """
     p, default = cfg.privacy, PrivacyConfig()
     if p.sigma == 0:
@@ -141,6 +147,9 @@ def check_privacy(cfg: Config) -> None:
     if getattr(cfg.algorithm, "order", "atc") != "atc":
         raise ConfigError("algorithm.order", "is 'cta', but [privacy] accounts the noisy update "
                           "gossiped in its own round: set algorithm.order = \"atc\"")
+    if getattr(cfg.algorithm, "clique_averaging", False):
+        raise ConfigError("algorithm.clique_averaging", "sends each node's raw gradient to its "
+                          "clique without noise, which [privacy] does not account: leave it out")
     if cfg.algorithm.aggregator != "mean":
         raise ConfigError("algorithm.aggregator", f"is {cfg.algorithm.aggregator!r}; the "
                           "privacy accounting is for plain gossip (aggregator = \"mean\")")

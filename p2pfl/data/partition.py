@@ -319,8 +319,10 @@ def subsample(per_node: int) -> Partitioner:
 
     For populations larger than the dataset (100,000 nodes on Fashion-MNIST's 60,000 samples):
     nodes share samples, each held by about N per_node / n nodes, so the run needs
-    `data.allow_overlap = true`. Labels IID. O(N per_node) work: every row is drawn with
-    replacement, then its repeated entries are redrawn until none is left.
+    `data.allow_overlap = true`. Labels IID. O(N per_node) work: with per_node <= n / 2 every
+    row is drawn with replacement, then its repeated entries are redrawn until none is left (a
+    redrawn entry repeats another with probability below per_node / n <= 1/2); above n / 2 each
+    row is the head of a random permutation of the n samples.
 
     Parameters
     ----------
@@ -346,6 +348,9 @@ def subsample(per_node: int) -> Partitioner:
         n = len(labels)
         if per_node > n:
             raise ValueError(f"subsample: {per_node} distinct samples a node, the dataset has {n}")
+        if 2 * per_node > n:  # redrawing would collect coupons: O(n) a row instead
+            every = np.broadcast_to(np.arange(n), (num_nodes, n))
+            return list(rng.permuted(every, axis=1)[:, :per_node].astype(np.int64))
         rows = rng.integers(0, n, size=(num_nodes, per_node))
         while True:
             rows.sort(axis=1)

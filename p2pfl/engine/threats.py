@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 import topologies as T
 from p2pfl.config import Config, ConfigError
 from p2pfl.config.threats import byzantine_count
@@ -98,10 +100,11 @@ def byzantine_record(byzantine: Byzantine | None, cfg: Config) -> dict[str, dict
     """
     if byzantine is None:
         return {}
-    b = cfg.byzantine
+    b, n = cfg.byzantine, cfg.data.num_nodes
     how = "listed" if isinstance(b.nodes, list) else b.placement
+    honest = np.ones(n, dtype=bool)
+    honest[list(byzantine.nodes)] = False
     return {BYZANTINE_RECORD: {"nodes": list(byzantine.nodes), "count": len(byzantine.nodes),
-                               "of": cfg.data.num_nodes, "placement": how,
+                               "of": n, "placement": how,
                                "attack": byzantine.attack, "params": byzantine.params,
-                               "honest": [i for i in range(cfg.data.num_nodes)
-                                          if i not in set(byzantine.nodes)]}}
+                               "honest": np.flatnonzero(honest).tolist()}}
