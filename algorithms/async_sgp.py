@@ -35,6 +35,7 @@ import torch
 import topologies as T
 from algorithms.asynchronous import Asynchronous, Instant
 from p2pfl.context import RunContext
+from p2pfl.core.population import add_rows, row_block, row_scale
 from p2pfl.errors import ConfigError
 from p2pfl.options import AlgorithmOptions
 
@@ -95,10 +96,8 @@ class AsyncSGP(Asynchronous):
         self.settle(ctx, ev, nodes)
         index = torch.as_tensor(nodes, device=ctx.device)
         scale = (self.read_weights[index] / self.weights[index]).to(ctx.dtype)
-        for e in range(len(nodes)):  # x_i <- x_i + w_read (y - z_read), row by row in place
-            offsets = ev.offsets(nodes[e:e + 1])
-            for name, v in ctx.population.params.items():
-                v[int(nodes[e])].add_(offsets[name][0] * scale[e])
+        # x_i <- x_i + w_read (y - z_read), on the stored z: z_i += (w_read / w_i) offset_i
+        add_rows(ctx.population.params, nodes, scale, lambda part: ev.offsets(nodes[part]))
         self.push(ctx, ev, nodes)
         ev.begin(nodes)
 
@@ -114,16 +113,15 @@ class AsyncSGP(Asynchronous):
         k = ev.phase(nodes)
         src, dst, share = [], [], []
         for kk in np.unique(k).tolist():
-            P = self.columns(ev, kk)
-            for i in nodes[k == kk].tolist():
-                col = slice(P.indptr[i], P.indptr[i + 1])
-                out = P.indices[col] != i
-                dst.append(P.indices[col][out])
-                share.append(P.data[col][out])
-                src.append(np.full(int(out.sum()), i))
-        src_a, dst_a, share_a = (np.concatenate(a) if a else np.zeros(0) for a in (src, dst,
-                                                                                  share))
-        src_a, dst_a = src_a.astype(np.int64), dst_a.astype(np.int64)
+            senders = nodes[k == kk]
+            P = self.columns(ev, kk)[:, senders]  # the senders' columns, in their order
+            i = np.repeat(senders, np.diff(P.indptr))
+            out = P.indices != i
+            src.append(i[out])
+            dst.append(P.indices[out])
+            share.append(P.data[out])
+        src_a, dst_a = (np.concatenate(a).astype(np.int64) for a in (src, dst))
+        share_a = np.concatenate(share)
         sent = self.weights.cpu().numpy()[src_a] * share_a  # float64 mass of each message
         kept = np.zeros(ctx.num_nodes)
         np.add.at(kept, src_a, sent)
@@ -169,7 +167,9 @@ class AsyncSGP(Asynchronous):
     def settle(self, ctx: RunContext, ev: Instant, nodes: np.ndarray | None = None) -> None:
         """Add the messages that have arrived at `nodes` (None: every node) to their numerators
         and weights, all at once: x_j <- x_j + sum P_ji x_i, w_j <- w_j + sum P_ji w_i, then
-        z_j = x_j / w_j.
+        z_j = x_j / w_j; on the stored z, a `row_block` of receivers at a time: z_j <- (w_old /
+        w_new) z_j plus the payload rows times P_ji w_i / w_new (one sparse product with the
+        payload pool), O(messages x parameters).
 
         Parameters
         ----------
@@ -184,28 +184,22 @@ class AsyncSGP(Asynchronous):
             return
         dst, slot, mass = box["dst"][now], box["slot"][now], box["mass"][now]
         self.inbox = {k: v[~now] for k, v in box.items()}
-        slots, owner = np.unique(slot, return_inverse=True)
         receivers, at = np.unique(dst, return_inverse=True)
-        A = np.zeros((len(receivers), len(slots)))  # A[r, s]: weight share of slot s for r
-        np.add.at(A, (at, owner), mass)
         index = torch.as_tensor(receivers, device=ctx.device)
         old = self.weights[index]
-        new = old + torch.as_tensor(A.sum(axis=1), device=ctx.device)
+        new = old + torch.as_tensor(np.bincount(at, weights=mass, minlength=len(receivers)),
+                                    device=ctx.device)
         keep = (old / new).to(ctx.dtype)
-        mix = (torch.as_tensor(A, device=ctx.device) / new[:, None]).to(ctx.dtype)
-        if len(receivers) == 1:  # one row, in place, slot by slot (the usual case with jitter)
-            rows = [ev.payload(slots[s:s + 1]) for s in range(len(slots))]
-            for name, v in ctx.population.params.items():
-                row = v[int(receivers[0])].mul_(keep[0])
-                for s, payload in enumerate(rows):
-                    row.add_(payload[name][0], alpha=mix[0, s].item())
-        else:
-            rows = ev.payload(slots)
-            for name, v in ctx.population.params.items():
-                added = (mix @ rows[name].reshape(len(slots), -1)).view(len(receivers),
-                                                                        *v.shape[1:])
-                for r, i in enumerate(receivers.tolist()):  # z <- keep z + added, in place
-                    v[i].mul_(keep[r]).add_(added[r])
+        coef = mass / new.cpu().numpy()[at]  # z_j += (P_ji w_i / w_new) z_i, per message
+        block = row_block(ctx.population.params)
+        for start in range(0, len(receivers), block):  # receivers, a block at a time
+            part = index[start:start + block]
+            rows = {k: v.index_select(0, part) for k, v in ctx.population.params.items()}
+            for v in rows.values():
+                v.mul_(row_scale(keep[start:start + len(part)], v))  # z_j <- (w_old / w_new) z_j
+            these = (at >= start) & (at < start + len(part))
+            ev.add_payloads(rows, at[these] - start, slot[these], coef[these])
+            ctx.population.write(part, rows)
         self.weights[index] = new
         ev.drop(slot)
 

@@ -31,6 +31,8 @@ if TYPE_CHECKING:
 
 NEEDS_CLOCK = ("{name} is asynchronous and runs on the simulated clock: set network.enabled = "
                "true (docs/async.md)")
+NEEDS_TIME = ("is 0, but {name} is asynchronous: a local phase must take simulated time, or the "
+              "clock never advances; set network.step_s > 0")
 
 
 class Instant(Protocol):
@@ -53,7 +55,8 @@ class Instant(Protocol):
 
     def begin(self, nodes: np.ndarray, models: Params | None = None) -> None:
         """Begin the nodes' next local phases at the end of the instant, from their rows (after
-        everything the instant does), or from `models` [m, *shape] written into their rows."""
+        everything the instant does), or from `models` [m, *shape] (copied now, so a payload
+        may be passed and released) written into their rows."""
 
     def graph(self, k: int) -> nx.Graph:
         """The topology's graph of round k (a node's k-th exchange uses it)."""
@@ -79,6 +82,12 @@ class Instant(Protocol):
     def payload(self, slots: np.ndarray) -> Params:
         """The payload rows of slots [u]: name -> [u, *shape] (read them before the slots are
         released: at the end of `arrive`, or at `drop` of held ones)."""
+
+    def add_payloads(self, out: Params, rows: np.ndarray, slots: np.ndarray,
+                     weights: np.ndarray) -> None:
+        """out[k][rows[e]] += weights[e] * the payload row of slots[e] for messages e [M] at
+        once (a sparse product with the payload pool, O(M x model size); `out` [r, *shape]
+        contiguous, each (row, slot) pair at most once)."""
 
     def slot_info(self, slots: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(scalar [u], tag [u], read [u]) of payload slots [u]."""
@@ -118,6 +127,8 @@ class Asynchronous(Algorithm):
     def setup(self, ctx: RunContext) -> None:
         if ctx.clock is None:
             raise ConfigError("network.enabled", NEEDS_CLOCK.format(name=self.name))
+        if ctx.clock.net.step_s == 0:
+            raise ConfigError("network.step_s", NEEDS_TIME.format(name=self.name))
         if ctx.link_drop or ctx.node_drop:
             key = "link_drop" if ctx.link_drop else "node_drop"
             raise ConfigError(f"topology.{key}", f"{self.name} runs event by event, without the "
@@ -151,6 +162,19 @@ class Asynchronous(Algorithm):
         """
         return torch.as_tensor(self.cfg.lr * self.cfg.lr_decay ** k.astype(np.float64),
                                device=ctx.device, dtype=ctx.dtype)
+
+    def mark_lr(self, t: int) -> float:
+        """The `lr` of the row of mark t + 1: the step size of a node's (t + 1)-th phase.
+
+        Parameters
+        ----------
+        t : the mark, from 0.
+
+        Returns
+        -------
+        float, lr * lr_decay ** t (as `phase_lr` for phase index t).
+        """
+        return self.lr(t)
 
     def settle(self, ctx: RunContext, ev: Instant) -> None:
         """Bring every row up to date before the models are read for a record (the engine calls

@@ -4,8 +4,9 @@ The server keeps a model w and a buffer. `concurrency` C clients train at any ti
 Algorithm 1):
 
 - a client downloads w (a snapshot of version v, sent by the server), runs its local steps from
-  it and sends back its update Delta = y^K - w (the paper's Delta has the other sign and the
-  server subtracts it);
+  it with step size lr * lr_decay^v (the decay is per server step, as FedAvg's per round) and
+  sends back its update Delta = y^K - w (the paper's Delta has the other sign and the server
+  subtracts it);
 - the server adds s(tau) Delta to the buffer, with tau the staleness of the update (server steps
   since the client's download, tau = version now - v) and s(tau) = (1 + tau)^-a (the paper's
   polynomial weighting, a = 1/2; a = 0 turns it off);
@@ -97,9 +98,44 @@ class FedBuff(Asynchronous):
         self.read_version = np.zeros(n, dtype=np.int64)  # the version each client downloaded
         self.sent_at = np.zeros(n)  # when its download was sent (s)
         self.taus: list[int] = []  # staleness of the updates added since the last record
+        self.tags: list[int] = []  # and the versions they were trained from
 
     def start(self, ctx: RunContext, ev: Instant) -> None:
         self.dispatch(ctx, ev, self.cfg.concurrency)
+
+    def phase_lr(self, ctx: RunContext, nodes: np.ndarray, k: np.ndarray) -> torch.Tensor:
+        """lr * lr_decay ** v, v the server version each client downloaded: the step size
+        decays per server step (as FedAvg's per round), not per participation of the client.
+
+        Parameters
+        ----------
+        ctx : the run.
+        nodes : int64 [m], clients (rows).
+        k : int64 [m], their phase indices (not used).
+
+        Returns
+        -------
+        [m] tensor in the run's dtype.
+        """
+        v = self.read_version[nodes].astype(np.float64)
+        return torch.as_tensor(self.cfg.lr * self.cfg.lr_decay ** v, device=ctx.device,
+                               dtype=ctx.dtype)
+
+    def mark_lr(self, t: int) -> float:
+        """The step size of the updates the server added since the previous mark (their mean;
+        none: that of a client downloading now, lr * lr_decay ** version).
+
+        Parameters
+        ----------
+        t : the mark, from 0 (not used).
+
+        Returns
+        -------
+        float.
+        """
+        v, count = np.unique(self.tags if self.tags else [self.version], return_counts=True)
+        steps = self.cfg.lr * self.cfg.lr_decay ** v.astype(np.float64)
+        return float(steps[0]) if len(v) == 1 else float(np.average(steps, weights=count))
 
     def dispatch(self, ctx: RunContext, ev: Instant, count: int) -> None:
         """Sample `count` clients among those not busy and send them the server model.
@@ -163,6 +199,7 @@ class FedBuff(Asynchronous):
             for k, b in self.buffer.items():
                 b += added[k]
             self.taus += tau.tolist()
+            self.tags += tags[start:stop].tolist()
             self.buffered += stop - start
             if self.buffered == K:
                 for k, w in self.server.items():
@@ -187,7 +224,7 @@ class FedBuff(Asynchronous):
         return expand(self.server, ctx.population.num_nodes)
 
     def metrics(self, ctx: RunContext) -> dict[str, float]:
-        taus, self.taus = self.taus, []
+        taus, self.taus, self.tags = self.taus, [], []
         return {"server_version": self.version,
                 "staleness_mean": float(np.mean(taus)) if taus else 0.0,
                 "staleness_max": max(taus, default=0)}
@@ -198,7 +235,8 @@ class FedBuff(Asynchronous):
         return arrays | {"server": {k: v.clone() for k, v in self.server.items()},
                          "buffer": {k: v.clone() for k, v in self.buffer.items()},
                          "buffered": self.buffered, "version": self.version,
-                         "dispatches": self.dispatches, "taus": list(self.taus)}
+                         "dispatches": self.dispatches, "taus": list(self.taus),
+                         "tags": list(self.tags)}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         for k in ("busy", "trained", "read_version", "sent_at"):
@@ -207,3 +245,4 @@ class FedBuff(Asynchronous):
         self.buffer = {k: v.clone() for k, v in state["buffer"].items()}
         self.buffered, self.version = int(state["buffered"]), int(state["version"])
         self.dispatches, self.taus = int(state["dispatches"]), list(state["taus"])
+        self.tags = list(state["tags"])

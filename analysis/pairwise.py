@@ -9,17 +9,25 @@ tick is W_bar = I - D / (2n) + (P + P^T) / (2n), D = diag_i(sum_j P_ij + P_ji), 
 W_ij is a projection, E ||x(k) - xbar||^2 <= lambda_2(W_bar)^k ||x(0) - xbar||^2. The
 epsilon-averaging time in ticks is between 0.5 log(1/eps) / log(1/lambda_2) and
 3 log(1/eps) / log(1/lambda_2) (the paper's Theorem 3).
+
+P is held by rows (scipy CSR) and the simulation draws its ticks `TICK_CHUNK` at a time, each
+woken node's neighbour by a search in its own row's cumulative probabilities: memory O(n + edges
++ TICK_CHUNK) besides the trajectory it returns.
 """
 
 from __future__ import annotations
 
 import networkx as nx
 import numpy as np
+import scipy.sparse as sp
+
+from topologies import ParameterError
 
 Seed = int | np.random.Generator | None
+TICK_CHUNK = 65536  # ticks whose nodes and neighbours pairwise_gossip draws at once
 
 
-def neighbour_probabilities(G: nx.Graph) -> np.ndarray:
+def neighbour_probabilities(G: nx.Graph) -> sp.csr_array:
     """The natural P of a graph: P_ij = 1 / deg(i) on each edge (a node without neighbours
     keeps P_ii = 1: its tick changes nothing).
 
@@ -29,31 +37,47 @@ def neighbour_probabilities(G: nx.Graph) -> np.ndarray:
 
     Returns
     -------
-    float64 [n, n], row-stochastic, P[i, j] > 0 only on edges.
+    scipy.sparse.csr_array float64 [n, n], row-stochastic, P[i, j] > 0 only on edges (sorted
+    column indices).
+
+    Raises
+    ------
+    ParameterError
+        naming G unless its nodes are 0..n-1.
+
+    Examples
+    --------
+    >>> neighbour_probabilities(nx.path_graph(3)).toarray().tolist()
+    [[0.0, 1.0, 0.0], [0.5, 0.0, 0.5], [0.0, 1.0, 0.0]]
     """
-    n = G.number_of_nodes()
-    P = np.zeros((n, n))
-    for i in range(n):
-        near = [j for j in G.neighbors(i) if j != i]
-        if near:
-            P[i, near] = 1.0 / len(near)
-        else:
-            P[i, i] = 1.0
+    n = _nodes(G)
+    A = nx.to_scipy_sparse_array(G, nodelist=range(n), weight=None, format="csr")
+    A = sp.csr_array(sp.triu(A, 1) + sp.tril(A, -1))  # self-loops out
+    A.sum_duplicates()
+    deg = np.diff(A.indptr)
+    A.data = 1.0 / np.repeat(deg, deg).astype(np.float64)
+    P = sp.csr_array(A + sp.diags_array((deg == 0).astype(np.float64)))
+    P.sort_indices()
     return P
 
 
-def expected_gossip_matrix(G: nx.Graph, P: np.ndarray | None = None) -> np.ndarray:
+def expected_gossip_matrix(G: nx.Graph, P: np.ndarray | sp.sparray | None = None) -> np.ndarray:
     """W_bar = I - D / (2n) + (P + P^T) / (2n): one tick in expectation.
 
     Parameters
     ----------
     G : undirected graph on nodes 0..n-1.
-    P : [n, n] row-stochastic neighbour probabilities on G's edges; default
-        `neighbour_probabilities(G)`.
+    P : [n, n] row-stochastic neighbour probabilities on G's edges (dense or scipy sparse);
+        default `neighbour_probabilities(G)`.
 
     Returns
     -------
-    float64 [n, n], symmetric and doubly stochastic.
+    float64 [n, n] (dense), symmetric and doubly stochastic.
+
+    Raises
+    ------
+    ParameterError
+        naming P when it is not row-stochastic on G's edges.
 
     Examples
     --------
@@ -61,13 +85,15 @@ def expected_gossip_matrix(G: nx.Graph, P: np.ndarray | None = None) -> np.ndarr
     [[0.5, 0.5], [0.5, 0.5]]
     """
     P = neighbour_probabilities(G) if P is None else _checked(G, P)
-    n = len(P)
-    off = P - np.diag(np.diag(P))  # a node's tick with itself changes nothing
-    D = np.diag(off.sum(axis=1) + off.sum(axis=0))
-    return np.eye(n) - D / (2 * n) + (off + off.T) / (2 * n)
+    n = P.shape[0]
+    off = sp.csr_array(sp.triu(P, 1) + sp.tril(P, -1))  # a node's tick with itself: nothing
+    D = off.sum(axis=1) + off.sum(axis=0)
+    W = ((off + off.T) / (2 * n)).toarray()
+    W[np.diag_indices(n)] = 1 - D / (2 * n)
+    return W
 
 
-def averaging_time_bounds(G: nx.Graph, eps: float, P: np.ndarray | None = None
+def averaging_time_bounds(G: nx.Graph, eps: float, P: np.ndarray | sp.sparray | None = None
                           ) -> tuple[float, float]:
     """Boyd et al.'s bounds on the epsilon-averaging time, in ticks of the global clock.
 
@@ -83,21 +109,28 @@ def averaging_time_bounds(G: nx.Graph, eps: float, P: np.ndarray | None = None
 
     Raises
     ------
-    ValueError
-        for eps outside (0, 1), or lambda_2 = 1 (a disconnected graph never averages).
+    ParameterError
+        naming eps outside (0, 1), or G when lambda_2 = 1 (a disconnected graph never
+        averages).
     """
     if not 0 < eps < 1:
-        raise ValueError(f"eps must be in (0, 1), got {eps}")
+        raise ParameterError("eps", f"must be in (0, 1), got {eps}")
     lam = np.sort(np.linalg.eigvalsh(expected_gossip_matrix(G, P)))[-2]
     if lam >= 1 - 1e-12:
-        raise ValueError("lambda_2(W_bar) = 1: the graph is not connected, it never averages")
+        raise ParameterError("G", "gives lambda_2(W_bar) = 1: it is not connected (under P), "
+                             "it never averages")
     scale = np.log(1 / eps) / np.log(1 / lam)
     return 0.5 * scale, 3.0 * scale
 
 
-def pairwise_gossip(G: nx.Graph, x0: np.ndarray, ticks: int, *, P: np.ndarray | None = None,
-                    every: int = 1, seed: Seed = None) -> np.ndarray:
+def pairwise_gossip(G: nx.Graph, x0: np.ndarray, ticks: int, *,
+                    P: np.ndarray | sp.sparray | None = None, every: int = 1,
+                    seed: Seed = None) -> np.ndarray:
     """Simulate asynchronous randomized pairwise gossip for `ticks` ticks of the global clock.
+
+    Each chunk of `TICK_CHUNK` ticks draws its woken nodes (uniform) and then one uniform u per
+    tick; the woken node i takes the first neighbour j (in increasing id order) whose cumulative
+    P_i1 + ... + P_ij exceeds u.
 
     Parameters
     ----------
@@ -114,37 +147,90 @@ def pairwise_gossip(G: nx.Graph, x0: np.ndarray, ticks: int, *, P: np.ndarray | 
 
     Raises
     ------
-    ValueError
-        for x0 of the wrong shape, a negative `ticks` or `every` < 1.
+    ParameterError
+        naming x0 of the wrong shape, a negative `ticks` or `every` < 1 (and as
+        `expected_gossip_matrix` for P).
     """
     P = neighbour_probabilities(G) if P is None else _checked(G, P)
     x = np.array(x0, dtype=float)
-    n = len(P)
+    n = P.shape[0]
     if x.ndim < 1 or x.shape[0] != n:
-        raise ValueError(f"x0 must have shape [{n}, ...], got {x.shape}")
-    if ticks < 0 or every < 1:
-        raise ValueError(f"need ticks >= 0 and every >= 1, got {ticks}, {every}")
+        raise ParameterError("x0", f"must have shape [{n}, ...], got {x.shape}")
+    if ticks < 0:
+        raise ParameterError("ticks", f"must be >= 0, got {ticks}")
+    if every < 1:
+        raise ParameterError("every", f"must be >= 1, got {every}")
     rng = np.random.default_rng(seed)
-    woken = rng.integers(n, size=ticks)
-    u = rng.random(ticks)
-    cum = np.cumsum(P, axis=1)
-    partner = np.minimum((cum[woken] <= u[:, None]).sum(axis=1), n - 1)
+    cum = _row_cumsum(P)
     out = [x.copy()]
-    for k, (i, j) in enumerate(zip(woken.tolist(), partner.tolist(), strict=True)):
-        x[i] = x[j] = (x[i] + x[j]) * 0.5
-        if (k + 1) % every == 0:
-            out.append(x.copy())
+    for start in range(0, ticks, TICK_CHUNK):
+        size = min(TICK_CHUNK, ticks - start)
+        woken = rng.integers(n, size=size)
+        partner = P.indices[_search_rows(P.indptr, cum, woken, rng.random(size))]
+        for k, (i, j) in enumerate(zip(woken.tolist(), partner.tolist(), strict=True),
+                                   start=start + 1):
+            x[i] = x[j] = (x[i] + x[j]) * 0.5
+            if k % every == 0:
+                out.append(x.copy())
     return np.stack(out)
 
 
-def _checked(G: nx.Graph, P: np.ndarray) -> np.ndarray:
-    """P as float64 [n, n], refused unless it is row-stochastic on G's edges (and diagonal)."""
-    P = np.asarray(P, dtype=float)
+def _row_cumsum(P: sp.csr_array) -> np.ndarray:
+    """float64 [nnz]: the cumulative sums of P's stored values within each row (each row's in
+    order, as np.cumsum of the row), one vectorized step per position in a row."""
+    deg = np.diff(P.indptr)
+    position = np.arange(P.nnz) - np.repeat(P.indptr[:-1], deg)  # within its row
+    order = np.argsort(position, kind="stable")
+    bounds = np.searchsorted(position[order], np.arange(int(deg.max(initial=0)) + 1))
+    cum = P.data.astype(np.float64)
+    for p in range(1, len(bounds) - 1):
+        at = order[bounds[p]:bounds[p + 1]]
+        cum[at] += cum[at - 1]
+    return cum
+
+
+def _search_rows(indptr: np.ndarray, cum: np.ndarray, rows: np.ndarray,
+                 u: np.ndarray) -> np.ndarray:
+    """int64 [m]: in row rows[e] (CSR `indptr`, cumulative values `cum`), the position of the
+    first value > u[e] (the row's last where none is: u above a sum rounded below 1); a
+    vectorized binary search, log2(longest row) steps."""
+    lo, end = indptr[rows].astype(np.int64), indptr[rows + 1].astype(np.int64)
+    hi = end.copy()
+    last = len(cum) - 1
+    while (active := lo < hi).any():
+        mid = (lo + hi) // 2
+        right = active & (cum[np.minimum(mid, last)] <= u)
+        lo = np.where(right, mid + 1, lo)
+        hi = np.where(active & ~right, mid, hi)
+    return np.minimum(lo, end - 1)
+
+
+def _nodes(G: nx.Graph) -> int:
+    """n, the nodes of G, refused unless they are 0..n-1."""
     n = G.number_of_nodes()
-    if P.shape != (n, n) or (P < 0).any() or not np.allclose(P.sum(axis=1), 1):
-        raise ValueError(f"P must be a row-stochastic [{n}, {n}] matrix")
-    allowed = nx.to_numpy_array(G, nodelist=range(n)) > 0
-    np.fill_diagonal(allowed, True)
-    if (P[~allowed] > 0).any():
-        raise ValueError("P puts probability on a pair that is not an edge of G")
+    if set(G.nodes) != set(range(n)):
+        raise ParameterError("G", f"must have nodes 0..{n - 1}")
+    return n
+
+
+def _checked(G: nx.Graph, P: np.ndarray | sp.sparray) -> sp.csr_array:
+    """P as float64 CSR [n, n] (sorted, no stored zeros), refused unless it is row-stochastic
+    on G's edges (and diagonal)."""
+    n = _nodes(G)
+    shape = P.shape if sp.issparse(P) else np.shape(P)
+    if tuple(shape) != (n, n):
+        raise ParameterError("P", f"must be a row-stochastic [{n}, {n}] matrix, got shape "
+                             f"{tuple(shape)}")
+    P = sp.csr_array(P, dtype=np.float64)
+    P.sum_duplicates()
+    P.eliminate_zeros()
+    P.sort_indices()
+    if (P.data < 0).any() or not np.allclose(P.sum(axis=1), 1):
+        raise ParameterError("P", f"must be a row-stochastic [{n}, {n}] matrix (nonnegative, "
+                             "rows summing to 1)")
+    rows = np.repeat(np.arange(n), np.diff(P.indptr))
+    A = sp.coo_array(nx.to_scipy_sparse_array(G, nodelist=range(n), weight=None))
+    edge = np.isin(rows * n + P.indices, A.row.astype(np.int64) * n + A.col)
+    if not (edge | (rows == P.indices)).all():
+        raise ParameterError("P", "puts probability on a pair that is not an edge of G")
     return P

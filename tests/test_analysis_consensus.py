@@ -192,5 +192,41 @@ def test_pairwise_gossip_keeps_the_sum_and_averages_within_boyds_time() -> None:
                                atol=1e-12)
     y0 = x0 - x0.mean(0)
     assert np.linalg.norm(traj[-1] - x0.mean(0)) < 1e-3 * np.linalg.norm(y0)
-    with pytest.raises(ValueError, match="not an edge"):
+    with pytest.raises(T.ParameterError, match="^P puts probability on a pair that is not an"):
         A.expected_gossip_matrix(nx.path_graph(3), np.full((3, 3), 1 / 3))
+    with pytest.raises(T.ParameterError, match=r"^x0 must have shape \[8, \.\.\.\]"):
+        A.pairwise_gossip(G, np.zeros(3), 1)
+    with pytest.raises(T.ParameterError, match="^eps must be in"):
+        A.averaging_time_bounds(G, 1.0)
+    with pytest.raises(T.ParameterError, match="^G gives lambda_2"):
+        A.averaging_time_bounds(nx.empty_graph(3), 0.1)
+
+
+def test_pairwise_gossip_draws_each_partner_from_the_woken_nodes_row(monkeypatch) -> None:
+    """The sparse draw (a search in the woken node's own cumulative row, ticks in chunks) equals
+    an independent dense one: per chunk the woken nodes, then a uniform u per tick, and the first
+    column j whose cumulative P_i1 + ... + P_ij exceeds u; an uneven P on a graph with a hub and a
+    node without neighbours (its tick changes nothing)."""
+    import analysis.pairwise as pairwise
+
+    monkeypatch.setattr(pairwise, "TICK_CHUNK", 7)
+    G = nx.star_graph(4)
+    G.add_edges_from([(1, 2), (3, 4)])
+    G.add_node(5)
+    rng = np.random.default_rng(0)
+    P = nx.to_numpy_array(G, nodelist=range(6)) * rng.uniform(0.5, 1.5, (6, 6))
+    P[5, 5] = 1.0
+    P /= P.sum(axis=1, keepdims=True)
+    assert (A.neighbour_probabilities(G).toarray()[0] == [0, 0.25, 0.25, 0.25, 0.25, 0]).all()
+    x0 = rng.normal(size=6)
+    traj = A.pairwise_gossip(G, x0, 30, P=P, seed=4)
+    draws, x, expected = np.random.default_rng(4), x0.copy(), [x0.copy()]
+    cum = np.cumsum(P, axis=1)
+    for start in range(0, 30, 7):
+        woken = draws.integers(6, size=min(7, 30 - start))
+        for i, u in zip(woken, draws.random(len(woken)), strict=True):
+            j = int(np.flatnonzero(cum[i] > u)[0])
+            assert j == i == 5 or G.has_edge(i, j)
+            x[i] = x[j] = (x[i] + x[j]) / 2
+            expected.append(x.copy())
+    assert np.array_equal(traj, np.stack(expected))

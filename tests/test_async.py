@@ -87,8 +87,10 @@ def test_adpsgd_with_equal_speeds_is_gossip_over_the_same_matchings():
 
 def test_fedbuff_with_equal_speeds_and_the_whole_buffer_is_fedavg(tmp_path):
     """K = C = N clients, all back at the same instant with staleness 0: FedAvg with every
-    client and uniform weights, round by round (float64): the server model's metrics."""
-    common = INSTANT | {"topology__name": "star", "rounds": 3, "algorithm__server_lr": 1.0}
+    client and uniform weights, round by round (float64): the server model's metrics, and the
+    step size decayed per server step as FedAvg's per round."""
+    common = INSTANT | {"topology__name": "star", "rounds": 3, "algorithm__server_lr": 1.0,
+                        "algorithm__lr_decay": 0.5}
     buffered = run(small_config(algorithm__name="fedbuff", algorithm__buffer_size=6,
                                 algorithm__concurrency=6, **common), tmp_path / "fedbuff",
                    figures=False)
@@ -97,6 +99,7 @@ def test_fedbuff_with_equal_speeds_and_the_whole_buffer_is_fedavg(tmp_path):
                  figures=False)
     for a, b in zip(buffered, fedavg, strict=True):
         assert a["sim_time_s"] == b["sim_time_s"] and a["server_version"] == a["round"]
+        assert a["lr"] == b["lr"] == 0.1 * 0.5 ** (a["round"] - 1)
         for key in ("test_loss", "test_acc", "train_loss"):
             assert a[key] == pytest.approx(b[key], abs=1e-12), key
 
@@ -120,6 +123,101 @@ def test_fedbuff_weights_stale_updates_by_hand():
         assert (algorithm.server[k] - expected).abs().max() < 1e-12
     assert algorithm.metrics(ctx) | {"server_version": 2} == {
         "server_version": 2, "staleness_mean": 0.5, "staleness_max": 1}
+
+
+def test_fedbuff_step_size_decays_per_server_step_not_per_participation():
+    """N = 6, K = C = 2, lr_decay = 1/2, equal speeds: each version's two clients train from it
+    with lr / 2^v, whatever their own participation count; the server model is replayed by hand
+    from independent local steps, and the row's lr is that of the updates added."""
+    ctx, algorithm = build(small_config(algorithm__name="fedbuff", topology__name="star",
+                                        algorithm__buffer_size=2, algorithm__concurrency=2,
+                                        algorithm__server_lr=1.0, algorithm__lr_decay=0.5,
+                                        **INSTANT))
+    start = {k: v.clone() for k, v in algorithm.server.items()}
+    sim = Simulation(ctx, algorithm)
+    began = []  # (client, its phase index, the version it downloaded)
+    while algorithm.version < 4:
+        before = sim.phases.phase.copy()
+        sim.step()
+        for c in np.flatnonzero(sim.phases.phase > before).tolist():
+            began.append((c, int(sim.phases.phase[c]), int(algorithm.read_version[c])))
+            assert sim.phases.lr[c] == 0.1 * 0.5 ** algorithm.read_version[c]
+    assert any(k != v for _, k, v in began)  # a decay per participation would differ
+    server = start
+    for version in range(4):
+        deltas = []
+        for c, k, _ in (b for b in began if b[2] == version):
+            rows = {name: w.unsqueeze(0).clone() for name, w in server.items()}
+            lr = torch.tensor([0.1 * 0.5 ** version], dtype=torch.float64)
+            ctx.trainer.train(rows, torch.tensor([c]), algorithm.plan(ctx, k),
+                              algorithm.solver, lr)
+            deltas.append({name: rows[name][0] - server[name] for name in rows})
+        assert len(deltas) == 2
+        server = {name: w + (deltas[0][name] + deltas[1][name]) / 2 for name, w in server.items()}
+    assert_close(algorithm.server, server)
+    assert algorithm.mark_lr(0) == pytest.approx(0.1 * (1 + 0.5 + 0.25 + 0.125) / 4, abs=1e-15)
+    algorithm.metrics(ctx)  # a new interval: no update added yet, a download's step size
+    assert algorithm.mark_lr(1) == 0.1 * 0.5 ** 4
+
+
+def test_a_phase_begun_from_a_payload_reads_it_when_asked():
+    """`begin` with models copies them: a payload slot released and reused before the instant
+    ends cannot change what the phase reads."""
+    ctx, algorithm = build(small_config(algorithm__name="fedbuff", topology__name="star",
+                                        algorithm__concurrency=2, **INSTANT))
+    sim = Simulation(ctx, algorithm)
+    sim.step()  # time 0: two downloads in flight
+    model = {k: torch.full((1, *v.shape[1:]), 0.25, dtype=v.dtype)
+             for k, v in ctx.population.params.items()}
+    idle = int(np.flatnonzero(~algorithm.busy)[0])
+    sim.begin(np.array([idle]), models=model)
+    for v in model.values():
+        v.fill_(7.0)  # the slot reused
+    sim.step()
+    for v in ctx.population.params.values():
+        assert (v[idle] == 0.25).all()
+
+
+def test_row_operations_by_index_in_blocks_equal_plain_indexing():
+    """copy_rows and add_rows over several ROW_BLOCKs, and add_rows on one row (float64)."""
+    from p2pfl.core.population import ROW_BLOCK, add_rows, copy_rows
+
+    g = torch.Generator().manual_seed(0)
+    n = 2 * ROW_BLOCK + 5
+    a = {"w": torch.randn(n + 3, 4, 2, generator=g, dtype=torch.float64)}
+    b = {"w": torch.randn(n, 4, 2, generator=g, dtype=torch.float64)}
+    to, of = torch.randperm(n + 3, generator=g)[:n], torch.randperm(n, generator=g)
+    coef = torch.rand(n, generator=g, dtype=torch.float64)
+    expected = a["w"].clone()
+    expected[to] = b["w"][of]
+    copy_rows(a, to, b, of)
+    assert torch.equal(a["w"], expected)
+    for m in (1, n):
+        expected[to[:m]] += coef[:m, None, None] * b["w"][of[:m]]
+        add_rows(a, to[:m].numpy(), coef[:m], lambda part, m=m: {"w": b["w"][of[:m][part]]})
+        assert (a["w"] - expected).abs().max() < 1e-15
+
+
+@pytest.mark.parametrize("limit", [2**31, 40])
+def test_payloads_added_by_a_sparse_product_equal_a_loop_over_messages(monkeypatch, limit):
+    """Mailbox.add_payloads against the messages added one by one (float64), also with a pool
+    over the 32-bit limit of CPU sparse kernels (here lowered: the slots gathered, in tiles)."""
+    import p2pfl.scale.mailbox as mailbox
+
+    monkeypatch.setattr(mailbox, "INT32_ELEMENTS", limit)
+    g = torch.Generator().manual_seed(1)
+    box = mailbox.Mailbox({"w": torch.zeros(5, 3, 4, dtype=torch.float64)})
+    rows = torch.randn(5, 3, 4, generator=g, dtype=torch.float64)
+    slots = box.store({"w": rows}, np.zeros(5), np.zeros(5), np.zeros(5, dtype=np.int64),
+                      np.ones(5, dtype=np.int64))
+    dst, src = np.array([2, 0, 2, 1, 0, 2]), np.array([4, 1, 0, 3, 0, 1])
+    weights = np.array([0.5, 0.25, 2.0, -1.0, 3.0, 0.125])
+    out = {"w": torch.randn(3, 3, 4, generator=g, dtype=torch.float64)}
+    expected = out["w"].clone()
+    for j, i, c in zip(dst, src, weights, strict=True):
+        expected[j] += c * rows[i]
+    box.add_payloads(out, dst, slots[src], weights)
+    assert (out["w"] - expected).abs().max() < 1e-15
 
 
 def test_push_sum_mass_is_conserved_at_every_event():
@@ -169,6 +267,13 @@ def test_asynchronous_settings_are_checked(tmp_path):
         check_variants([("compare[0] (a)", small_config()),
                         ("compare[1] (b)", small_config(algorithm__name="adpsgd",
                                                         algorithm__local_steps=1))])
+    for name in ("adpsgd", "async_sgp"):  # zero-time phases: the clock would never advance
+        cfg = small_config(algorithm__name=name, algorithm__local_steps=1, network__enabled=True,
+                           network__step_s=0.0)
+        with pytest.raises(ConfigError, match=f"^network.step_s: is 0, but {name} is async"):
+            build(cfg)
+        with pytest.raises(ConfigError, match=r"^compare\[0\] \(a\) network.step_s: is 0"):
+            check_variants([("compare[0] (a)", cfg)])
     with pytest.raises(ConfigError, match="^algorithm.local_steps: adpsgd applies one"):
         small_config(algorithm__name="adpsgd", network__enabled=True)
     with pytest.raises(ConfigError, match="^network.overlap: async_sgp does not mix"):

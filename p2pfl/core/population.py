@@ -7,10 +7,15 @@ one tensor, and mixing is one matrix product per block.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+import numpy as np
 import torch
 from torch import nn
 
 Params = dict[str, torch.Tensor]  # name -> [rows, *shape]
+ROW_BLOCK = 64  # rows gathered at once by index (copy_rows, add_rows): bounded temporaries
+BLOCK_BYTES = 8 << 20  # CPU: at most this many bytes of a tensor's rows gathered at once
 
 
 class Population:
@@ -149,3 +154,66 @@ def row_scale(scale: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
     """
     return scale.view(-1, *([1] * (like.dim() - 1)))
 
+
+def row_block(params: Params) -> int:
+    """Rows of `params` to gather at once by index: `ROW_BLOCK`; on CPU fewer, so that a block
+    of the largest tensor's rows holds at most `BLOCK_BYTES` (it stays in cache).
+
+    Parameters
+    ----------
+    params : name -> [rows, *shape].
+
+    Returns
+    -------
+    int >= 1.
+    """
+    v = next(iter(params.values()))
+    if v.device.type != "cpu":
+        return ROW_BLOCK
+    largest = max(t[0].numel() * t.element_size() for t in params.values())
+    return max(1, min(ROW_BLOCK, BLOCK_BYTES // max(largest, 1)))
+
+
+def copy_rows(dst: Params, dst_rows: torch.Tensor, src: Params, src_rows: torch.Tensor) -> None:
+    """Copy rows by index, `row_block` rows gathered at a time: dst[k][dst_rows[e]] =
+    src[k][src_rows[e]].
+
+    Parameters
+    ----------
+    dst : name -> [rows, *shape], written in place.
+    dst_rows : int64 [m], distinct rows of `dst`.
+    src : name -> [rows', *shape] (any dtype; cast to dst's).
+    src_rows : int64 [m], rows of `src`.
+    """
+    block = row_block(dst)
+    for start in range(0, len(dst_rows), block):
+        to, of = dst_rows[start:start + block], src_rows[start:start + block]
+        for k, v in dst.items():
+            v.index_copy_(0, to, src[k].index_select(0, of).to(v.dtype))
+
+
+def add_rows(params: Params, rows: np.ndarray, coef: torch.Tensor,
+             read: Callable[[slice], Params]) -> None:
+    """Add scaled rows in place by index, `row_block` at a time: params[k][rows[e]] +=
+    coef[e] * read(block)[k][e - block.start].
+
+    Parameters
+    ----------
+    params : name -> [N, *shape], written in place.
+    rows : int64 [m], distinct rows (on the host; distinct, so that the order of the additions
+        is fixed on every device).
+    coef : [m], in the params' dtype, on their device.
+    read : the addends of positions `block` (a slice of 0..m-1): name -> [len, *shape].
+    """
+    if len(rows) == 1:  # one row: in place
+        added = read(slice(0, 1))
+        for k, v in params.items():
+            v[int(rows[0])].addcmul_(added[k][0], coef[0])
+        return
+    block = row_block(params)
+    for start in range(0, len(rows), block):
+        part = slice(start, start + block)
+        index = torch.as_tensor(rows[part], device=coef.device)
+        added = read(part)
+        for k, v in params.items():
+            v.index_add_(0, index, added[k] * row_scale(coef[part], added[k]))

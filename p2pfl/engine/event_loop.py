@@ -4,7 +4,8 @@ A nominal round is what one node at nominal speed takes to do its local steps an
 star: the download, the local steps and the upload; `Clock.nominal_s`). Row m (m = 1..rounds) is
 written when the simulation has done every instant up to m nominal rounds (p2pfl/engine/events.py),
 so the run ends when the clock passes `rounds` nominal rounds. Each row has the usual keys
-(`round` is the mark, `lr` the step size of a node's m-th phase, `train_loss` the mean loss of the
+(`round` is the mark, `lr` the algorithm's `Asynchronous.mark_lr`: a node's m-th phase's step
+size, FedBuff's that of the updates added since the previous mark; `train_loss` the mean loss of the
 local phases that ended since the previous mark, `nodes_trained` the nodes among them,
 `messages` and `bytes_sent` what was sent since), the evaluation on `eval.every` marks, and
 `sim_time_s` (m nominal rounds), `steps_min` / `steps_mean` / `steps_max` (local steps done per
@@ -68,7 +69,7 @@ class EventRunner(Runner):
             losses = self.simulation.phases.loss[ended]
         record: dict[str, Any] = {
             "round": t + 1,
-            "lr": algorithm.lr(t),
+            "lr": algorithm.mark_lr(t),
             "train_loss": float(np.mean(losses)) if len(losses) else math.nan,
             "nodes_trained": len(np.unique(nodes)),
             "messages": copies,

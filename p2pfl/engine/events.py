@@ -77,7 +77,9 @@ class Simulation:
         return self.phases.read[nodes]
 
     def begin(self, nodes: np.ndarray, models: Params | None = None) -> None:
-        self._begins.append((np.asarray(nodes, dtype=np.int64), models))
+        # models copied now: a payload row may be released and reused before the instant ends
+        kept = None if models is None else {k: v.clone() for k, v in models.items()}
+        self._begins.append((np.asarray(nodes, dtype=np.int64), kept))
 
     def graph(self, k: int) -> nx.Graph:
         return self._graph(k)[0]
@@ -88,7 +90,8 @@ class Simulation:
             timed = any(name in data for _, _, data in G.edges(data=True)
                         for name in ("latency_s", "bandwidth_gbps"))
             self._graphs[k] = (G, timed)
-            alive = self.phases.phase.min(initial=0)
+            phase = self.phases.phase
+            alive = phase[phase >= 0].min(initial=0)  # no dispatched node needs an older one
             self._graphs = {r: g for r, g in self._graphs.items() if r >= alive or r == k}
         return self._graphs[k]
 
@@ -125,6 +128,10 @@ class Simulation:
 
     def payload(self, slots: np.ndarray) -> Params:
         return self.mailbox.payload(slots)
+
+    def add_payloads(self, out: Params, rows: np.ndarray, slots: np.ndarray,
+                     weights: np.ndarray) -> None:
+        self.mailbox.add_payloads(out, rows, slots, weights)
 
     def slot_info(self, slots: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         box = self.mailbox

@@ -22,9 +22,7 @@ import torch
 from algorithms.asynchronous import Asynchronous
 from p2pfl.context import RunContext
 from p2pfl.core.federated import BatchPlan
-from p2pfl.core.population import Params
-
-SUBTRACT_ROWS = 64  # rows whose snapshots are read at once to form the offsets
+from p2pfl.core.population import Params, copy_rows, row_block
 
 
 def mixed_plan(plans: dict[int, BatchPlan], nodes: np.ndarray, k: np.ndarray) -> BatchPlan:
@@ -96,10 +94,7 @@ class Phases:
         self.phase[nodes] += 1
         k = self.phase[nodes]
         self.lr[nodes] = self.algorithm.phase_lr(ctx, nodes, k).double().cpu().numpy()
-        for name, v in ctx.population.params.items():  # the snapshots, row by row
-            b = self.buffer[name]
-            for i in nodes.tolist():
-                b[i].copy_(v[i])
+        copy_rows(self.buffer, index, ctx.population.params, index)  # the snapshots
         self.read[nodes] = now
         self.due[nodes] = now + ctx.clock.phase_s(k, nodes + self.offset)
         self.computed[nodes] = False
@@ -130,8 +125,9 @@ class Phases:
         lr = torch.as_tensor(self.lr[pending], device=ctx.device, dtype=ctx.dtype)
         losses = ctx.trainer.train(rows, index, mixed_plan(self._plans, pending, k),
                                    algorithm.solver, lr)
-        for start in range(0, len(pending), SUBTRACT_ROWS):  # offsets, a block at a time
-            part = index[start:start + SUBTRACT_ROWS]
+        block = row_block(self.buffer)
+        for start in range(0, len(pending), block):  # offsets, a block at a time
+            part = index[start:start + block]
             for name, b in self.buffer.items():
                 rows[name][start:start + len(part)].sub_(b.index_select(0, part))
         for name, b in self.buffer.items():

@@ -12,13 +12,15 @@ holds it).
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import torch
 
-from p2pfl.core.population import Params
+from p2pfl.core.mixing import INT32_ELEMENTS
+from p2pfl.core.population import Params, copy_rows
 
 _FIELDS = {"due": np.float64, "src": np.int64, "dst": np.int64, "share": np.float64,
            "sent": np.float64, "slot": np.int64}
@@ -64,7 +66,7 @@ class Mailbox:
         Parameters
         ----------
         source : name -> [m, *shape], the snapshots; or, with `rows`, the stacked models whose
-            rows `rows` are copied (row by row, no gathered copy).
+            rows `rows` are copied (`copy_rows`: a bounded block gathered at a time).
         scalar, read : float64 [m], each payload's scalar and the time its parameters were read.
         tag : int64 [m], each payload's tag.
         refs : int64 [m], the messages that will carry each payload.
@@ -80,12 +82,11 @@ class Mailbox:
             self._grow(len(self.refs) + m - len(free))
             free = np.flatnonzero(self.refs == 0)
         slots = free[:m]
+        device = next(iter(self.pool.values())).device
+        index = torch.as_tensor(slots, device=device)
         if rows is not None:
-            for k, v in self.pool.items():
-                for slot, row in zip(slots.tolist(), rows.tolist(), strict=True):
-                    v[slot].copy_(source[k][row])
+            copy_rows(self.pool, index, source, torch.as_tensor(rows, device=device))
         else:
-            index = torch.as_tensor(slots, device=next(iter(self.pool.values())).device)
             for k, v in self.pool.items():
                 v.index_copy_(0, index, source[k].to(v.dtype))
         self.scalar[slots], self.read[slots], self.tag[slots] = scalar, read, tag
@@ -163,6 +164,38 @@ class Mailbox:
         index = torch.as_tensor(slots, device=next(iter(self.pool.values())).device)
         return {k: v.index_select(0, index) for k, v in self.pool.items()}
 
+    def add_payloads(self, out: Params, rows: np.ndarray, slots: np.ndarray,
+                     weights: np.ndarray) -> None:
+        """out[k][rows[e]] += weights[e] * the payload row of slots[e], for every e at once.
+
+        One sparse [r, slots] x pool product per tensor, which reads only the slots named:
+        O(M x row size), no gathered copy (a pool too large for 32-bit sparse offsets: the
+        named slots gathered, in column tiles). A row adds its payloads in the order of their
+        slots.
+
+        Parameters
+        ----------
+        out : name -> [r, *shape], contiguous, the pool's dtype and device; added to in place.
+        rows : int64 [M], rows of `out`.
+        slots : int64 [M], payload slots, each (row, slot) pair at most once.
+        weights : float64 [M].
+        """
+        count = len(next(iter(out.values())))
+        order = np.lexsort((slots, rows))
+        crow = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=count))])
+        for k, v in self.pool.items():
+            source, cols = v.view(len(v), -1), slots[order]
+            if source.numel() >= INT32_ELEMENTS:
+                used, cols = np.unique(cols, return_inverse=True)
+                source = source.index_select(0, torch.as_tensor(used, device=v.device))
+            with warnings.catch_warnings():  # torch calls CSR "beta"; CSR x dense is stable
+                warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
+                W = torch.sparse_csr_tensor(
+                    torch.as_tensor(crow, device=v.device), torch.as_tensor(cols, device=v.device),
+                    torch.as_tensor(weights[order], device=v.device, dtype=v.dtype),
+                    size=(count, len(source)), check_invariants=False)
+            _add_product(out[k].view(count, -1), W, source)
+
     def carried(self) -> float:
         """Sum over the messages in flight of share * the payload's scalar (e.g. the Push-Sum
         weight in flight)."""
@@ -179,3 +212,15 @@ class Mailbox:
             setattr(self, name, state[name].cpu().numpy().astype(kind))
         device = next(iter(self.pool.values())).device
         self.pool = {k: v.to(device).clone() for k, v in state["pool"].items()}
+
+
+def _add_product(out: torch.Tensor, W: torch.Tensor, source: torch.Tensor) -> None:
+    """out += W @ source (W CSR [r, s], source [s, c], out [r, c] contiguous), in column tiles
+    when an operand reaches INT32_ELEMENTS (the 32-bit offsets of CPU sparse kernels)."""
+    if max(source.numel(), out.numel()) < INT32_ELEMENTS:
+        torch.addmm(out, W, source, out=out)
+        return
+    width = max(1, (INT32_ELEMENTS - 1) // max(len(source), len(out)))
+    for start in range(0, source.shape[1], width):
+        tile = out[:, start:start + width]
+        tile.copy_(torch.addmm(tile.contiguous(), W, source[:, start:start + width].contiguous()))
