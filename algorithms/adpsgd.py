@@ -37,9 +37,9 @@ import numpy as np
 import torch
 
 from algorithms.asynchronous import Asynchronous, Instant
+from algorithms.base import require_one_local_step
 from p2pfl.context import RunContext
 from p2pfl.core.seeding import numpy_rng
-from p2pfl.errors import ConfigError
 from p2pfl.options import AlgorithmOptions
 
 if TYPE_CHECKING:
@@ -116,10 +116,7 @@ class ADPSGD(Asynchronous):
             naming algorithm.local_steps unless it is 1 (and as `Algorithm.check_options`).
         """
         super().check_options(cfg)
-        if cfg.local_steps != 1:
-            raise ConfigError("algorithm.local_steps", f"adpsgd applies one stochastic gradient "
-                              f"per averaging (got local_steps = {cfg.local_steps}, local_epochs "
-                              f"= {cfg.local_epochs}): set local_steps = 1")
+        require_one_local_step(cfg, "adpsgd applies one stochastic gradient per averaging")
 
     def start(self, ctx: RunContext, ev: Instant) -> None:
         ev.begin(np.arange(ctx.num_nodes))

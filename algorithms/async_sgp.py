@@ -34,9 +34,9 @@ import torch
 
 import topologies as T
 from algorithms.asynchronous import Asynchronous, Instant
+from algorithms.base import require_one_local_step
 from p2pfl.context import RunContext
 from p2pfl.core.population import add_rows, row_block, row_scale
-from p2pfl.errors import ConfigError
 from p2pfl.options import AlgorithmOptions
 
 if TYPE_CHECKING:
@@ -63,10 +63,7 @@ class AsyncSGP(Asynchronous):
             naming algorithm.local_steps unless it is 1 (and as `Algorithm.check_options`).
         """
         super().check_options(cfg)
-        if cfg.local_steps != 1:
-            raise ConfigError("algorithm.local_steps", f"async_sgp pushes after every local "
-                              f"step (got local_steps = {cfg.local_steps}, local_epochs = "
-                              f"{cfg.local_epochs}): set local_steps = 1")
+        require_one_local_step(cfg, "async_sgp pushes after every local step")
 
     def message_bytes(self, num_params: int, dtype: torch.dtype) -> int:
         """A model copy and the float64 weight."""

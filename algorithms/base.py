@@ -74,6 +74,28 @@ def directed_edge_count(graph: nx.Graph) -> int:
     return edges if graph.is_directed() else 2 * edges
 
 
+def require_one_local_step(cfg: AlgorithmOptions, rule: str, otherwise: str = "") -> None:
+    """Refuse `local_steps` other than 1, for an algorithm whose rule applies one gradient per
+    exchange.
+
+    Parameters
+    ----------
+    cfg : the algorithm's options.
+    rule : what the algorithm does, the start of the message (e.g. "sgp takes one local step a
+        round").
+    otherwise : what to run instead, appended to the message ("" for nothing).
+
+    Raises
+    ------
+    ConfigError
+        naming algorithm.local_steps unless it is 1.
+    """
+    if cfg.local_steps != 1:
+        raise ConfigError("algorithm.local_steps", f"{rule} (got local_steps = "
+                          f"{cfg.local_steps}, local_epochs = {cfg.local_epochs}): set "
+                          f"local_steps = 1{otherwise}")
+
+
 class Algorithm(ABC):
     """An FL algorithm: its local solver, its round, and the models it is evaluated on."""
 

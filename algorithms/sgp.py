@@ -8,8 +8,8 @@ Assran's overlapped SGP).
 
 from __future__ import annotations
 
+from algorithms.base import require_one_local_step
 from algorithms.decentralized import PushSum
-from p2pfl.errors import ConfigError
 from p2pfl.options import AlgorithmOptions
 
 
@@ -24,8 +24,5 @@ class SGP(PushSum):
 
     def check_options(self, cfg: AlgorithmOptions) -> None:
         super().check_options(cfg)
-        if cfg.local_steps != 1:
-            raise ConfigError("algorithm.local_steps", f"sgp takes one local step a round (got "
-                              f"local_steps = {cfg.local_steps}, local_epochs = "
-                              f"{cfg.local_epochs}): set local_steps = 1, or run K steps a round "
-                              "as local SGP, osgp")
+        require_one_local_step(cfg, "sgp takes one local step a round",
+                               ", or run K steps a round as local SGP, osgp")

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -173,8 +172,8 @@ def summarize(grid: str, out: Path) -> dict[str, dict[str, Any]]:
         row: dict[str, Any] = {"seeds": len(runs)}
         for key in [k for k in runs[0] if all(k in r for r in runs)]:
             values = [r[key] for r in runs]
-            row[key] = statistics.fmean(values)
-            row[key + "_sd"] = statistics.stdev(values) if len(values) > 1 else 0.0
+            row[key] = float(np.mean(values))  # NaN where a run diverged
+            row[key + "_sd"] = float(np.std(values, ddof=1)) if len(values) > 1 else 0.0
         table[name] = row
     return table
 
@@ -249,6 +248,10 @@ def figure(grid: str, table: dict[str, dict[str, Any]], path: Path) -> None:
             ax.bar(xs, [100 * r["honest_mean"] for r in rows], width,
                    yerr=[100 * r["honest_mean_sd"] for r in rows], label=label,
                    color=series_style(i)["color"])
+            for x, r in zip(xs, rows):  # a diverged seed counts as chance: say so
+                if r["diverged"]:
+                    ax.text(x, 100 * r["honest_mean"] + 2, "diverged", rotation=90,
+                            ha="center", va="bottom", fontsize=7)
         ax.set_xticks(range(len(groups)))
         ax.set_xticklabels(groups)
         ax.set_ylabel("honest nodes' accuracy (%)")
@@ -262,14 +265,17 @@ def figure(grid: str, table: dict[str, dict[str, Any]], path: Path) -> None:
         rows = list(table.values())
         ax.errorbar(sig, [100 * r["honest_mean"] for r in rows],
                     yerr=[100 * r["honest_mean_sd"] for r in rows], capsize=3, **series_style(0))
-        for x, r in zip(sig, rows):  # the largest pairwise epsilon of the run, at delta
-            if "epsilon_max" in r:
-                ax.annotate(f"eps {r['epsilon_max']:.3g}", (x, 100 * r["honest_mean"]),
-                            textcoords="offset points", xytext=(0, 8), ha="center", fontsize=7)
+        for j, (x, r) in enumerate(zip(sig, rows)):  # the largest pairwise epsilon, at delta
+            text = (f"eps {r['epsilon_max']:.0e}" if "epsilon_max" in r
+                    else "diverged" if r["diverged"] else "")
+            ax.annotate(text, (x, 100 * r["honest_mean"]), textcoords="offset points",
+                        xytext=(0, 10 if j % 2 else -16), ha="center", fontsize=7)
         ax.set_xscale("symlog", linthresh=0.01)
         ax.set_xlabel("noise multiplier sigma (std = sigma * clip)")
         ax.set_ylabel("nodes' accuracy (%)")
         ax.set_ylim(0, 100)
+        ax.set_title("private gossip, 16 nodes, exponential graph; eps: the largest pairwise "
+                     "epsilon", fontsize=8)
     save(fig, path)
 
 
