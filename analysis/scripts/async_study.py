@@ -218,8 +218,12 @@ def figure(results: dict[str, dict[str, list[list[dict[str, Any]]]]], target: fl
     target : the accuracy drawn as a line.
     path : the figure's path without suffix.
     """
-    fig, axes = plt.subplots(1, len(results), figsize=(4.2 * len(results), 3.6), squeeze=False)
-    for ax, (setting, runs) in zip(axes[0], results.items()):
+    cols = min(len(results), 3)
+    rows = math.ceil(len(results) / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(4.4 * cols, 3.4 * rows), squeeze=False)
+    for ax in axes.flat[len(results):]:
+        ax.set_visible(False)
+    for ax, (setting, runs) in zip(axes.flat, results.items()):
         for algorithm, histories in runs.items():
             points = [[(r["sim_time_s"], r["test_acc"]) for r in h if "test_acc" in r]
                       for h in histories]
@@ -232,9 +236,10 @@ def figure(results: dict[str, dict[str, list[list[dict[str, Any]]]]], target: fl
         ax.set_xlabel("simulated time (s)")
         ax.set_ylim(10, 90)
         ax.grid(alpha=0.3)
-    axes[0][0].set_ylabel("test accuracy (%)")
-    for ax in axes[0]:
-        ax.legend(fontsize=7)
+    for ax in axes[:, 0]:
+        ax.set_ylabel("test accuracy (%)")
+    for ax in axes.flat[:len(results)]:
+        ax.legend(fontsize=7, loc="lower right")
     save(fig, path)
 
 
