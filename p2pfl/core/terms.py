@@ -23,6 +23,7 @@ Without a perturbation the solver's SAM radius (`LocalSolver.rho`) gives `Gradie
 from __future__ import annotations
 
 import dataclasses
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
 
@@ -97,31 +98,31 @@ def scaled(tensors: Params, scale: torch.Tensor) -> Params:
 
 
 @dataclass(frozen=True)
-class Correction(Term):
+class Correction(Term, ABC):
+    @abstractmethod
     def apply(self, direction: Params, params: Params) -> Params:
         """The direction [m, ...] after this term, at the rows' parameters `params`."""
-        raise NotImplementedError
 
 
 @dataclass(frozen=True)
-class Perturbation(Term):
+class Perturbation(Term, ABC):
     needs_gradient: ClassVar[bool] = True  # perturb reads g1 (else one gradient a step)
     mix: float = 1.0  # weight of the gradient at x + e against g1
 
+    @abstractmethod
     def perturb(self, grads: Params | None, params: Params, rho: float) -> Params | None:
         """The perturbation e [m, ...] of one step (None: none); `grads` is g1 at x."""
-        raise NotImplementedError
 
 
 @dataclass(frozen=True)
-class Objective(Term):
+class Objective(Term, ABC):
     def prepare(self, forward: StackedForward, batch: Batch) -> Any:
         """What `extra` needs of the batch, computed without a graph."""
         return None
 
+    @abstractmethod
     def extra(self, logits: torch.Tensor, prepared: Any, batch: Batch) -> torch.Tensor:
         """The term added to each row's batch-mean cross-entropy: [c], from logits [c, B, K]."""
-        raise NotImplementedError
 
 
 @dataclass(frozen=True)
