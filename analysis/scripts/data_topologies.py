@@ -52,14 +52,15 @@ HETEROGENEITY = (  # label, partition overrides: from IID to one class a node
 SGP = {"algorithm.name": "sgp", "algorithm.order": ""}  # sgp has no order: its default
 
 
-def connected_gnm(n: int, m: int, seed: int) -> nx.Graph:
-    """A connected uniformly random graph with n nodes and m edges (redrawn until connected).
+def first_connected(draw: Callable[[int], nx.Graph], seed: int, what: str) -> nx.Graph:
+    """The first connected graph of `draw(seed)`, `draw(seed + 1)`, ... (redrawn until
+    connected, as the authors' code).
 
     Parameters
     ----------
-    n : nodes.
-    m : edges.
+    draw : seed -> a random graph.
     seed : the first draw's seed (draw k uses seed + k).
+    what : the graph, for the error.
 
     Returns
     -------
@@ -71,35 +72,10 @@ def connected_gnm(n: int, m: int, seed: int) -> nx.Graph:
         when no draw in 1000 is connected.
     """
     for attempt in range(1000):
-        G = nx.gnm_random_graph(n, m, seed=seed + attempt)
+        G = draw(seed + attempt)
         if nx.is_connected(G):
             return G
-    raise RuntimeError(f"no connected G({n}, {m}) in 1000 draws")
-
-
-def connected_regular(n: int, d: int, seed: int) -> nx.Graph:
-    """A connected random d-regular graph (redrawn until connected, as the authors' code).
-
-    Parameters
-    ----------
-    n : nodes.
-    d : degree.
-    seed : the first draw's seed (draw k uses seed + k).
-
-    Returns
-    -------
-    nx.Graph.
-
-    Raises
-    ------
-    RuntimeError
-        when no draw in 1000 is connected.
-    """
-    for attempt in range(1000):
-        G = T.random_regular(n, d, seed=seed + attempt)
-        if nx.is_connected(G):
-            return G
-    raise RuntimeError(f"no connected {d}-regular graph on {n} nodes in 1000 draws")
+    raise RuntimeError(f"no connected {what} in 1000 draws")
 
 
 def second_singular_value(W: np.ndarray) -> float:
@@ -175,7 +151,9 @@ def dcliques(cfg: Config, store: Path) -> list[dict[str, Any]]:
     G = T.d_cliques(counts, clique_size=10, inter="fully", seed=cfg.seed)
     ring = T.d_cliques(counts, clique_size=10, inter="ring", seed=cfg.seed)
     unswapped = T.d_cliques(counts, clique_size=10, inter="fully", steps=0, seed=cfg.seed)
-    random = connected_gnm(n, G.number_of_edges(), cfg.seed)
+    m = G.number_of_edges()
+    random = first_connected(lambda k: nx.gnm_random_graph(n, m, seed=k), cfg.seed,
+                             f"G({n}, {m})")
     slow = {"algorithm.lr": cfg.algorithm.lr * (1 - MOMENTUM),
             "algorithm.persistent_momentum": MOMENTUM}
     average = {"algorithm.clique_averaging": True}
@@ -361,7 +339,9 @@ def stlfw(cfg: Config, store: Path) -> list[dict[str, Any]]:
         n = len(pi)
         for budget in BUDGETS:
             W = T.stl_fw(pi, budget, lam=STL_LAM)
-            R = T.column_stochastic(connected_regular(n, budget, cfg.seed))
+            R = T.column_stochastic(first_connected(
+                lambda k, n=n, d=budget: T.random_regular(n, d, seed=k), cfg.seed,
+                f"{budget}-regular graph on {n} nodes"))
             for kind, M in (("STL-FW", W), ("random regular", R)):
                 row = {"partition": name, "budget": budget, "kind": kind,
                        "tau": T.neighborhood_heterogeneity(M, pi),
