@@ -285,7 +285,8 @@ class Gossip(Decentralized):
 
     def setup(self, ctx: RunContext) -> None:
         super().setup(ctx)
-        self.ledger = PrivacyLedger(ctx.num_nodes) if ctx.privacy is not None else None
+        self.ledger = (PrivacyLedger(ctx.num_nodes, ctx.privacy.accounting)
+                       if ctx.privacy is not None else None)
 
     def exchange(self, ctx: RunContext, t: int, graph: nx.Graph, faults: T.Faults,
                  params: Params) -> None:
@@ -293,7 +294,7 @@ class Gossip(Decentralized):
 
         x <- W^Q x as one operator; with a robust aggregator (`algorithm.aggregator`) or Byzantine
         nodes, Q steps of algorithms/robust.py, in which the attackers send their messages. With
-        [privacy], the round's W is accounted (algorithms/muffliato.py).
+        [privacy], `round` accounts the round's W (algorithms/muffliato.py).
 
         Parameters
         ----------
@@ -303,9 +304,6 @@ class Gossip(Decentralized):
         faults : the round's faults.
         params : name -> [N, *shape], the models sent.
         """
-        if self.ledger is not None:
-            self.ledger.add(T.doubly_stochastic(graph, faults=faults, sparse=True),
-                            self.gossip_steps)
         if getattr(self.cfg, "aggregator", "mean") != "mean" or ctx.byzantine is not None:
             robust_gossip(ctx, t, T.doubly_stochastic(graph, faults=faults, sparse=True), params,
                           self.cfg, self.gossip_steps)
@@ -319,6 +317,10 @@ class Gossip(Decentralized):
         nodes, losses = self.local_phase(ctx, t, faults)
         if start is not None:
             privatize(ctx, t, start, nodes)
+            online = np.zeros(ctx.num_nodes, dtype=bool)
+            online[nodes.cpu().numpy()] = True
+            self.ledger.add(T.doubly_stochastic(graph, faults=faults, sparse=True),
+                            self.gossip_steps, online)
         self.exchange(ctx, t, graph, faults, params)
         return RoundReport(nodes, losses, self.gossip_steps * self.delivered(graph, faults))
 

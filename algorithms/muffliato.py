@@ -4,9 +4,11 @@ After its local phase each node clips its round update d_i = y_i - x_i to norm `
 Gaussian noise N(0, (sigma clip)^2 I), then the nodes gossip the noisy models as usual
 (x <- W^Q y). Two datasets of node j are neighbouring when they differ anywhere (node-level), so
 j's clipped update moves by at most Delta = 2 clip, and Delta / std = 2 / sigma. The run's pairwise
-loss is Muffliato's accounting of every round's W and Q (topologies/privacy.py) composed over
-rounds: the Renyi DP of order alpha of node j's data in node i's view is alpha c_ij with
-c = (2 / sigma^2) sum over rounds of S(W_t, Q), reported as (epsilon, delta)-DP in privacy.json.
+loss is the exposure S of every round's W, Q and online nodes (topologies/privacy.py, in the
+run's `[privacy] accounting`): the Renyi DP of order alpha of node j's data in node i's view is
+alpha c_ij with c = (2 / sigma^2) S_ij, reported as (epsilon, delta)-DP in privacy.json. The
+default accounting, "reach", is a bound for the run however the updates depend on what the nodes
+received; "linear" is the exact loss of the same messages if the updates were fixed values.
 """
 
 from __future__ import annotations
@@ -21,9 +23,19 @@ from p2pfl.context import Privacy, RunContext
 from p2pfl.core.population import Params, per_node_sq_norm, row_scale
 from p2pfl.core.seeding import torch_generator
 from topologies.mixing import Matrix
-from topologies.privacy import gossip_exposure, rdp_to_dp
+from topologies.privacy import Reach, gaussian_coefficient, linear_exposure, rdp_to_dp
 
 SENSITIVITY = 2.0  # in units of clip: two clipped updates differ by at most 2 clip
+THREAT_MODEL = ("honest-but-curious observer i: knows its own data, updates and noise, and sees "
+                "every message it receives in every round; node-level neighbouring datasets of "
+                "the owner j")
+ACCOUNTING_MEANING = {
+    "reach": "a bound for this run: j's noisy releases up to the last one that reached i "
+             "(post-processing and adaptive composition), never above epsilon_local",
+    "linear": "the exact divergence of i's linear Gaussian view if the updates were fixed "
+              "values (as in gossip averaging); training updates depend on what was received, "
+              "so only 'reach' is proven for the run itself",
+}
 
 
 def privatize(ctx: RunContext, t: int, start: Params, online: torch.Tensor) -> None:
@@ -55,29 +67,50 @@ def privatize(ctx: RunContext, t: int, start: Params, online: torch.Tensor) -> N
 
 
 class PrivacyLedger:
-    """The run's Muffliato exposure so far: the sum of S(W_t, Q) over its rounds ([n, n])."""
+    """The run's pairwise exposure so far, in the run's accounting (topologies/privacy.py).
 
-    def __init__(self, n: int) -> None:
-        self.exposure = np.zeros((n, n))
-        np.fill_diagonal(self.exposure, np.inf)
-        self.rounds = 0
-        self._last: tuple[sp.csr_array, int, np.ndarray] | None = None  # a static graph's S, once
+    "reach" is kept round by round ([n, n] integers); "linear" keeps each round's W and online
+    nodes and computes the exact view when asked (cached until the next round).
+    """
 
-    def add(self, W: Matrix, steps: int) -> None:
-        """Account one round that gossiped `steps` times with W.
+    def __init__(self, n: int, accounting: str = "reach") -> None:
+        self.accounting = accounting
+        self.reach = Reach(n)
+        self.mixings: list[sp.csr_array] = []  # "linear" only
+        self._linear: tuple[int, np.ndarray] | None = None  # (rounds, S) of the last request
+
+    @property
+    def rounds(self) -> int:
+        """Rounds accounted so far."""
+        return self.reach.rounds
+
+    def add(self, W: Matrix, steps: int, online: np.ndarray) -> None:
+        """Account one round: the online nodes released, then `steps` gossip steps with W.
 
         Parameters
         ----------
         W : [n, n] the round's mixing matrix, dense or scipy.sparse.
         steps : gossip steps after the noise.
+        online : bool [n], the nodes that added noise this round.
         """
-        M, last = sp.csr_array(W), self._last
-        same = (last is not None and last[1] == steps and last[0].shape == M.shape
-                and (last[0] != M).nnz == 0)
-        exposure = last[2] if same else gossip_exposure(M, steps)
-        self._last = (M, steps, exposure)
-        self.exposure = self.exposure + exposure
-        self.rounds += 1
+        self.steps = steps
+        self.reach.add(W, steps, online)
+        if self.accounting == "linear":
+            self.mixings.append(sp.csr_array(W, dtype=np.float64))
+
+    def exposure(self) -> np.ndarray:
+        """S [n, n] so far (inf on the diagonal).
+
+        Returns
+        -------
+        float64 [n, n] array.
+        """
+        if self.accounting == "reach" or not self.mixings:
+            return self.reach.exposure()
+        if self._linear is None or self._linear[0] != self.rounds:
+            self._linear = (self.rounds, linear_exposure(self.mixings, self.steps,
+                                                         self.reach.online))
+        return self._linear[1]
 
     def epsilon(self, privacy: Privacy) -> np.ndarray:
         """[n, n] (epsilon, privacy.delta)-DP of node j's data seen by node i so far (inf on the
@@ -91,7 +124,8 @@ class PrivacyLedger:
         -------
         float64 [n, n] array.
         """
-        return rdp_to_dp(self.exposure * SENSITIVITY**2 / (2 * privacy.sigma**2), privacy.delta)
+        coefficient = gaussian_coefficient(SENSITIVITY, privacy.sigma)
+        return rdp_to_dp(self.exposure() * coefficient, privacy.delta)
 
     def largest(self, privacy: Privacy) -> float:
         """The largest loss between two distinct nodes so far.
@@ -119,15 +153,18 @@ class PrivacyLedger:
         -------
         dict: the settings, `epsilon` [n][n] (row: the observer i, column: the data owner j;
         null on the diagonal), its largest and mean off-diagonal values, and `epsilon_local`,
-        the loss of a node that saw j's noisy updates themselves every round (no amplification).
+        the loss of a node that saw the noisy updates themselves of the node that released most
+        (no amplification; no pairwise value exceeds it).
         """
         eps = self.epsilon(privacy)
         off = ~np.eye(len(eps), dtype=bool)
         rows = [[None if i == j else float(v) for j, v in enumerate(row)]
                 for i, row in enumerate(eps)]
-        local = rdp_to_dp(self.rounds * SENSITIVITY**2 / (2 * privacy.sigma**2), privacy.delta)
-        return {"accounting": "Muffliato pairwise network DP (Cyffers et al. 2022, Theorem 1), "
-                              "composed over rounds; docs/robustness.md",
+        coefficient = gaussian_coefficient(SENSITIVITY, privacy.sigma)
+        local = rdp_to_dp(self.reach.releases().max(initial=0.0) * coefficient, privacy.delta)
+        return {"accounting": privacy.accounting, "accounting_meaning": ACCOUNTING_MEANING[
+                    privacy.accounting],
+                "threat_model": THREAT_MODEL,
                 "sigma": privacy.sigma, "clip": privacy.clip, "delta": privacy.delta,
                 "sensitivity": SENSITIVITY * privacy.clip,
                 "noise_std": privacy.sigma * privacy.clip, "rounds": self.rounds,
@@ -136,13 +173,20 @@ class PrivacyLedger:
                 "epsilon_local": float(local), "epsilon": rows}
 
     def state_dict(self) -> dict[str, Any]:
-        """The exposure and the rounds counted, for a checkpoint.
+        """The reach state and, for "linear", the rounds' W, for a checkpoint.
 
         Returns
         -------
-        dict.
+        dict of tensors.
         """
-        return {"exposure": torch.from_numpy(self.exposure.copy()), "rounds": self.rounds}
+        state = {k: torch.from_numpy(np.ascontiguousarray(v))
+                 for k, v in self.reach.state_dict().items()}
+        if self.accounting == "linear":
+            n = len(self.reach.latest)
+            stacked = (np.stack([M.toarray() for M in self.mixings]) if self.mixings
+                       else np.zeros((0, n, n)))
+            state["mixings"] = torch.from_numpy(stacked)
+        return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore what `state_dict` returned.
@@ -151,6 +195,7 @@ class PrivacyLedger:
         ----------
         state : a `state_dict`.
         """
-        self.exposure = state["exposure"].numpy().copy()
-        self.rounds = int(state["rounds"])
-        self._last = None
+        self.reach.load_state_dict({k: state[k].numpy() for k in ("latest", "online")})
+        if self.accounting == "linear":
+            self.mixings = [sp.csr_array(W) for W in state["mixings"].numpy()]
+        self._linear = None

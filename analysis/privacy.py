@@ -9,17 +9,21 @@ from topologies import ParameterError
 
 
 def pairwise_privacy(mixing: object, sigma: float, rounds: int, delta: float = 1e-5,
-                     sensitivity: float = 1.0, steps: int = 1) -> np.ndarray:
+                     sensitivity: float = 1.0, steps: int = 1,
+                     accounting: str = "linear") -> np.ndarray:
     """The [n, n] (epsilon, delta)-DP loss of node j's data in node i's view after `rounds`
-    rounds of private gossip, under Muffliato's pairwise network DP accounting.
+    rounds of private gossip of fixed values.
 
     Each round every node adds N(0, sigma^2 I) to a value of sensitivity `sensitivity` and the
-    nodes gossip `steps` times with the round's W; round t's Renyi loss of order alpha is
-    alpha sensitivity^2 / (2 sigma^2) S(W_t, steps) (`topologies.gossip_exposure`; Cyffers, Even,
-    Bellet, Massoulie, NeurIPS 2022, Theorem 1), the rounds add up, and the sum is turned into
-    (epsilon, delta)-DP at the best order (`topologies.rdp_to_dp`). A training run with
-    [privacy] (sigma as a noise multiplier of clip, sensitivity 2 clip) writes the same matrix
-    for the graphs it ran to privacy.json.
+    nodes gossip `steps` times with the round's W. Node i knows its own values and noise and
+    sees every message it receives; its Renyi loss of order alpha about j is
+    alpha sensitivity^2 / (2 sigma^2) S[i, j], with S from `topologies.gossip_exposure` in the
+    given accounting ("linear": the exact divergence of i's view for fixed values, as in
+    averaging; "reach": a bound that also holds when the values depend on what was received,
+    as in training), turned into (epsilon, delta)-DP at the best order (`topologies.rdp_to_dp`).
+    No entry exceeds the local-DP loss of `rounds` direct observations of j's noisy value. A
+    training run with [privacy] (sigma as a noise multiplier of clip, sensitivity 2 clip) writes
+    the same matrix for the graphs it ran to privacy.json.
 
     Parameters
     ----------
@@ -31,6 +35,7 @@ def pairwise_privacy(mixing: object, sigma: float, rounds: int, delta: float = 1
     delta : in (0, 1).
     sensitivity : how far one node's value can move when its data changes.
     steps : gossip steps a round, >= 1.
+    accounting : "linear" or "reach" (topologies/privacy.py).
 
     Returns
     -------
@@ -40,8 +45,8 @@ def pairwise_privacy(mixing: object, sigma: float, rounds: int, delta: float = 1
     Raises
     ------
     ParameterError
-        naming sigma, rounds, delta, sensitivity or steps out of range, or mixing when a round
-        has no doubly-stochastic W.
+        naming sigma, rounds, delta, sensitivity, steps or accounting out of range, or mixing
+        when a round has no doubly-stochastic W.
 
     Examples
     --------
@@ -59,14 +64,13 @@ def pairwise_privacy(mixing: object, sigma: float, rounds: int, delta: float = 1
         if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
             raise ParameterError(name, f"must be an integer >= 1, got {value!r}")
     schedule = T.as_schedule(mixing)
-    distinct = rounds if schedule.period is None else min(rounds, schedule.period)
-    exposure = np.zeros((schedule.n, schedule.n))
-    for t in range(distinct):
-        times = len(range(t, rounds, schedule.period or rounds))  # rounds that reuse graph t
+    mixings = []
+    for t in range(rounds):
         try:
-            W = T.doubly_stochastic(schedule.at(t), sparse=True)
+            mixings.append(T.doubly_stochastic(schedule.at(t), sparse=True))
         except ValueError as err:
             raise ParameterError("mixing", f"gives no doubly-stochastic W in round {t}: "
                                  f"{err}") from None
-        exposure += times * T.gossip_exposure(W, steps)
-    return T.rdp_to_dp(exposure * sensitivity**2 / (2 * sigma**2), delta)
+    exposure = T.gossip_exposure(mixings, steps, accounting=accounting)
+    return T.rdp_to_dp(T.gaussian_coefficient(sensitivity, sigma) * exposure, delta)
+

@@ -49,6 +49,7 @@ class Privacy:
     sigma: float  # the noise multiplier
     clip: float  # the L2 bound of a node's round update
     delta: float  # the delta of the (epsilon, delta) privacy.json reports
+    accounting: str = "reach"  # topologies/privacy.py: "reach" (any run) or "linear" (fixed updates)
 
 
 @dataclass

@@ -32,8 +32,9 @@ Mixing (W[j, i] = share of i's mass sent to j; dense, or scipy CSR with sparse=T
     check_doubly_stochastic(W); messages(G) -> (senders, receivers, weights) of one round
 Faults: Faults(links, nodes), Faults.none(n), sample_faults(G, link_drop, node_drop, seed)
 Adversaries and privacy: placement(G, count, rule="random", seed=None) (PLACEMENTS: random,
-    max_degree, cut); gossip_exposure(W, steps=1) (Muffliato's pairwise exposure), rdp_to_dp(c,
-    delta)
+    max_degree, cut); gossip_exposure(W or [W, ...], steps=1, online=None,
+    accounting="linear"|"reach") (pairwise exposure of private gossip), rdp_to_dp(c, delta),
+    gaussian_coefficient(sensitivity, sigma)
 Connectivity: is_strongly_connected(G), union_graph(schedule, t0, t1),
     union_is_strongly_connected(n, graphs)
 Neighbour selection ``(losses, candidates, k, rng) -> [n, k]``: select_random,
@@ -87,7 +88,12 @@ from topologies.mixing import (
     row_stochastic,
 )
 from topologies.placement import PLACEMENTS, placement
-from topologies.privacy import gossip_exposure, rdp_to_dp
+from topologies.privacy import (
+    PRIVACY_ACCOUNTINGS,
+    gaussian_coefficient,
+    gossip_exposure,
+    rdp_to_dp,
+)
 from topologies.random_graphs import (
     barabasi_albert,
     erdos_renyi,
@@ -149,7 +155,8 @@ __all__ = [
     "Faults", "sample_faults", "Selector", "SELECTIONS", "select_random", "select_loss_based",
     "loss_softmax", "get_selector",
     # adversaries and privacy
-    "placement", "PLACEMENTS", "gossip_exposure", "rdp_to_dp",
+    "placement", "PLACEMENTS", "gossip_exposure", "rdp_to_dp", "gaussian_coefficient",
+    "PRIVACY_ACCOUNTINGS",
     # by name, for configs
     "TOPOLOGIES", "REGISTRY", "NamedTopology", "register", "named", "build_schedule",
     "ParameterError", "did_you_mean", "messages",

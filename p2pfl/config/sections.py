@@ -11,7 +11,7 @@ from typing import Any
 
 from p2pfl.errors import ConfigError
 from p2pfl.options import AlgorithmOptions, option
-from topologies import REGISTRY, NamedTopology
+from topologies import PRIVACY_ACCOUNTINGS, REGISTRY, NamedTopology
 from topologies.by_name import MAX_WINDOW
 
 
@@ -175,6 +175,10 @@ class PrivacyConfig:
                          "displacement)")
     delta: float = option(1e-5, low=0, high=1, low_open=True, high_open=True,
                           doc="delta of the (epsilon, delta)-DP written to privacy.json")
+    accounting: str = option("reach", choices=PRIVACY_ACCOUNTINGS,
+                             doc="pairwise loss: 'reach' (a bound for any run: j's releases up to "
+                             "the last that reaches i) or 'linear' (the exact divergence if the "
+                             "updates were fixed values; small runs)")
 
 
 @dataclass

@@ -7,6 +7,7 @@ import math
 from typing import Any
 
 from p2pfl.config.sections import ByzantineConfig, Config, ConfigError, PrivacyConfig
+from topologies.privacy import LINEAR_LIMIT, gaussian_coefficient
 
 
 def byzantine_count(nodes: Any, n: int) -> int:
@@ -132,7 +133,7 @@ def check_privacy(cfg: Config) -> None:
     """
     p, default = cfg.privacy, PrivacyConfig()
     if p.sigma == 0:
-        name = _away_from_default(p, default, ("clip", "delta"))
+        name = _away_from_default(p, default, ("clip", "delta", "accounting"))
         if name:
             raise ConfigError(f"privacy.{name}", "is set but privacy.sigma is 0: give the noise "
                               "multiplier, or leave it out")
@@ -140,6 +141,16 @@ def check_privacy(cfg: Config) -> None:
     if p.clip == 0:
         raise ConfigError("privacy.clip", "must be > 0 with privacy.sigma: the noise is scaled "
                           "to a bounded update")
+    if not math.isfinite(gaussian_coefficient(2.0, p.sigma)):
+        raise ConfigError("privacy.sigma", f"{p.sigma!r} is so little noise that every privacy "
+                          "loss is infinite (2 / sigma^2 overflows); use sigma >= 1e-150, or 0 "
+                          "for no noise")
+    steps = getattr(cfg.algorithm, "gossip_steps", 1)
+    floats = steps * cfg.data.num_nodes**2 * cfg.rounds * (cfg.rounds + 1) // 2
+    if p.accounting == "linear" and floats > LINEAR_LIMIT:
+        raise ConfigError("privacy.accounting", f"'linear' would hold {floats:,} floats for "
+                          f"{cfg.data.num_nodes} nodes, {cfg.rounds} rounds and {steps} gossip "
+                          f"steps (limit {LINEAR_LIMIT:,}): use 'reach', or fewer rounds")
     able = _screening_algorithms()
     if cfg.algorithm.name not in able:
         raise ConfigError("privacy", f"{cfg.algorithm.name} does not gossip a noisy update; "

@@ -59,7 +59,7 @@ def privacy_of(cfg: Config) -> Privacy | None:
     Privacy, or None when [privacy] sigma is 0.
     """
     p = cfg.privacy
-    return Privacy(p.sigma, p.clip, p.delta) if p.sigma > 0 else None
+    return Privacy(p.sigma, p.clip, p.delta, p.accounting) if p.sigma > 0 else None
 
 
 def check_one_process(cfg: Config, distributed: bool) -> None:
