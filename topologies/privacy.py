@@ -42,6 +42,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+import scipy.linalg
 import scipy.sparse as sp
 
 from topologies._common import ParameterError
@@ -212,9 +213,11 @@ def _owners_exposure(view: np.ndarray, observer: int, rounds: int, n: int) -> np
     A = A.reshape(len(view), rounds * n)
     if not A.any():
         return np.zeros(n)
-    _, singular, Vt = np.linalg.svd(A, full_matrices=False)
-    rank = int((singular > singular[0] * max(A.shape) * np.finfo(float).eps).sum())
-    V = Vt[:rank].reshape(rank, rounds, n)  # the row space's orthonormal basis, by (round, node)
+    # an orthonormal basis of A's row space: rank-revealing QR of A^T (|R_kk| decreasing)
+    Q, R, _ = scipy.linalg.qr(A.T, mode="economic", pivoting=True)
+    scale = np.abs(np.diag(R))
+    rank = int((scale > scale[0] * max(A.shape) * np.finfo(float).eps).sum())
+    V = Q[:, :rank].T.reshape(rank, rounds, n)  # by (round, node)
     M = np.einsum("rtj,rsj->jts", V, V)  # [n, rounds, rounds], owner j's block
     touched = (np.abs(np.einsum("jtt->jt", M)) > 1e-12).sum(axis=1)
     largest = np.linalg.eigvalsh(M)[:, -1]
