@@ -25,6 +25,11 @@ The partner is uniform among the node's neighbours in the topology's graph of it
 (its k-th averaging uses round k's graph), drawn from (seed, "gossip", k). The staleness the run
 records is the age of the gradient applied: the averaging's time minus the time its parameters
 were read.
+
+**Unequal speeds.** The paper's objective is sum_i p_i f_i, p_i the probability that an update
+is worker i's (1/n for equally fast workers): a fast node applies more gradients here too, so
+with unequal speeds and non-identical data what is minimised leans towards the fast nodes'
+data (docs/async.md, "Unequal speeds").
 """
 
 from __future__ import annotations

@@ -22,6 +22,13 @@ added stays N (each sender keeps w_i minus what it sends). With equal speeds, no
 latency every node pushes at the same instants and receives before its next phase, which is
 synchronous SGP. The staleness the run records is the age of each message added: its arrival
 minus its send time.
+
+**Unequal speeds.** SGP's theorem (Assran et al. 2019) has every node take each iteration,
+with messages late by a bounded number of them. With nodes at different speeds, asynchronous
+subgradient-push (Assran and Rabbat) converges, for strongly convex objectives and bounded
+delays, to a neighbourhood of the minimiser whose size grows with the asynchrony; to the
+minimiser itself at equal rates, or when each node scales its step size in inverse proportion
+to its number of updates, which this class does not do (docs/async.md, "Unequal speeds").
 """
 
 from __future__ import annotations

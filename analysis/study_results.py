@@ -214,8 +214,8 @@ def write_study(out: Path, cfg: Any, result: Any, began: float, bar: Any) -> lis
         "target_note": result.target_note, "algorithms": algorithms, "gamma": result.gamma,
         "x": list(result.x), "rows": _inf_as_text(result.rows),
         "means": _inf_as_text(result.means),
-        "rank_correlation": {"with": "rounds_to_target", "points": "one per finished cell, "
-                             "seeds pooled, per algorithm", "sign": SIGN,
+        "rank_correlation": {"with": "rounds_to_target", "points": "one per cell that "
+                             "finished or diverged, seeds pooled, per algorithm", "sign": SIGN,
                              "censoring": CENSORING, "coefficients": result.correlations},
         "time": result.time})
     return files + figures

@@ -219,6 +219,74 @@ def test_study_records_a_run_that_diverges_in_its_first_round(
     assert row["status"].startswith("diverged: round 1") and "diverged" in capsys.readouterr().out
 
 
+def _ranked_rows(cells: list[tuple[float, int | None | str, int]]) -> list[dict]:
+    """Study rows of algorithm "a" from (diameter, rounds to target or None or "diverged",
+    rounds run)."""
+    return [{"algorithm": "a", "run_dir": f"r{i}", "diameter": x, "rounds": rounds,
+             "status": "diverged: round 2" if reach == "diverged" else "ok",
+             **({} if reach == "diverged" else {"rounds_to_target": reach})}
+            for i, (x, reach, rounds) in enumerate(cells)]
+
+
+def test_diverged_runs_rank_after_every_run_that_did_not() -> None:
+    from scipy.stats import kendalltau
+
+    from analysis.study_rank import correlation_text, rank_correlations
+
+    # diameters 1..5 reach the target in 2, 4, 3, 6, 5 rounds: 8 concordant pairs, 2 discordant,
+    # tau 6 / 10 = 0.6 when the diverged runs are dropped (as before). A diverged run of
+    # diameter 6 is slower than all five (5 concordant pairs), one of diameter 0.5 too (5
+    # discordant); the two tie: tau-b = (13 - 7) / sqrt(21 x 20) = 0.293
+    rows = _ranked_rows([(1, 2, 10), (2, 4, 10), (3, 3, 10), (4, 6, 10), (5, 5, 10),
+                         (6, "diverged", 10), (0.5, "diverged", 10)])
+    (c,) = rank_correlations(rows, ("diameter",))
+    assert (c["n"], c["censored"], c["diverged"], c["pairs"]) == (7, 0, 2, 21)
+    assert c["kendall_tau"] == pytest.approx(6 / math.sqrt(420), abs=1e-12)
+    # every pair ordered: scipy's tau-b and its p-value with the diverged runs at 100 rounds
+    tau, p = kendalltau([1, 2, 3, 4, 5, 6, 0.5], [2, 4, 3, 6, 5, 100, 100])
+    assert (c["kendall_tau"], c["kendall_p"]) == (pytest.approx(tau, abs=1e-12), p)
+    assert c["spearman_rho"] is not None
+    text = correlation_text([c], "80 %", 0.9)
+    assert "censored  diverged  pairs" in text and " 7      0         2         21/21" in text
+    assert "left out" not in text
+
+
+def test_a_run_censored_at_a_shorter_horizon_is_not_ordered() -> None:
+    from analysis.study_rank import rank_correlations
+
+    # rounds to target 3, > 5 (a run of 5 rounds), 8 and 10: the short run is known to be
+    # slower than the first only, so 4 of the 6 pairs count, all concordant: tau 1. Ranked
+    # after every run that reached the target (as before) it gave (4 - 2) / 6 = 1/3
+    (c,) = rank_correlations(_ranked_rows([(1, 3, 20), (2, None, 5), (3, 8, 20), (4, 10, 20)]),
+                             ("diameter",))
+    assert (c["n"], c["censored"], c["pairs"], c["kendall_tau"]) == (4, 1, 4, 1.0)
+    # no p-value (a pair left out), no Spearman rho (the short run cannot be ranked)
+    assert (c["kendall_p"], c["spearman_rho"], c["spearman_p"]) == (None, None, None)
+    # censored after 9 rounds: slower than the runs of 3 and 8 rounds, not ordered with 10
+    (c,) = rank_correlations(_ranked_rows([(1, 3, 20), (2, None, 9), (3, 8, 20), (4, 10, 20)]),
+                             ("diameter",))
+    assert (c["pairs"], c["kendall_tau"]) == (5, pytest.approx(3 / 5, abs=1e-12))
+    # censored after 10 or more rounds: slower than all three, every pair ordered
+    (c,) = rank_correlations(_ranked_rows([(1, 3, 20), (2, None, 10), (3, 8, 20), (4, 10, 20)]),
+                             ("diameter",))
+    assert (c["pairs"], c["kendall_tau"]) == (6, pytest.approx(2 / 6, abs=1e-12))
+    assert c["kendall_p"] is not None and c["spearman_rho"] is not None
+
+
+def test_rank_correlation_refuses_outcomes_that_do_not_match() -> None:
+    from analysis.study_rank import CENSORED, Outcome, correlation
+    from topologies import ParameterError
+
+    with pytest.raises(ParameterError, match="outcomes must have one entry per value of x"):
+        correlation([1.0, 2.0], [Outcome(CENSORED, 3.0)])
+    with pytest.raises(ParameterError, match="outcomes kind must be"):
+        correlation([1.0], [Outcome("late", 3.0)])
+    with pytest.raises(ParameterError, match="rounds of a censored run must be a finite"):
+        correlation([1.0], [Outcome(CENSORED)])
+    with pytest.raises(ParameterError, match="x must not hold NaN"):
+        correlation([math.nan], [Outcome(CENSORED, 3.0)])
+
+
 def test_study_from_python_with_objects_and_a_callable_sweep(tmp_path: Path) -> None:
     from analysis.study import run_study
     from analysis.study_spec import Sweep

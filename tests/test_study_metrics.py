@@ -19,7 +19,7 @@ import pytest
 
 import analysis as A
 import topologies as T
-from analysis.study_rank import correlation, rank_correlations
+from analysis.study_rank import REACHED, Outcome, correlation, rank_correlations
 from p2pfl.config import ConfigError, load_config
 from tests.test_analysis_study import TINY
 from topologies.registry import describe_builder
@@ -56,30 +56,35 @@ def _tau(W: np.ndarray, counts: np.ndarray) -> float:
     return float(((W @ Pi - Pi.mean(axis=0)) ** 2).sum() / len(Pi))
 
 
-def test_correlations_rank_censored_runs_after_every_reached_one() -> None:
-    # rounds to target 3, never, 5, never, 8: the two censored runs rank after 8, tied
+def test_correlations_count_the_pairs_of_known_order() -> None:
+    # rounds to target 3, never (in 10 rounds), 5, never, 8, and a run that diverged
     rows = [{"algorithm": "a", "status": "ok", "run_dir": f"r{i}", "diameter": i + 1,
-             "exact_averaging_rounds": exact, "rounds_to_target": rounds}
+             "exact_averaging_rounds": exact, "rounds_to_target": rounds, "rounds": 10}
             for i, (exact, rounds) in enumerate(((1, 3), (math.inf, None), (2, 5),
                                                  (math.inf, None), (math.inf, 8)))]
     rows += [{**rows[2], "label": "the same run under another label"},  # counted once
              {"algorithm": "a", "status": "diverged: round 2", "diameter": 9},
              {"algorithm": "b", "status": "ok", "run_dir": "s", "diameter": 1,
-              "exact_averaging_rounds": 1, "rounds_to_target": 1}]
+              "exact_averaging_rounds": 1, "rounds_to_target": 1, "rounds": 10}]
     out = {(c["algorithm"], c["metric"]): c for c in rank_correlations(
         rows, ("diameter", "exact_averaging_rounds"))}
     d = out[("a", "diameter")]
-    assert (d["n"], d["censored"], d["diverged"]) == (5, 2, 1)
-    # 6 concordant pairs, 3 discordant, 1 tied in rounds: tau-b = 3 / sqrt(10 * 9)
-    assert d["kendall_tau"] == pytest.approx(3 / math.sqrt(90), abs=1e-12)
-    # ranks 1..5 against 1, 4.5, 2, 4.5, 3: rho = 4 / sqrt(10 * 9.5)
-    assert d["spearman_rho"] == pytest.approx(4 / math.sqrt(95), abs=1e-12)
-    # never averaging exactly ranks last as well: 7 concordant, 0 discordant, 3 pairs tied in
-    # x, 1 in rounds: tau-b = 7 / sqrt(7 * 9)
+    assert (d["n"], d["censored"], d["diverged"]) == (6, 2, 1)
+    # 14 of the 15 pairs are ordered (not the two censored runs): 11 concordant, 3 discordant
+    # (each censored run against a faster run of larger diameter), no ties: 8 / 14
+    assert d["pairs"] == 14 and d["kendall_tau"] == pytest.approx(8 / 14, abs=1e-12)
+    assert d["kendall_p"] is None  # scipy's test takes every pair
+    # x ranks 1..6 against 1, 4.5, 2, 4.5, 3, 6 (censored tied after 8, diverged last):
+    # rho = 11.5 / sqrt(17.5 x 17)
+    assert d["spearman_rho"] == pytest.approx(11.5 / math.sqrt(17.5 * 17), abs=1e-12)
+    # never averaging exactly ranks last (the diverged cell has no value): 9 pairs ordered,
+    # 7 concordant, 0 discordant, 2 tied in x: tau-b = 7 / sqrt(7 x 9)
     e = out[("a", "exact_averaging_rounds")]
+    assert (e["n"], e["pairs"]) == (5, 9)
     assert e["kendall_tau"] == pytest.approx(7 / math.sqrt(63), abs=1e-12)
     assert out[("b", "diameter")]["kendall_tau"] is None  # one cell: no correlation
-    assert correlation([1.0, 1.0, 1.0], [1.0, 2.0, 3.0])["spearman_rho"] is None  # constant
+    constant = correlation([1.0, 1.0, 1.0], [Outcome(REACHED, r) for r in (1, 2, 3)])
+    assert constant["kendall_tau"] is None and constant["spearman_rho"] is None
 
 
 def test_a_study_records_every_metric_and_topologies_built_from_the_partition(
@@ -139,7 +144,7 @@ def test_a_study_records_every_metric_and_topologies_built_from_the_partition(
     # the study's own record: gamma, and the rank correlations with their conventions
     data = json.loads((out / "study.json").read_text())
     assert data["gamma"] == 0.5 and data["x"] == ["diameter", "spectral_gap_per_round"]
-    assert "ranks after every run that did" in data["rank_correlation"]["censoring"]
+    assert "counts only where its order is known" in data["rank_correlation"]["censoring"]
     assert {c["metric"] for c in data["rank_correlation"]["coefficients"]} >= {
         "spectral_gap_per_round", "diameter", "effective_neighbors", "heterogeneity"}
     assert result.correlations == data["rank_correlation"]["coefficients"]
