@@ -1,0 +1,66 @@
+"""The flow-level network (p2pfl/scale/flows.py): max-min rates by hand, and completion times
+against SimGrid's on the fixture's scenarios (bench/simgrid_flows.py wrote it)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from p2pfl.scale.flows import Transfers, finish_times, max_min_rates
+
+FIXTURE = Path(__file__).parent / "fixtures" / "simgrid_flows.json"
+
+
+def test_max_min_rates_by_hand() -> None:
+    """Resources 0 (10), 1 (4), 2 (inf); flows {0}, {0, 1}, {1}, {1, 0}, {2}: resource 1 fills
+    first at 4/3 for its three flows, then flow 0 takes what is left of resource 0."""
+    A = sp.csr_array(np.array([[1, 0, 0], [1, 1, 0], [0, 1, 0], [1, 1, 0], [0, 0, 1]]))
+    rates = max_min_rates(A, np.array([10.0, 4.0, np.inf]))
+    np.testing.assert_allclose(rates, [10 - 8 / 3, 4 / 3, 4 / 3, 4 / 3, np.inf])
+    idle = max_min_rates(A, np.array([10.0, 4.0, np.inf]), np.array([1, 0, 1, 0, 0], bool))
+    np.testing.assert_allclose(idle, [10, 0, 4, 0, 0])
+
+
+def test_a_late_transfer_takes_half_the_link_from_then_on() -> None:
+    A = sp.csr_array(np.ones((2, 1)))
+    t = Transfers(np.array([0.0, 0.5]), np.array([0.1, 0.1]), np.array([10.0, 10.0]), A,
+                  np.array([10.0]))
+    np.testing.assert_allclose(finish_times(t), [1.6, 2.1])  # 1 bit/s each once both run
+
+
+def test_empty_and_unlimited_transfers_arrive_after_their_latency() -> None:
+    A = sp.csr_array(np.array([[1.0], [0.0]]))
+    t = Transfers(np.array([1.0, 2.0]), np.array([0.5, 0.25]), np.array([0.0, 5.0]), A,
+                  np.array([1.0]))
+    np.testing.assert_allclose(finish_times(t), [1.5, 2.25])
+
+
+def fixture_scenarios() -> list[dict]:
+    return json.loads(FIXTURE.read_text())["scenarios"]
+
+
+@pytest.mark.parametrize("spec", fixture_scenarios(), ids=lambda s: s["name"])
+def test_completion_times_match_simgrid(spec: dict) -> None:
+    names = list(spec["capacity_bps"])
+    index = {name: r for r, name in enumerate(names)}
+    flows = spec["flows"]
+    rows = [f for f, flow in enumerate(flows) for _ in flow["route"]]
+    cols = [index[r] for flow in flows for r in flow["route"]]
+    incidence = sp.csr_array((np.ones(len(rows)), (rows, cols)), shape=(len(flows), len(names)))
+    transfers = Transfers(np.array([f["start_s"] for f in flows]),
+                          np.full(len(flows), spec["latency_s"]),
+                          np.array([8 * f["bytes"] for f in flows]), incidence,
+                          np.array([spec["capacity_bps"][r] for r in names]))
+    np.testing.assert_allclose(finish_times(transfers), spec["finish_s"], rtol=0.01)
+
+
+def test_the_fixture_covers_the_cases_it_claims() -> None:
+    specs = fixture_scenarios()
+    assert len(specs) >= 20
+    names = " ".join(s["name"] for s in specs)
+    for kind in ("fan-out", "all-to-all", "incast", "underlay", "ring", "staggered"):
+        assert kind in names
