@@ -34,7 +34,7 @@ from algorithms.push_pull import PushPull
 from algorithms.scaffold import FedGamma, Scaffold
 from algorithms.server import Server
 from algorithms.sgp import OSGP, SGP
-from p2pfl.options import AlgorithmOptions
+from p2pfl.options import AlgorithmOptions, common_default
 
 DECENTRALIZED: tuple[type[Algorithm], ...] = (
     DPSGD, DFedAvg, DFedAvgM, DFedSAM, DFedSAMMGS, SGP, OSGP, DFedSGPM, DFedSGPSM, DFedSGPSMS,
@@ -54,7 +54,8 @@ def register(cls: type[Algorithm]) -> type[Algorithm]:
     """Make `cls` runnable as ``[algorithm] name = cls.name`` (a class decorator).
 
     A field at its default is dropped for the algorithms that do not declare it, so every
-    declaration of an option field must agree on its default and limits.
+    declaration of an option field must agree on its common default and limits (the default
+    itself may be an algorithm's paper's, p2pfl.options.paper_default).
 
     Parameters
     ----------
@@ -97,13 +98,20 @@ def register(cls: type[Algorithm]) -> type[Algorithm]:
     for f in dataclasses.fields(cls.Options):
         for other in ALGORITHMS.values():
             same = {g.name: g for g in dataclasses.fields(other.Options)}.get(f.name)
-            if same is not None and (same.default, dict(same.metadata)) != (
-                    f.default, dict(f.metadata)):
+            if same is not None and _declared(same) != _declared(f):
                 raise ValueError(f"{path}.Options declares {f.name} unlike {other.name} "
-                                 f"(default {f.default!r} vs {same.default!r}, or other limits): "
-                                 "inherit it, or give the new field its own name")
+                                 f"(default {common_default(f)!r} vs {common_default(same)!r}, "
+                                 "or other limits): inherit it, give it a paper's default with "
+                                 "p2pfl.options.paper_default, or give the new field its own "
+                                 "name")
     ALGORITHMS[name] = cls
     return cls
+
+
+def _declared(f: dataclasses.Field) -> tuple[object, dict[str, object]]:
+    """What every declaration of an option field shares: its common default and limits."""
+    limits = {k: v for k, v in f.metadata.items() if k not in ("source", "common")}
+    return common_default(f), limits
 
 
 __all__ = ["ALGORITHMS", "ASYNCHRONOUS", "CENTRALIZED", "DECENTRALIZED", "Algorithm",

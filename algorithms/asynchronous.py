@@ -31,6 +31,8 @@ if TYPE_CHECKING:
 
 NEEDS_CLOCK = ("{name} is asynchronous and runs on the simulated clock: set network.enabled = "
                "true (docs/async.md)")
+NEEDS_IDEAL = ("{name} runs event by event, and the event engine does not share links between "
+               "flows yet: use network.model = 'ideal'")
 NEEDS_TIME = ("is 0, but {name} is asynchronous: a local phase must take simulated time, or the "
               "clock never advances; set network.step_s > 0")
 
@@ -129,6 +131,8 @@ class Asynchronous(Algorithm):
             raise ConfigError("network.enabled", NEEDS_CLOCK.format(name=self.name))
         if ctx.clock.net.step_s == 0:
             raise ConfigError("network.step_s", NEEDS_TIME.format(name=self.name))
+        if ctx.clock.net.model != "ideal":
+            raise ConfigError("network.model", NEEDS_IDEAL.format(name=self.name))
         if ctx.link_drop or ctx.node_drop:
             key = "link_drop" if ctx.link_drop else "node_drop"
             raise ConfigError(f"topology.{key}", f"{self.name} runs event by event, without the "
@@ -185,6 +189,20 @@ class Asynchronous(Algorithm):
         ctx : the run.
         ev : the simulation.
         """
+
+    def left_undone(self, ctx: RunContext) -> str:
+        """What the run's end leaves unapplied, as one line for the log ("" when nothing); the
+        engine prints it when the run finishes.
+
+        Parameters
+        ----------
+        ctx : the run.
+
+        Returns
+        -------
+        str.
+        """
+        return ""
 
     @abstractmethod
     def start(self, ctx: RunContext, ev: Instant) -> None:

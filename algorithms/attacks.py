@@ -9,11 +9,13 @@ protocol. With x_b the attacker's own model and, for a receiver i, H_i its hones
 neighbourhood (i and its honest neighbours), mu_i and sd_i their coordinate-wise mean and
 standard deviation (n - 1 in the denominator):
 
+- none: x_b, the attacker's own model: the nodes are placed and left out of the honest metrics
+  as with an attack, but behave honestly (the baseline of the same honest nodes).
 - sign_flip: -scale x_b, to every neighbour (the reference code's bit flipping, scale 1).
 - gaussian: x_b + std xi, xi ~ N(0, I) drawn afresh for every message.
 - alie (Baruch, Baruch, Goldberg, "A Little Is Enough", NeurIPS 2019): mu_i - z sd_i, with
-  z = Phi^-1((N - s) / N), s = floor(N / 2 + 1) - f for N nodes of which f are Byzantine, unless
-  `z` is set.
+  z = `alie_z(N, f)` for N nodes of which f are Byzantine unless `z` is set (the engine puts the
+  z used in the attack's parameters).
 - ipm (Xie, Koyejo, Gupta, "Fall of Empires: inner product manipulation", UAI 2020):
   -ipm_epsilon mu_i.
 - dissensus (He, Karimireddy, Jaggi 2022): x_i - eps sum_{k in H_i} w_ik (x_k - x_i) /
@@ -37,15 +39,22 @@ from p2pfl.context import Byzantine
 from p2pfl.core.population import Params
 from p2pfl.core.seeding import torch_generator
 
-ATTACKS = ("sign_flip", "gaussian", "alie", "ipm", "dissensus")
+ATTACKS = ("sign_flip", "gaussian", "alie", "ipm", "dissensus", "none")
 # each attack's parameters ([byzantine] fields) with their defaults
 ATTACK_PARAMS: dict[str, dict[str, float]] = {
-    "sign_flip": {"scale": 1.0}, "gaussian": {"std": 1.0}, "alie": {"z": 0.0},
+    "none": {}, "sign_flip": {"scale": 1.0}, "gaussian": {"std": 1.0}, "alie": {"z": 0.0},
     "ipm": {"ipm_epsilon": 0.1}, "dissensus": {"dissensus_epsilon": 1.5}}
 
 
 def alie_z(n: int, f: int) -> float:
-    """ALIE's z_max: Phi^-1((n - s) / n) with s = floor(n / 2 + 1) - f supporters needed.
+    """ALIE's default z: Phi^-1((n - f - s) / (n - f)), s = floor(n / 2 + 1) - f.
+
+    The attackers need s honest supporters for a majority; an honest value lies farther from the
+    mean than mu - z sd with probability 1 - Phi(z), so s of the n - f honest nodes do while
+    Phi(z) <= (n - f - s) / (n - f): the authors' decentralized code (He, Karimireddy, Jaggi,
+    epfml/byzantine-robust-decentralized-optimizer). Baruch et al.'s federated paper writes
+    Phi^-1((n - s) / n), counting the supporters among all n nodes, which is 0 (the honest mean,
+    no attack) for one attacker of 16 where this gives -0.084 (mu + 0.084 sd).
 
     Parameters
     ----------
@@ -58,11 +67,11 @@ def alie_z(n: int, f: int) -> float:
 
     Examples
     --------
-    >>> alie_z(16, 1), round(alie_z(16, 3), 4)
-    (0.0, 0.3186)
+    >>> round(alie_z(16, 1), 4), round(alie_z(16, 3), 4)
+    (-0.0837, 0.0966)
     """
     s = math.floor(n / 2 + 1) - f
-    return float(norm.ppf((n - s) / n)) if s > 0 else math.inf
+    return float(norm.ppf((n - f - s) / (n - f))) if s > 0 else math.inf
 
 
 def _honest_stats(own: Params, received: Params, honest: torch.Tensor
@@ -97,14 +106,14 @@ def inject(byzantine: Byzantine, own: Params, received: Params, hood: Neighbourh
     weights : [n, D], the receivers' aggregation weights of their neighbours (dissensus).
     seed, t, step : the run's seed, the round and the gossip step (gaussian's noise stream).
     """
+    attack, p = byzantine.attack, byzantine.params
+    if attack == "none":  # the own models, already in `received`
+        return
     rows, slots = targets.nonzero(as_tuple=True)
     senders = hood.index[rows, slots]
-    attack, p = byzantine.attack, byzantine.params
-    n = len(hood.index)
     if attack in ("alie", "ipm"):
         honest = hood.mask & ~byzantine_slots
         means, stds = _honest_stats(own, received, honest)
-        z = p.get("z", 0.0) or alie_z(n, len(byzantine.nodes))
     elif attack == "dissensus":
         honest_w = weights * (hood.mask & ~byzantine_slots)
         attacker_w = (weights * byzantine_slots).sum(1, keepdim=True)
@@ -117,7 +126,7 @@ def inject(byzantine: Byzantine, own: Params, received: Params, hood: Neighbourh
             noise = torch.randn(len(rows), x.shape[1], generator=generator, dtype=x.dtype)
             message = x[senders] + p["std"] * noise.to(x.device)
         elif attack == "alie":
-            message = (means[k] - z * stds[k])[rows]
+            message = (means[k] - p["z"] * stds[k])[rows]
         elif attack == "ipm":
             message = -p["ipm_epsilon"] * means[k][rows]
         else:

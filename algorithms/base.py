@@ -22,6 +22,7 @@ import numpy as np
 import torch
 
 import topologies as T
+from algorithms.baselines import Baseline, baseline_line
 from p2pfl.callbacks import Callback
 from p2pfl.context import RunContext
 from p2pfl.core.federated import BatchPlan, FederatedData
@@ -115,6 +116,10 @@ class Algorithm(ABC):
     # order has two forms; algorithms/options.py Order), and the one of its paper, which "" means
     orders: ClassVar[tuple[str, ...]] = ()
     paper_order: ClassVar[str] = ""
+    # The settings of its own options that turn its terms off and what it then computes, the
+    # most specific first (algorithms/baselines.py); read from the class itself only, never
+    # inherited: a subclass is another algorithm and declares its own.
+    baselines: ClassVar[tuple[Baseline, ...]] = ()
 
     def __init__(self, cfg: AlgorithmOptions) -> None:
         if not isinstance(cfg, self.Options):
@@ -166,6 +171,16 @@ class Algorithm(ABC):
                                   f"{' / '.join(map(repr, forms))} form (got {value!r} with "
                                   f"variant {cfg.variant!r}); leave it at {default!r} or set "
                                   "algorithm.variant (docs/algorithms-centralized.md)")
+
+    def baseline(self) -> str:
+        """The line a run logs once when its options set this algorithm back to a baseline.
+
+        Returns
+        -------
+        str, naming the algorithm, the settings and what it then computes (`baselines`, of
+        this class itself); "" when its options keep its own terms.
+        """
+        return baseline_line(self.name, vars(type(self)).get("baselines", ()), self.cfg)
 
     @classmethod
     def implied(cls, cfg: Config) -> dict[str, Any]:

@@ -31,6 +31,7 @@ import numpy as np
 import torch
 
 import topologies as T
+from algorithms.assumptions import AssumptionLedger
 from algorithms.base import Algorithm, RoundReport
 from algorithms.delayed import InFlight
 from algorithms.muffliato import PrivacyLedger, privatize
@@ -287,14 +288,22 @@ class Gossip(Decentralized):
         super().setup(ctx)
         self.ledger = (PrivacyLedger(ctx.num_nodes, ctx.privacy.accounting)
                        if ctx.privacy is not None else None)
+        rule = getattr(self.cfg, "aggregator", "mean")
+        attacking = ctx.byzantine is not None and ctx.byzantine.attack != "none"
+        self.assumptions = (AssumptionLedger(
+            ctx.num_nodes, ctx.byzantine.nodes if attacking else (), rule, self.cfg.trim,
+            self.cfg.clip_radius)  # attack "none": the marked nodes send honestly
+            if ctx.byzantine is not None or rule != "mean" else None)
 
     def exchange(self, ctx: RunContext, t: int, graph: nx.Graph, faults: T.Faults,
                  params: Params) -> None:
         """The round's Q gossip steps on `params`, in place.
 
         x <- W^Q x as one operator; with a robust aggregator (`algorithm.aggregator`) or Byzantine
-        nodes, Q steps of algorithms/robust.py, in which the attackers send their messages. With
-        [privacy], `round` accounts the round's W (algorithms/muffliato.py).
+        nodes that attack, Q steps of algorithms/robust.py, in which the attackers send their
+        messages (attack "none": the plain operator). With [privacy], `round` accounts the round's
+        W (algorithms/muffliato.py). With Byzantine nodes or a robust aggregator, the
+        aggregator's assumption is checked on the round's W (algorithms/assumptions.py).
 
         Parameters
         ----------
@@ -304,12 +313,17 @@ class Gossip(Decentralized):
         faults : the round's faults.
         params : name -> [N, *shape], the models sent.
         """
-        if getattr(self.cfg, "aggregator", "mean") != "mean" or ctx.byzantine is not None:
-            robust_gossip(ctx, t, T.doubly_stochastic(graph, faults=faults, sparse=True), params,
-                          self.cfg, self.gossip_steps)
-            return
-        W, applications = self.gossip_matrix(ctx, graph, faults)
-        ctx.comm.mix(W, params, applications)
+        robust = getattr(self.cfg, "aggregator", "mean") != "mean" or (
+            ctx.byzantine is not None and ctx.byzantine.attack != "none")
+        if robust or self.assumptions is not None:
+            W = T.doubly_stochastic(graph, faults=faults, sparse=True)
+            if self.assumptions is not None:
+                self.assumptions.add(t, W)
+            if robust:
+                robust_gossip(ctx, t, W, params, self.cfg, self.gossip_steps)
+                return
+        operator, applications = self.gossip_matrix(ctx, graph, faults)
+        ctx.comm.mix(operator, params, applications)
 
     def round(self, ctx: RunContext, t: int, graph: nx.Graph, faults: T.Faults) -> RoundReport:
         params = ctx.population.params
@@ -325,27 +339,43 @@ class Gossip(Decentralized):
         return RoundReport(nodes, losses, self.gossip_steps * self.delivered(graph, faults))
 
     def metrics(self, ctx: RunContext) -> dict[str, float]:
-        """With [privacy], the largest pairwise epsilon so far (`privacy_epsilon_max`)."""
-        if self.ledger is None:
-            return {}
-        return {"privacy_epsilon_max": self.ledger.largest(ctx.privacy)}
+        """With [privacy], the largest pairwise epsilon so far (`privacy_epsilon_max`); with
+        Byzantine nodes, the honest nodes whose aggregator's assumption failed in the round's
+        graph (`assumption_broken`, a count)."""
+        out = {}
+        if self.ledger is not None:
+            out["privacy_epsilon_max"] = self.ledger.largest(ctx.privacy)
+        if ctx.byzantine is not None and self.assumptions is not None:
+            out["assumption_broken"] = float(self.assumptions.last_count)
+        return out
 
     def files(self, ctx: RunContext) -> dict[str, Any]:
-        """With [privacy], privacy.json: the pairwise epsilon matrix of the run and its totals."""
-        if self.ledger is None:
-            return {}
-        return {"privacy.json": self.ledger.record(ctx.privacy, self.gossip_steps)}
+        """With [privacy], privacy.json: the pairwise epsilon matrix of the run and its totals;
+        with Byzantine nodes, byzantine.json: the set, and the honest nodes whose aggregator's
+        assumption failed in some round (algorithms/assumptions.py)."""
+        out = {}
+        if self.ledger is not None:
+            out["privacy.json"] = self.ledger.record(ctx.privacy, self.gossip_steps)
+        if ctx.byzantine is not None and self.assumptions is not None:
+            checked = f"every round's graph with its faults, {self.assumptions.rounds} rounds"
+            out["byzantine.json"] = ctx.byzantine.record(ctx.num_nodes) | {
+                "assumption": self.assumptions.record(checked)}
+        return out
 
     def state_dict(self) -> dict[str, Any]:
         state = super().state_dict()
         if self.ledger is not None:
             state["privacy"] = self.ledger.state_dict()
+        if self.assumptions is not None:
+            state["assumptions"] = self.assumptions.state_dict()
         return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         super().load_state_dict(state)
         if self.ledger is not None:
             self.ledger.load_state_dict(state["privacy"])
+        if self.assumptions is not None and "assumptions" in state:  # older checkpoints: none
+            self.assumptions.load_state_dict(state["assumptions"])
 
 
 class PushSum(Decentralized):

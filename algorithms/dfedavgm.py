@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from algorithms.baselines import Baseline
 from algorithms.decentralized import Gossip
-from algorithms.options import MomentumForm, Robust
-from p2pfl.options import AlgorithmOptions
+from algorithms.options import DFEDSGPSM_CLIP, DFEDSGPSM_MOMENTUM, Momentum, MomentumForm, Robust
+from p2pfl.options import AlgorithmOptions, paper_default
 
 
 class DFedAvgM(Gossip):
@@ -19,4 +20,7 @@ class DFedAvgM(Gossip):
 
     @dataclass
     class Options(MomentumForm, Robust, AlgorithmOptions):
-        pass
+        momentum: float = paper_default(Momentum, "momentum", 0.9, DFEDSGPSM_MOMENTUM)
+        clip_norm: float = paper_default(AlgorithmOptions, "clip_norm", 10.0, DFEDSGPSM_CLIP)
+
+    baselines = (Baseline({"momentum": 0.0}, "DFedAvg (no local momentum)"),)

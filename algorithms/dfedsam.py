@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from algorithms.baselines import Baseline
 from algorithms.decentralized import Gossip
-from algorithms.options import Robust, Sam
-from p2pfl.options import AlgorithmOptions, option
+from algorithms.options import DFL_RHO, GossipSteps, Robust, Sam
+from p2pfl.options import AlgorithmOptions, paper_default
 
 
 class DFedSAM(Gossip):
@@ -20,7 +21,9 @@ class DFedSAM(Gossip):
 
     @dataclass
     class Options(Sam, Robust, AlgorithmOptions):
-        pass
+        rho: float = paper_default(Sam, "rho", 0.05, DFL_RHO)
+
+    baselines = (Baseline({"rho": 0.0}, "DFedAvg (no SAM ascent)"),)
 
 
 class DFedSAMMGS(Gossip):
@@ -28,5 +31,12 @@ class DFedSAMMGS(Gossip):
     source = "DFedSAM-MGS: Shi et al. 2023, arXiv 2302.04083"
 
     @dataclass
-    class Options(DFedSAM.Options):
-        gossip_steps: int = option(1, low=1, doc="gossip exchanges Q per round (x <- W^Q y)")
+    class Options(GossipSteps, DFedSAM.Options):
+        gossip_steps: int = paper_default(
+            GossipSteps, "gossip_steps", 4, "unconfirmed: Shi et al. 2023 (arXiv 2302.04083) "
+            "compare Q in {1, 2, 4, 8}; 4, as configs/dfedsgpsm_paper runs it")
+
+    baselines = (Baseline({"rho": 0.0, "gossip_steps": 1}, "DFedAvg (no SAM ascent, one "
+                          "gossip step)"),
+                 Baseline({"rho": 0.0}, "DFedAvg with Q gossip steps (no SAM ascent)"),
+                 Baseline({"gossip_steps": 1}, "DFedSAM (one gossip step)"))

@@ -17,10 +17,18 @@ import networkx as nx
 
 import topologies as T
 from algorithms.base import RoundReport
+from algorithms.baselines import Baseline
 from algorithms.decentralized import PushSum
-from algorithms.options import MomentumForm, Sam
+from algorithms.options import (
+    DFEDSGPSM_CLIP,
+    DFEDSGPSM_MOMENTUM,
+    DFL_RHO,
+    Momentum,
+    MomentumForm,
+    Sam,
+)
 from p2pfl.context import RunContext
-from p2pfl.options import AlgorithmOptions
+from p2pfl.options import AlgorithmOptions, paper_default
 
 
 class DFedSGPSM(PushSum):
@@ -29,7 +37,14 @@ class DFedSGPSM(PushSum):
 
     @dataclass
     class Options(MomentumForm, Sam, AlgorithmOptions):
-        pass
+        rho: float = paper_default(Sam, "rho", 0.05, DFL_RHO)
+        momentum: float = paper_default(Momentum, "momentum", 0.9, DFEDSGPSM_MOMENTUM)
+        clip_norm: float = paper_default(AlgorithmOptions, "clip_norm", 10.0, DFEDSGPSM_CLIP)
+
+    baselines = (Baseline({"rho": 0.0, "momentum": 0.0},
+                          "OSGP, local SGP (no SAM ascent, no local momentum)"),
+                 Baseline({"rho": 0.0}, "DFedSGPM (no SAM ascent)"),
+                 Baseline({"momentum": 0.0}, "local SGP with SAM steps (no local momentum)"))
 
     def round(self, ctx: RunContext, t: int, graph: nx.Graph, faults: T.Faults) -> RoundReport:
         """Algorithm 1, round t."""

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import topologies as T
+from algorithms.baselines import Baseline
 from algorithms.dfedsgpsm import DFedSGPSM
 from p2pfl.context import RunContext
 from p2pfl.errors import ConfigError
@@ -26,6 +27,12 @@ if TYPE_CHECKING:
 class DFedSGPSMS(DFedSGPSM):
     name = "dfedsgpsm_s"
     source = "DFedSGPSM-S: Li et al. 2023, arXiv 2310.05093, Appendix A.1"
+    baselines = (Baseline({"rho": 0.0, "momentum": 0.0}, "OSGP on its loss-selected "
+                          "out-neighbours (no SAM ascent, no local momentum)"),
+                 Baseline({"rho": 0.0}, "DFedSGPM on its loss-selected out-neighbours (no SAM "
+                          "ascent)"),
+                 Baseline({"momentum": 0.0}, "local SGP with SAM steps on its loss-selected "
+                          "out-neighbours (no local momentum)"))
 
     @classmethod
     def implied(cls, cfg: Config) -> dict[str, Any]:

@@ -8,14 +8,15 @@ from typing import Any
 
 import torch
 
+from algorithms.baselines import Baseline
 from algorithms.client_state import expand
-from algorithms.options import ServerStep
+from algorithms.options import Sam, ServerStep
 from algorithms.server import ClientRound, Server
 from algorithms.server_optim import ServerAdam, ServerSGD
 from p2pfl.context import RunContext
 from p2pfl.core.population import Params
 from p2pfl.core.terms import LocalTerms, Proximal
-from p2pfl.options import option
+from p2pfl.options import option, paper_default
 
 
 class FedAvg(Server):
@@ -50,6 +51,14 @@ class FedSAM(FedAvg):
     name = "fedsam"
     source = "FedSAM: Qu et al. 2022, arXiv 2206.02618"
 
+    @dataclass
+    class Options(FedAvg.Options):
+        rho: float = paper_default(
+            Sam, "rho", 0.05, "the appendix of Xing et al. 2025 (FedFSA, AAAI), its FedSAM "
+            "baseline (FL-Simulator's code default is 0.1)")
+
+    baselines = (Baseline({"rho": 0.0}, "FedAvg (no SAM ascent)"),)
+
 
 class FedProx(FedAvg):
     """Local step direction g + prox_mu * (x - x^t)."""
@@ -61,6 +70,7 @@ class FedProx(FedAvg):
     class Options(FedAvg.Options):
         prox_mu: float = option(0.01, low=0, doc="proximal coefficient mu")
     uses_terms = True
+    baselines = (Baseline({"prox_mu": 0.0}, "FedAvg (no proximal term)"),)
 
     def local_terms(self, ctx: RunContext, nodes: torch.Tensor, start: Params,
                     t: int) -> LocalTerms:

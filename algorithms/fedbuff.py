@@ -23,6 +23,13 @@ the server); its population row holds the model it works from (the server's, as 
 while it trains; then the model it trained). The run records the age of
 each update added (its arrival minus the download's send time) and, as `staleness_mean` /
 `staleness_max`, tau in server steps.
+
+The server steps on a full buffer only, as the paper's: K updates from any clients (a client
+reports again each time it is drawn, so K may exceed the number of clients), and none is applied
+before. A buffer that is not full when the run ends is not applied (a step with fewer than K
+updates is none the paper takes): each row records `buffered`, the updates waiting in it, and
+the run's end says in the log how many were left, and when the server never stepped (a run
+shorter than K updates: every metric is then the initial model's).
 """
 
 from __future__ import annotations
@@ -225,9 +232,31 @@ class FedBuff(Asynchronous):
 
     def metrics(self, ctx: RunContext) -> dict[str, float]:
         taus, self.taus, self.tags = self.taus, [], []
-        return {"server_version": self.version,
+        return {"server_version": self.version, "buffered": self.buffered,
                 "staleness_mean": float(np.mean(taus)) if taus else 0.0,
                 "staleness_max": max(taus, default=0)}
+
+    def left_undone(self, ctx: RunContext) -> str:
+        """The updates still in the buffer (not applied), and whether the server never stepped.
+
+        Parameters
+        ----------
+        ctx : the run.
+
+        Returns
+        -------
+        str, one line; "" when the buffer is empty.
+        """
+        if not self.buffered:
+            return ""
+        K = self.cfg.buffer_size
+        line = (f"fedbuff: {self.buffered} of the {self.version * K + self.buffered} client "
+                f"updates received were still in the buffer at the end, not applied (the server "
+                f"steps on K = buffer_size = {K})")
+        if self.version == 0:
+            line += ("; the server never stepped: every metric is the initial model's (lower "
+                     "buffer_size or run more rounds)")
+        return line
 
     def state_dict(self) -> dict[str, Any]:
         arrays = {k: torch.from_numpy(getattr(self, k).copy())

@@ -10,13 +10,14 @@ from typing import Any
 
 import torch
 
+from algorithms.baselines import Baseline
 from algorithms.client_state import clone, expand
-from algorithms.options import ServerStep
+from algorithms.options import FL_SIMULATOR_RHO, Sam, ServerStep
 from algorithms.server import ClientRound, Server
 from p2pfl.context import RunContext
 from p2pfl.core.population import Params, row_scale
 from p2pfl.core.terms import Linear, LocalTerms, Scaled
-from p2pfl.options import option
+from p2pfl.options import option, paper_default
 
 
 class FedCM(Server):
@@ -26,8 +27,10 @@ class FedCM(Server):
     @dataclass
     class Options(ServerStep, Server.Options):
         cm_alpha: float = option(0.1, low=0, high=1, low_open=True,
-                                 doc="weight of the LOCAL gradient in the client step")
+                                 doc="weight of the LOCAL gradient in the client step",
+                                 source="Xu et al. 2021 (FedCM), arXiv 2106.10874: alpha 0.1")
     down = 2  # model and Delta
+    baselines = (Baseline({"cm_alpha": 1.0}, "FedAvg (no client-level momentum)"),)
     paper_weights = "uniform"  # Delta = (1 / |S|) sum Delta_i
 
     def setup(self, ctx: RunContext) -> None:
@@ -66,3 +69,12 @@ class MoFedSAM(FedCM):
 
     name = "mofedsam"
     source = "MoFedSAM: Qu et al. 2022, arXiv 2206.02618"
+
+    @dataclass
+    class Options(FedCM.Options):
+        rho: float = paper_default(Sam, "rho", 0.1, FL_SIMULATOR_RHO)
+
+    baselines = (Baseline({"rho": 0.0, "cm_alpha": 1.0}, "FedAvg (no SAM ascent, no "
+                          "client-level momentum)"),
+                 Baseline({"rho": 0.0}, "FedCM (no SAM ascent)"),
+                 Baseline({"cm_alpha": 1.0}, "FedSAM (no client-level momentum)"))

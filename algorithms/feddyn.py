@@ -12,15 +12,16 @@ from typing import Any
 
 import torch
 
+from algorithms.baselines import Baseline
 from algorithms.client_state import ClientState, clone, expand, sq_norm
 from algorithms.dual import DriftDual
-from algorithms.options import Dual
+from algorithms.options import FL_SIMULATOR_RHO, Dual, Sam
 from algorithms.server import ClientRound, Server
 from p2pfl.context import RunContext
 from p2pfl.core.population import Params, per_node_sq_norm
 from p2pfl.core.solver import SAM_EPS
 from p2pfl.core.terms import GradientAscent, LocalTerms, Perturbation, scaled
-from p2pfl.options import option
+from p2pfl.options import option, paper_default
 
 
 class FedDyn(Server):
@@ -74,8 +75,13 @@ class FedSpeed(FedDyn):
 
     @dataclass
     class Options(FedDyn.Options):
+        rho: float = paper_default(Sam, "rho", 0.1, FL_SIMULATOR_RHO)
         quasi_alpha: float = option(0.95, low=0, high=1,
                                     doc="paper form: weight of the perturbed gradient")
+
+    baselines = (Baseline({"rho": 0.0, "variant": "reference_code"}, "FedDyn (no SAM ascent)"),
+                 Baseline({"rho": 0.0}, "FedDyn's client step with the dual averaged over the "
+                          "sampled clients (no SAM ascent)"))
 
     def local_terms(self, ctx: RunContext, nodes: torch.Tensor, start: Params,
                     t: int) -> LocalTerms:
@@ -118,6 +124,12 @@ class FedSMOO(FedDyn):
 
     name = "fedsmoo"
     source = "FedSMOO: Sun et al. 2023, arXiv 2305.11584"
+
+    @dataclass
+    class Options(FedDyn.Options):
+        rho: float = paper_default(Sam, "rho", 0.1, FL_SIMULATOR_RHO)
+
+    baselines = (Baseline({"rho": 0.0}, "FedDyn (no SAM ascent, so no perturbation duals)"),)
     down = 2  # x and s
     up = 2  # x_i^K and mu_i
 

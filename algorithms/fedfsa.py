@@ -23,13 +23,18 @@ from typing import Any
 
 import torch
 
+from algorithms.baselines import Baseline
 from algorithms.fedcm import FedCM
+from algorithms.options import Sam
 from algorithms.server import ClientRound
 from p2pfl.context import RunContext
 from p2pfl.core.population import Params, per_node_sq_norm, row_scale
 from p2pfl.core.solver import SAM_EPS
 from p2pfl.core.terms import LocalTerms, Perturbation
-from p2pfl.options import option
+from p2pfl.options import option, paper_default
+
+APPENDIX = ("the appendix of Xing et al. 2025 (FedFSA, AAAI), Tables 4-6, Fashion-MNIST and "
+            "CIFAR-10")
 
 UNSCORED = ("bias", "bn", "norm", "gn", "downsample", "shortcut")
 
@@ -109,8 +114,13 @@ class FedFSA(FedCM):
 
     @dataclass
     class Options(FedCM.Options):
-        rho_larger: float = option(0.2, low=0, doc="radius of the top_c most sensitive layers")
-        top_c: int = option(2, low=0, doc="number of layers with the larger radius")
+        rho: float = paper_default(Sam, "rho", 0.1, f"{APPENDIX} (0.05 on CIFAR-100)")
+        rho_larger: float = option(0.2, low=0, doc="radius of the top_c most sensitive layers",
+                                   source=f"{APPENDIX} (0.9 on CIFAR-100)")
+        top_c: int = option(2, low=0, doc="number of layers with the larger radius",
+                            source=APPENDIX)
+
+    baselines = (Baseline({"rho": 0.0, "rho_larger": 0.0}, "FedCM (no SAM ascent)"),)
     variants = ("paper", "reference_code")
 
     def setup(self, ctx: RunContext) -> None:

@@ -24,9 +24,10 @@ import torch
 
 import topologies as T
 from algorithms.base import RoundReport
+from algorithms.baselines import Baseline
 from algorithms.client_state import clone, sq_norm
 from algorithms.dual import DriftDual
-from algorithms.options import Dual, ServerStep
+from algorithms.options import Dual, Sam, ServerStep
 from algorithms.server import ClientRound, Server
 from algorithms.server_optim import ServerSGD
 from p2pfl.context import RunContext
@@ -34,7 +35,12 @@ from p2pfl.core.population import Params
 from p2pfl.core.solver import LocalSolver
 from p2pfl.core.terms import LocalTerms
 from p2pfl.errors import ConfigError
-from p2pfl.options import option
+from p2pfl.options import option, paper_default
+
+# The paper's setting of its CIFAR-10 CNN row (Table 3), Tables 12-13 and the released script
+# paper_experiments/cnn_cifar10.sh of pietrocagnasso/fedgloss.
+CNN_CIFAR10 = ("Caldarola et al. 2025 (FedGloSS, arXiv 2412.03752), Tables 12-13 and its released "
+               "script cnn_cifar10.sh, CIFAR-10 CNN")
 
 
 def warmup(final: float, start: float, rounds: int, t: int) -> float:
@@ -50,9 +56,10 @@ def warmup(final: float, start: float, rounds: int, t: int) -> float:
 
     Returns
     -------
-    float, start + (final - start) (t + 1) / rounds while t + 1 < rounds, then final.
+    float, start + (final - start) (t + 1) / rounds while t + 1 < rounds, then final; 0 for a
+    final rho of 0 (no SAM: nothing warms up).
     """
-    if rounds <= 0 or t + 1 >= rounds:
+    if rounds <= 0 or t + 1 >= rounds or final == 0:
         return final
     return start + (final - start) * (t + 1) / rounds
 
@@ -82,10 +89,23 @@ class FedGloSS(Server):
 
     @dataclass
     class Options(ServerStep, Dual, Server.Options):
-        server_rho: float = option(0.0, low=0, doc="server-side SAM radius rho_s")
-        rho_warmup: int = option(0, low=0, doc="rounds T_s of the linear rho warm-up (0: none)")
-        rho_start: float = option(0.001, low=0, doc="warm-up start rho_0")
-        server_rho_warmup: bool = option(False, doc="warm rho_s up too")
+        rho: float = paper_default(Sam, "rho", 0.15, f"{CNN_CIFAR10}: rho_l = 0.15")
+        server_rho: float = option(0.15, low=0, doc="server-side SAM radius rho_s",
+                                   source=f"{CNN_CIFAR10}: rho_s = 0.15")
+        rho_warmup: int = option(2000, low=0, doc="rounds T_s of the linear rho warm-up (0: none)",
+                                 source=f"{CNN_CIFAR10}: T_s = 2000 of its 10 000 rounds")
+        rho_start: float = option(0.001, low=0, doc="warm-up start rho_0",
+                                  source="the FedGloSS paper's App. C: rho_0 = 0.001")
+        server_rho_warmup: bool = option(True, doc="warm rho_s up too",
+                                         source="the released code of pietrocagnasso/fedgloss "
+                                         "(codebase/utils/args.py: the warm-up is on both sides)")
+
+    baselines = (Baseline({"rho": 0.0, "server_rho": 0.0}, "ADMM-corrected SGD with no SAM at "
+                          "all (FedDyn, in the paper form)"),
+                 Baseline({"server_rho": 0.0}, "no server-side ascent (FedDyn + SAM, in the "
+                          "paper form)"),
+                 Baseline({"rho": 0.0}, "FedGloSS with SGD clients, the paper's \"FedGloSS "
+                          "(SGD)\""))
 
     def check_options(self, cfg: Options) -> None:
         """Also refuse warm-up settings without a warm-up (rho_warmup = 0 ignores them)."""
@@ -159,6 +179,8 @@ class NaiveFedGloSS(FedGloSS):
 
     name = "naive_fedgloss"
     source = "NaiveFedGloSS: Caldarola et al. 2025, arXiv 2412.03752"
+    baselines = (Baseline({"server_rho": 0.0}, "FedGloSS's round without server-side ascent, "
+                          "after a first exchange it does not use"),)
     down = 2
     up = 2
 

@@ -16,16 +16,18 @@ from typing import Any, ClassVar
 
 import torch
 
+from algorithms.baselines import Baseline
 from algorithms.client_state import ClientState, expand
 from algorithms.fedavg import FedAvg
 from algorithms.feddyn import FedDyn
+from algorithms.options import FEDLESAM_RHO, Sam
 from algorithms.scaffold import Scaffold
 from algorithms.server import ClientRound, Server
 from p2pfl.context import RunContext
 from p2pfl.core.population import Params, per_node_sq_norm, row_scale
 from p2pfl.core.solver import SAM_EPS
 from p2pfl.core.terms import LocalTerms, Perturbation
-from p2pfl.options import option
+from p2pfl.options import option, paper_default
 
 
 class LocalEstimate:
@@ -99,6 +101,12 @@ class FedLESAM(_LESAM, FedAvg):
     source = "FedLESAM: Fan et al. 2024, arXiv 2405.18890"
     uses_terms = True
 
+    @dataclass
+    class Options(FedAvg.Options):
+        rho: float = paper_default(Sam, "rho", 0.01, FEDLESAM_RHO)
+
+    baselines = (Baseline({"rho": 0.0}, "FedAvg (no perturbation)"),)
+
 
 class FedLESAMS(_LESAM, Scaffold):
     """SCAFFOLD base. reference_code multiplies the correction c - c_i by `correction_scale`
@@ -111,8 +119,13 @@ class FedLESAMS(_LESAM, Scaffold):
 
     @dataclass
     class Options(Scaffold.Options):
+        rho: float = paper_default(Sam, "rho", 0.01, FEDLESAM_RHO)
         correction_scale: float = option(0.1, low=0, doc="reference code's scale of the "
                                          "SCAFFOLD correction")
+
+    baselines = (Baseline({"rho": 0.0, "variant": "paper"}, "SCAFFOLD (no perturbation)"),
+                 Baseline({"rho": 0.0}, "SCAFFOLD with its correction scaled by "
+                          "correction_scale (no perturbation)"))
 
     def correction_scale(self) -> float:
         return self.cfg.correction_scale if self.cfg.variant == "reference_code" else 1.0
@@ -121,3 +134,9 @@ class FedLESAMS(_LESAM, Scaffold):
 class FedLESAMD(_LESAM, FedDyn):
     name = "fedlesam_d"
     source = "FedLESAM-D: Fan et al. 2024, arXiv 2405.18890"
+
+    @dataclass
+    class Options(FedDyn.Options):
+        rho: float = paper_default(Sam, "rho", 0.01, FEDLESAM_RHO)
+
+    baselines = (Baseline({"rho": 0.0}, "FedDyn (no perturbation)"),)

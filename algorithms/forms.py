@@ -59,7 +59,8 @@ ABSENT = {"momentum": 0.0, "momentum_form": "heavy_ball", "rho": 0.0, "gossip_st
 
 # What a class may define and still run its parent's round.
 METADATA = frozenset({"name", "source", "Options", "variants", "default_variant", "form_options",
-                      "orders", "paper_order", "check_options",  # what it takes, not how it runs
+                      "orders", "paper_order", "baselines",  # what it takes, not how it runs
+                      "check_options",
                       "__module__", "__qualname__", "__doc__", "__annotations__",
                       "__abstractmethods__", "_abc_impl", "__firstlineno__",
                       "__static_attributes__", "__dict__", "__weakref__"})

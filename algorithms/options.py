@@ -14,6 +14,22 @@ MOMENTUM_FORMS = ("heavy_ball", "dampened")  # m = a m + g | m = a m + (1 - a) g
 SAMPLINGS = ("fixed", "bernoulli")
 
 
+# Where the paper defaults that several algorithms take come from (p2pfl.options.paper_default).
+DFEDSGPSM_MOMENTUM = ("Li et al. 2023 (DFedSGPSM), arXiv 2310.05093, App. A: momentum 0.9 for "
+                      "DFedAvgM and DFedSGPSM on MNIST and CIFAR-10 (0.1 on CIFAR-100)")
+DFEDSGPSM_CLIP = ("the code of Li et al. 2023 (DFedSGPSM), configs/dfedsgpsm_paper: every gradient "
+                  "clipped to norm 10 'to avoid nan loss' (lr 0.1 with momentum 0.9 diverges "
+                  "without it)")
+DFL_RHO = ("unconfirmed: the value is lost from the text of Shi et al. 2023 (DFedSAM, arXiv "
+           "2302.04083) and Li et al. 2023 (DFedSGPSM, Fig. 2c); 0.05 of the range {0.01, "
+           "0.02, 0.05, 0.1} to tune it over, as configs/dfedsgpsm_paper runs it")
+FL_SIMULATOR_RHO = ("rho 0.1 of the README of woodenchild95/FL-Simulator, which implements "
+                    "FedSpeed, FedSMOO and MoFedSAM; the FedFSA paper's appendix (Xing et al. "
+                    "2025, AAAI) runs these baselines so")
+FEDLESAM_RHO = ("unconfirmed: the value is lost from the text of Fan et al. 2024 (FedLESAM, arXiv "
+                "2405.18890, App. E.1); the authors' guidance rho = 0.1 x the local lr (0.1)")
+
+
 @dataclass
 class Momentum:
     momentum: float = option(0.0, low=0, high=1, high_open=True,
@@ -29,6 +45,11 @@ class MomentumForm(Momentum):
 @dataclass
 class Sam:
     rho: float = option(0.0, low=0, doc="SAM radius of the local ascent step (0: plain SGD)")
+
+
+@dataclass
+class GossipSteps:
+    gossip_steps: int = option(1, low=1, doc="gossip exchanges Q per round (x <- W^Q y)")
 
 
 @dataclass

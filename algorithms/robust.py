@@ -14,16 +14,29 @@ algorithms/attacks.py), and every rule is a few tensor operations over them, no 
   paper's adaptive radius tau_i = sqrt(sum_{j honest} W_ij ||x_j - x_i||^2 / delta_i),
   delta_i = sum_{j Byzantine} W_ij (infinite when delta_i = 0: plain gossip): the radius of its
   theorem, which knows which neighbours are honest (an oracle, as in the paper's consensus
-  experiments). `self_centered_clipping` takes a radius without that knowledge: the option
-  `clip_radius`, or with 0 the distance of the node's second-farthest neighbour (the rule of the
-  authors' training code, epfml/byzantine-robust-decentralized-optimizer).
+  experiments). What that radius guarantees is the theorem's worst case over all attacks: the
+  Byzantine neighbours move i by at most delta_i tau_i = sqrt(delta_i sum_{j honest} W_ij
+  ||x_j - x_i||^2) a step, and training reaches an O(delta_max zeta^2 / gamma^2) neighbourhood
+  of a stationary point (delta_max = max_i delta_i over the honest nodes, zeta^2 the
+  heterogeneity, gamma the honest graph's spectral gap) when delta_max is small against
+  gamma^2. It is not the best radius against a given attack, nor a bound on what other radii
+  do: a message within tau_i of x_i (ALIE's, which stays inside the honest spread) passes
+  unclipped, and a smaller radius can hold a given attack better (self-centered clipping
+  against dissensus).
+  `self_centered_clipping` takes a radius without that knowledge: the option `clip_radius`, or
+  with 0 the distance of the node's second-farthest neighbour (the rule of the authors' training
+  code, epfml/byzantine-robust-decentralized-optimizer).
 - BRIDGE (Fang, Yang, Bajwa, "BRIDGE: Byzantine-resilient decentralized gradient descent",
   IEEE TSIPN 2022), coordinate by coordinate with equal weights: `trimmed_mean` (BRIDGE-T) drops
   the b largest and the b smallest of the neighbours' values and averages the rest with the
   node's own, 1 / (|N_i| - 2b + 1) times their sum; `median` (BRIDGE-M) is the median of the
   node's own value and its neighbours' (the mean of the two middle values for an even count).
   The authors' code trims the neighbourhood with the node's own value in it; the paper keeps
-  the own value out of the trimming, as here.
+  the own value out of the trimming, as here. A node with 2b or fewer neighbours has none left
+  after the trim and keeps its own value.
+
+Each rule's assumption on an honest node's neighbourhood (how many Byzantine neighbours it
+withstands) is in algorithms/assumptions.py, which checks it every round.
 """
 
 from __future__ import annotations
@@ -36,7 +49,6 @@ from algorithms.attacks import inject
 from algorithms.neighbourhoods import Neighbourhoods, neighbourhoods
 from p2pfl.context import RunContext
 from p2pfl.core.population import Params
-from p2pfl.errors import ConfigError
 from topologies.mixing import Matrix
 
 BRIDGE = ("trimmed_mean", "median")  # equal weights over the neighbourhood, not W's
@@ -68,6 +80,9 @@ def mean(own: Params, received: Params, hood: Neighbourhoods) -> Params:
 def clipped(own: Params, received: Params, hood: Neighbourhoods, radius: torch.Tensor) -> Params:
     """Self-centered clipping: x_i <- x_i + sum_s W_is CLIP(v_is - x_i, radius_i).
 
+    The Byzantine neighbours move x_i by at most delta_i radius_i (delta_i their weight); the
+    rule assumes delta_i < 1/2 (algorithms/assumptions.py).
+
     Parameters
     ----------
     own : name -> [n, p].
@@ -89,6 +104,10 @@ def clipped(own: Params, received: Params, hood: Neighbourhoods, radius: torch.T
 def adaptive_radius(own: Params, received: Params, hood: Neighbourhoods,
                     byzantine_slots: torch.Tensor) -> torch.Tensor:
     """ClippedGossip's radius tau_i = sqrt(sum_{j honest} W_ij ||x_j - x_i||^2 / delta_i).
+
+    An oracle: it knows which neighbours are honest. It is the radius of the paper's theorem,
+    whose guarantee is for the worst attack when delta_max is small against the honest graph's
+    spectral gap (module docstring); it is not the radius that holds a given attack best.
 
     Parameters
     ----------
@@ -112,6 +131,9 @@ def adaptive_radius(own: Params, received: Params, hood: Neighbourhoods,
 def second_farthest(own: Params, received: Params, hood: Neighbourhoods) -> torch.Tensor:
     """The distance of each node's second-farthest neighbour (its farthest if it has one).
 
+    The radius is an honest neighbour's distance while at most one neighbour is Byzantine (the
+    farthest); with two or more far away it is an attacker's.
+
     Parameters
     ----------
     own : name -> [n, p].
@@ -131,13 +153,16 @@ def second_farthest(own: Params, received: Params, hood: Neighbourhoods) -> torc
 
 def trimmed_mean(own: Params, received: Params, hood: Neighbourhoods, trim: int) -> Params:
     """BRIDGE-T: per coordinate, the node's own value and its neighbours' without the `trim`
-    largest and the `trim` smallest, averaged.
+    largest and the `trim` smallest, averaged: sum / (|N_i| - 2 trim + 1).
+
+    It withstands up to `trim` Byzantine neighbours; a node with 2 trim or fewer neighbours keeps
+    its own value (none survives the trim), which algorithms/assumptions.py records.
 
     Parameters
     ----------
     own : name -> [n, p].
     received : name -> [n, D, p].
-    hood : the neighbourhoods; every degree at least 2 * trim.
+    hood : the neighbourhoods.
     trim : b.
 
     Returns
@@ -147,7 +172,7 @@ def trimmed_mean(own: Params, received: Params, hood: Neighbourhoods, trim: int)
     degree = hood.degree.unsqueeze(1)
     position = torch.arange(hood.mask.shape[1], device=degree.device).unsqueeze(0)
     keep = ((position >= trim) & (position < degree - trim)).unsqueeze(2)
-    count = (degree - 2 * trim + 1).to(hood.weight.dtype)
+    count = ((degree - 2 * trim).clamp_min(0) + 1).to(hood.weight.dtype)
     out = {}
     for k, x in own.items():
         ranked = torch.where(hood.mask.unsqueeze(2), received[k], torch.inf).sort(dim=1).values
@@ -157,6 +182,9 @@ def trimmed_mean(own: Params, received: Params, hood: Neighbourhoods, trim: int)
 
 def median(own: Params, received: Params, hood: Neighbourhoods) -> Params:
     """BRIDGE-M: per coordinate, the median of the node's own value and its neighbours'.
+
+    It stays within the honest values while they are a strict majority: 2 b_i < |N_i| + 1 with
+    b_i Byzantine neighbours.
 
     Parameters
     ----------
@@ -194,20 +222,10 @@ def robust_gossip(ctx: RunContext, t: int, W: Matrix, params: Params, options: A
     params : name -> [n, *shape], changed in place.
     options : the algorithm's options (aggregator, trim, clip_radius).
     steps : gossip steps.
-
-    Raises
-    ------
-    ConfigError
-        naming algorithm.trim when a node has fewer than 2 * trim neighbours.
     """
     n = ctx.num_nodes
     hood = neighbourhoods(W, ctx.device, ctx.dtype)
     rule = options.aggregator
-    if rule == "trimmed_mean" and bool((hood.degree < 2 * options.trim).any()):
-        i = int(torch.argmin(hood.degree))
-        raise ConfigError("algorithm.trim", f"is {options.trim} but node {i} receives from "
-                          f"{int(hood.degree[i])} neighbours in round {t + 1}; trimming "
-                          f"{options.trim} at each end needs at least {2 * options.trim}")
     byzantine = (ctx.byzantine.mask(n, ctx.device) if ctx.byzantine is not None
                  else torch.zeros(n, dtype=torch.bool, device=ctx.device))
     byzantine_slots = byzantine[hood.index] & hood.mask

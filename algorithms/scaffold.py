@@ -12,12 +12,14 @@ from typing import Any
 
 import torch
 
+from algorithms.baselines import Baseline
 from algorithms.client_state import ClientState, clone
-from algorithms.options import ServerStep
+from algorithms.options import Sam, ServerStep
 from algorithms.server import ClientRound, Server
 from p2pfl.context import RunContext
 from p2pfl.core.population import Params, row_scale
 from p2pfl.core.terms import Linear, LocalTerms
+from p2pfl.options import paper_default
 
 
 class Scaffold(Server):
@@ -75,3 +77,11 @@ class FedGamma(Scaffold):
 
     name = "fedgamma"
     source = "FedGamma: Dai et al. 2023, IEEE TNNLS"
+
+    @dataclass
+    class Options(Scaffold.Options):
+        rho: float = paper_default(
+            Sam, "rho", 0.01, "the README of woodenchild95/FL-Simulator (the TNNLS paper's "
+            "text is not available)")
+
+    baselines = (Baseline({"rho": 0.0}, "SCAFFOLD (no SAM ascent)"),)

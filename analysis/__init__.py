@@ -24,7 +24,8 @@ _HOMES = {
         "consensus_distance", "consensus_error", "contraction_rate", "gossip_consensus",
         "pushsum_consensus", "rounds_to_consensus"),
     "analysis.matrices": ("sparse_mixing",),
-    "analysis.neighbors": ("effective_neighbors", "neighborhood_heterogeneity"),
+    "analysis.neighbors": ("NoConsensusWarning", "effective_neighbors",
+                           "neighborhood_heterogeneity"),
     "analysis.pairwise": (
         "averaging_time_bounds", "expected_gossip_matrix", "neighbour_probabilities",
         "pairwise_gossip"),

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import math
 import numbers
+import warnings
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.sparse.csgraph import connected_components
 
 import topologies as T
 from analysis.connectivity import ScheduleLike
@@ -26,6 +28,11 @@ MODES = ("mean", "worst", "all")
 ROW_SUM_ATOL = 1e-12  # rows summing to 1 this closely: doubly stochastic, Push-Sum weights 1
 LYAPUNOV_RTOL = 1e-17  # a doubling step adding less than this share of the trace ends the sum
 LYAPUNOV_STEPS = 64  # 2^64 terms: gamma^(2^64) is 0 for every float gamma < 1
+
+
+class NoConsensusWarning(RuntimeWarning):
+    """A metric read on a topology whose nodes never reach consensus (not strongly connected):
+    the number is the groups' own, not the network's."""
 
 
 def walk_covariance(topology: ScheduleLike | Matrix, gamma: float, t: int = 0, *,
@@ -163,6 +170,14 @@ def effective_neighbors(topology: ScheduleLike | Matrix, gamma: float, t: int = 
     -------
     float, or an [n] float64 array for mode "all"; in [1, n] for a doubly-stochastic W.
 
+    Warns
+    -----
+    NoConsensusWarning
+        when the topology (the product of one period) is not strongly connected: n_eff is
+        still the walk's (W = I gives 1, two disjoint cliques of m nodes tend to m as gamma
+        -> 1), but it counts neighbours within groups that never mix, and no model is the
+        network's average.
+
     Notes
     -----
     A column-stochastic W that is not doubly stochastic keeps the walk's numerators x where
@@ -189,6 +204,12 @@ def effective_neighbors(topology: ScheduleLike | Matrix, gamma: float, t: int = 
         raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
     C, Phi = _steady_state(topology, gamma, t, mixing)
     variance = np.diag(C) / _pushsum_weights(Phi) ** 2
+    groups, _ = connected_components(sp.csr_array(np.asarray(Phi) != 0), directed=True,
+                                     connection="strong")
+    if groups > 1:
+        warnings.warn(f"effective_neighbors: the topology is not strongly connected ({groups} "
+                      "groups that never mix): n_eff counts the neighbours within a group, and "
+                      "the nodes never reach consensus", NoConsensusWarning, stacklevel=2)
     if mode == "all":
         return 1.0 / ((1.0 - gamma) * variance)
     spread = variance.mean() if mode == "mean" else variance.max()
@@ -213,13 +234,15 @@ def neighborhood_heterogeneity(W: MatrixLike, proportions: np.ndarray) -> float:
 
     Returns
     -------
-    float >= 0.
+    float >= 0; for a doubly-stochastic W the same number as ``T.neighborhood_heterogeneity``,
+    which computes it (and checks W and the proportions as it does).
 
     Notes
     -----
     For a column-stochastic W that is not doubly stochastic (Push-Sum: gradient steps on the
     numerators x, model z = x / w) node j's mixture is ``sum_i W[j, i] Pi_i / w_j`` with the
-    steady-state weights w = n pi; W = pi 1^T then gives 0. This extension is not in the paper.
+    steady-state weights w = n pi; W = pi 1^T then gives 0. This extension is not in the paper;
+    ``T.neighborhood_heterogeneity`` refuses such a W without the weights.
 
     References
     ----------
@@ -228,12 +251,10 @@ def neighborhood_heterogeneity(W: MatrixLike, proportions: np.ndarray) -> float:
     """
     W = as_matrix(W)
     n = W.shape[0]
-    check_column_stochastic(W)
+    check_column_stochastic(W)  # before its Perron vector
     Pi = np.asarray(proportions, dtype=float)
     if Pi.ndim != 2 or Pi.shape[0] != n:
         raise ValueError(f"proportions must be an [n, K] array with n = {n} rows, got shape "
                          f"{Pi.shape}")
-    rows = sp.diags(1.0 / _pushsum_weights(W)) @ W  # node j's mixture divided by its weight
-    dense = rows.toarray() if sp.issparse(rows) else np.asarray(rows)
-    return T.neighborhood_heterogeneity(dense, Pi)
+    return T.neighborhood_heterogeneity(W, Pi, weights=_pushsum_weights(W))
 

@@ -17,6 +17,8 @@ woken node's neighbour by a search in its own row's cumulative probabilities: me
 
 from __future__ import annotations
 
+import numbers
+
 import networkx as nx
 import numpy as np
 import scipy.sparse as sp
@@ -43,7 +45,7 @@ def neighbour_probabilities(G: nx.Graph) -> sp.csr_array:
     Raises
     ------
     ParameterError
-        naming G unless its nodes are 0..n-1.
+        naming G unless it is undirected, with nodes 0..n-1, n >= 1.
 
     Examples
     --------
@@ -77,7 +79,8 @@ def expected_gossip_matrix(G: nx.Graph, P: np.ndarray | sp.sparray | None = None
     Raises
     ------
     ParameterError
-        naming P when it is not row-stochastic on G's edges.
+        naming P when it is not row-stochastic on G's edges (and G as
+        ``neighbour_probabilities``).
 
     Examples
     --------
@@ -110,12 +113,16 @@ def averaging_time_bounds(G: nx.Graph, eps: float, P: np.ndarray | sp.sparray | 
     Raises
     ------
     ParameterError
-        naming eps outside (0, 1), or G when lambda_2 = 1 (a disconnected graph never
-        averages).
+        naming eps outside (0, 1), or G when it has one node (no lambda_2) or lambda_2 = 1 (a
+        disconnected graph never averages), and as ``neighbour_probabilities``.
     """
     if not 0 < eps < 1:
         raise ParameterError("eps", f"must be in (0, 1), got {eps}")
-    lam = np.sort(np.linalg.eigvalsh(expected_gossip_matrix(G, P)))[-2]
+    W = expected_gossip_matrix(G, P)
+    if len(W) < 2:
+        raise ParameterError("G", "has 1 node: it is averaged from the start, and lambda_2 "
+                             "(the bounds' rate) needs 2 nodes or more")
+    lam = np.sort(np.linalg.eigvalsh(W))[-2]
     if lam >= 1 - 1e-12:
         raise ParameterError("G", "gives lambda_2(W_bar) = 1: it is not connected (under P), "
                              "it never averages")
@@ -148,18 +155,16 @@ def pairwise_gossip(G: nx.Graph, x0: np.ndarray, ticks: int, *,
     Raises
     ------
     ParameterError
-        naming x0 of the wrong shape, a negative `ticks` or `every` < 1 (and as
-        `expected_gossip_matrix` for P).
+        naming x0 of the wrong shape, `ticks` unless an integer >= 0, `every` unless an
+        integer >= 1 (and as `expected_gossip_matrix` for G and P).
     """
     P = neighbour_probabilities(G) if P is None else _checked(G, P)
     x = np.array(x0, dtype=float)
     n = P.shape[0]
     if x.ndim < 1 or x.shape[0] != n:
         raise ParameterError("x0", f"must have shape [{n}, ...], got {x.shape}")
-    if ticks < 0:
-        raise ParameterError("ticks", f"must be >= 0, got {ticks}")
-    if every < 1:
-        raise ParameterError("every", f"must be >= 1, got {every}")
+    ticks = _integer(ticks, "ticks", 0)
+    every = _integer(every, "every", 1)
     rng = np.random.default_rng(seed)
     cum = _row_cumsum(P)
     out = [x.copy()]
@@ -205,9 +210,23 @@ def _search_rows(indptr: np.ndarray, cum: np.ndarray, rows: np.ndarray,
     return np.minimum(lo, end - 1)
 
 
+def _integer(value: int, name: str, low: int) -> int:
+    """`value` as an int, refused (naming `name`) unless it is an integer >= low (a float such
+    as 5.0 or a bool is not a count)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low:
+        raise ParameterError(name, f"must be an integer >= {low}, got {value!r}")
+    return int(value)
+
+
 def _nodes(G: nx.Graph) -> int:
-    """n, the nodes of G, refused unless they are 0..n-1."""
+    """n, the nodes of G, refused unless G is an undirected graph on 0..n-1, n >= 1 (a tick
+    averages both ends of an edge: there is no one-way pairwise gossip)."""
+    if G.is_directed():
+        raise ParameterError("G", "must be undirected: a tick averages both ends of an edge "
+                             "(convert with G.to_undirected())")
     n = G.number_of_nodes()
+    if n == 0:
+        raise ParameterError("G", "has no nodes")
     if set(G.nodes) != set(range(n)):
         raise ParameterError("G", f"must have nodes 0..{n - 1}")
     return n

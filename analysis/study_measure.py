@@ -324,6 +324,7 @@ def measure(cfg: Any, obj: object | None = None, counts: np.ndarray | None = Non
         out = summary(schedule, mixing=mixing, horizon=horizon, gamma=gamma)
     except (ConfigError, ValueError) as err:
         return str(err)
+    out["edges"] = out["messages"]  # the study's `edges`: messages per round (METRICS)
     if out["exact_averaging_rounds"] is None and schedule.n <= DENSE_MAX:
         out["exact_averaging_rounds"] = math.inf  # examined: never (within the horizon)
     rounds = schedule.period or horizon or 1

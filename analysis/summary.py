@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import warnings
 from typing import Any
 
 import networkx as nx
@@ -30,7 +31,7 @@ from analysis.matrices import (
     is_symmetric,
     sparse_mixing,
 )
-from analysis.neighbors import check_gamma, effective_neighbors
+from analysis.neighbors import NoConsensusWarning, check_gamma, effective_neighbors
 from analysis.spectral import (
     algebraic_connectivity,
     ergodicity_coefficient,
@@ -46,7 +47,7 @@ from analysis.timevarying import (
     schedule_mixing_time,
 )
 
-SUMMARY_KEYS = ("kind", "n", "directed", "edges", "matrix", "period", "horizon",
+SUMMARY_KEYS = ("kind", "n", "directed", "edges", "messages", "matrix", "period", "horizon",
                 "strongly_connected", "components", "min_B", "no_consensus", "diameter",
                 "largest_component_diameter", "slem", "per_round_rate", "spectral_gap_per_round",
                 "spectral_gap", "slem_per_period", "spectral_gap_per_period", "lambda2",
@@ -138,7 +139,8 @@ def _beyond_gap(topology: ScheduleLike | Matrix, mixing: str | None, gamma: floa
     with contextlib.suppress(ValueError):
         out["exact_averaging_rounds"] = exact_averaging_rounds(topology, max_rounds,
                                                                mixing=mixing)
-    with contextlib.suppress(ValueError):
+    with contextlib.suppress(ValueError), warnings.catch_warnings():
+        warnings.simplefilter("ignore", NoConsensusWarning)  # the summary says no_consensus
         out["effective_neighbors"] = effective_neighbors(topology, gamma, mixing=mixing)
     return out
 
@@ -194,8 +196,9 @@ def summary(topology: ScheduleLike | Matrix, *, mixing: str | None = None, eps: 
     Returns
     -------
     The same keys (SUMMARY_KEYS, in that order) for every topology, None where one does not
-    apply: kind ("static" or "time-varying"), n, directed, edges (messages per round, an
-    undirected edge counting twice; of round 0 when time-varying), matrix, period and horizon
+    apply: kind ("static" or "time-varying"), n, directed, edges (an undirected edge counted
+    once; of round 0 when time-varying; a given matrix is undirected when symmetric), messages
+    (messages per round: an undirected edge is two, one each way), matrix, period and horizon
     (period: declared by the schedule, else detected over its first 20 rounds as
     `detected_period` does, so that a function t -> graph and the named schedule it follows give
     the same numbers; horizon: the rounds examined; static: None), strongly_connected and
@@ -221,8 +224,10 @@ def summary(topology: ScheduleLike | Matrix, *, mixing: str | None = None, eps: 
     check_gamma(gamma)
     if isinstance(topology, np.ndarray) or sp.issparse(topology):
         W = as_matrix(topology)
-        out: dict[str, Any] = {"kind": "static", "n": W.shape[0], "directed": not is_symmetric(W),
-                               "edges": int(adjacency(W).nnz), "matrix": "given"}
+        directed, messages = not is_symmetric(W), int(adjacency(W).nnz)
+        out: dict[str, Any] = {"kind": "static", "n": W.shape[0], "directed": directed,
+                               "edges": messages if directed else messages // 2,
+                               "messages": messages, "matrix": "given"}
         out.update(_static(None, W, eps, gamma))
         return _keyed(out, eps, gamma)
     sched, length = rounds_of(topology)
@@ -232,13 +237,14 @@ def summary(topology: ScheduleLike | Matrix, *, mixing: str | None = None, eps: 
             sched = T.from_function(sched.at, period)
     graph = sched.at(0)
     directed = graph.is_directed()
-    edges = graph.number_of_edges() * (1 if directed else 2)
-    head: dict[str, Any] = {"n": sched.n, "directed": directed}
+    edges = graph.number_of_edges()
+    head: dict[str, Any] = {"n": sched.n, "directed": directed, "edges": edges,
+                            "messages": edges * (1 if directed else 2)}
     if sched.period == 1 or length == 1:
-        out = {"kind": "static", **head, "edges": edges, "matrix": _matrix_name(graph, mixing)}
+        out = {"kind": "static", **head, "matrix": _matrix_name(graph, mixing)}
         out.update(_static(graph, _static_matrix(graph, mixing), eps, gamma))
         return _keyed(out, eps, gamma)
-    out = {"kind": "time-varying", **head, "edges": edges, "matrix": _matrix_name(graph, mixing)}
+    out = {"kind": "time-varying", **head, "matrix": _matrix_name(graph, mixing)}
     out.update(_time_varying(sched if length is None else topology, mixing, eps, horizon,
                               gamma))
     return _keyed(out, eps, gamma)

@@ -59,6 +59,12 @@ def _cell(topology: str, aggregator: str = "mean", byzantine: int = 0, attack: s
     return name, overrides
 
 
+def _attacked(name: str) -> bool:
+    """Whether the Byzantine nodes of the cell `name` attack (a cell without any, or with the
+    attack "none", has none that does)."""
+    return "-0" not in name and not name.endswith("none")
+
+
 def cells(grid: str) -> list[tuple[str, dict[str, Any]]]:
     """The cells of a grid.
 
@@ -70,9 +76,9 @@ def cells(grid: str) -> list[tuple[str, dict[str, Any]]]:
     -------
     list of (cell name, dotted overrides of configs/robustness.toml).
     """
-    if grid == "bar":
-        return [_cell("exponential"), _cell("exponential", byzantine=1),
-                _cell("exponential", "clipped_gossip", 1)]
+    if grid == "bar":  # the baseline: the same node marked, honest (attack "none")
+        return [_cell("exponential", byzantine=1, attack="none"),
+                _cell("exponential", byzantine=1), _cell("exponential", "clipped_gossip", 1)]
     if grid == "count":  # clipped_gossip without attackers is plain gossip: not run twice
         return [_cell(t, a, k) for t in TOPOLOGIES for k in (0, 1, 2) for a in AGGREGATORS
                 if (a, k) != ("clipped_gossip", 0)]
@@ -231,7 +237,7 @@ def figure(grid: str, table: dict[str, dict[str, Any]], path: Path) -> None:
     elif grid in ("dissensus", "bar"):  # bars grouped by topology, one colour per aggregator
         groups = [t for t in TOPOLOGIES if any(n.startswith(t + "-") for n in table)]
         series = [a for a in AGGREGATORS if any(f"-{a}-" in n for n in table)]
-        attacked = {(t, a, "-0" not in n) for n in table for t in groups for a in series
+        attacked = {(t, a, _attacked(n)) for n in table for t in groups for a in series
                     if n.startswith(f"{t}-{a}-")}
         kinds = sorted({k for _, _, k in attacked})  # the bar grid has a run without attack
         bars = [(a, k) for a in series for k in kinds if any((t, a, k) in attacked
@@ -240,11 +246,11 @@ def figure(grid: str, table: dict[str, dict[str, Any]], path: Path) -> None:
         fig, ax = plt.subplots(figsize=(max(5.0, 1.2 + 1.6 * len(groups) * len(bars) / 3), 3.6))
         for i, (aggregator, attack) in enumerate(bars):
             names = [next((n for n in table if n.startswith(f"{t}-{aggregator}-")
-                           and ("-0" not in n) == attack), None) for t in groups]
+                           and _attacked(n) == attack), None) for t in groups]
             xs = [g + (i - (len(bars) - 1) / 2) * width for g, n in enumerate(names) if n]
             rows = [table[n] for n in names if n]
             label = aggregator if grid == "dissensus" else (
-                f"{aggregator}, {'1 sign-flipping node' if attack else 'no attack'}")
+                f"{aggregator}, {'1 sign-flipping node' if attack else 'same node, no attack'}")
             ax.bar(xs, [100 * r["honest_mean"] for r in rows], width,
                    yerr=[100 * r["honest_mean_sd"] for r in rows], label=label,
                    color=series_style(i)["color"])

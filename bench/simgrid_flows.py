@@ -27,7 +27,19 @@ GBIT = 1e9
 
 def scenario(name: str, latency: float, capacity: dict[str, float],
              flows: list[tuple[str, str, float, float, list[str]]]) -> dict:
-    """One scenario: capacity {resource: bit/s}, flows (src, dst, start s, bytes, resources)."""
+    """One scenario of the fixture.
+
+    Parameters
+    ----------
+    name : what it tests.
+    latency : every route's latency, seconds (> 0).
+    capacity : {resource: bit/s}.
+    flows : (src host, dst host, start s, bytes, resources crossed) per transfer.
+
+    Returns
+    -------
+    dict, JSON-able.
+    """
     return {"name": name, "latency_s": latency, "capacity_bps": capacity,
             "flows": [{"src": s, "dst": d, "start_s": t, "bytes": b, "route": r}
                       for s, d, t, b, r in flows]}
@@ -35,7 +47,17 @@ def scenario(name: str, latency: float, capacity: dict[str, float],
 
 def access(n: int, up: float | list[float] = GBIT, down: float | list[float] = GBIT
            ) -> dict[str, float]:
-    """Uplink and downlink resources of n nodes."""
+    """Uplink and downlink resources of n nodes.
+
+    Parameters
+    ----------
+    n : nodes.
+    up, down : bit/s, one for all or one per node.
+
+    Returns
+    -------
+    dict {"up<i>": bit/s, "down<i>": bit/s}.
+    """
     ups = up if isinstance(up, list) else [up] * n
     downs = down if isinstance(down, list) else [down] * n
     return {**{f"up{i}": ups[i] for i in range(n)}, **{f"down{i}": downs[i] for i in range(n)}}
@@ -43,12 +65,29 @@ def access(n: int, up: float | list[float] = GBIT, down: float | list[float] = G
 
 def pair(src: int, dst: int, start: float = 0.0, size: float = 8e5, *extra: str
          ) -> tuple[str, str, float, float, list[str]]:
-    """A transfer src -> dst over src's uplink, the extra resources and dst's downlink."""
+    """A transfer src -> dst over src's uplink, the extra resources and dst's downlink.
+
+    Parameters
+    ----------
+    src, dst : node numbers.
+    start : seconds.
+    size : bytes.
+    *extra : underlay resources crossed between the two access links.
+
+    Returns
+    -------
+    (src host, dst host, start, bytes, resources).
+    """
     return (f"h{src}", f"h{dst}", start, size, [f"up{src}", *extra, f"down{dst}"])
 
 
 def scenarios() -> list[dict]:
-    """The fixture's scenarios (at least 20)."""
+    """The fixture's scenarios (at least 20).
+
+    Returns
+    -------
+    list of `scenario` dicts.
+    """
     model = 796_840.0  # bytes of mnist_2NN in float32
     out = [scenario("one transfer", 0.005, access(2), [pair(0, 1, 0, model)])]
     for k in (2, 4, 8):
@@ -111,7 +150,16 @@ def scenarios() -> list[dict]:
 
 
 def simulate(spec: dict) -> list[float]:
-    """SimGrid's completion time of every transfer of a scenario (seconds)."""
+    """SimGrid's completion time of every transfer of a scenario.
+
+    Parameters
+    ----------
+    spec : a `scenario`.
+
+    Returns
+    -------
+    list of float, seconds, one per transfer.
+    """
     from simgrid import Actor, Engine, LinkInRoute, Mailbox, NetZone, this_actor
 
     engine = Engine(["simgrid_flows", "--cfg=network/model:CM02",

@@ -7,6 +7,7 @@ Not the run's config: an algorithm reads its own options (`self.cfg`), set when 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import networkx as nx
 import torch
@@ -30,14 +31,32 @@ class Byzantine:
     (algorithms/attacks.py)."""
 
     nodes: tuple[int, ...]  # the Byzantine node ids, increasing
-    attack: str  # sign_flip | gaussian | alie | ipm | dissensus
+    attack: str  # sign_flip | gaussian | alie | ipm | dissensus | none
     params: dict[str, float] = field(default_factory=dict)  # the attack's, e.g. {"scale": 1.0}
+    placement: str = "listed"  # how the nodes were chosen: listed, or [byzantine] placement
 
     def mask(self, n: int, device: torch.device) -> torch.Tensor:
         """bool [n], True at the Byzantine nodes."""
         mask = torch.zeros(n, dtype=torch.bool, device=device)
         mask[list(self.nodes)] = True
         return mask
+
+    def record(self, n: int) -> dict[str, Any]:
+        """What byzantine.json says of the set: the nodes, how they were chosen, the attack and
+        the parameters it uses (ALIE's z as computed when [byzantine] z is 0), the honest nodes.
+
+        Parameters
+        ----------
+        n : the run's nodes.
+
+        Returns
+        -------
+        dict.
+        """
+        chosen = set(self.nodes)
+        return {"nodes": list(self.nodes), "count": len(self.nodes), "of": n,
+                "placement": self.placement, "attack": self.attack, "params": self.params,
+                "honest": [i for i in range(n) if i not in chosen]}
 
 
 @dataclass(frozen=True)
@@ -49,7 +68,7 @@ class Privacy:
     sigma: float  # the noise multiplier
     clip: float  # the L2 bound of a node's round update
     delta: float  # the delta of the (epsilon, delta) privacy.json reports
-    accounting: str = "reach"  # topologies/privacy.py: "reach" (any run) or "linear" (fixed updates)
+    accounting: str = "reach"  # "reach" (any run) or "linear" (fixed updates), privacy.py
 
 
 @dataclass

@@ -11,6 +11,12 @@ and its limits are checked when a config is loaded (`check_values`, which raises
 topologies.ParameterError naming the field), so a new hyperparameter is a change to the
 algorithm's own module only. The config's own sections declare their bounded fields with
 `option` too.
+
+A default taken from a paper names its source (`option(..., source=...)`). An option group that
+several algorithms share (algorithms/options.py) keeps one default, the `common_default` that an
+algorithm not reading the field leaves it at; an algorithm whose paper runs another value
+declares it with `paper_default`, so that a config naming the algorithm alone runs the paper's
+setting (`p2pfl algorithms` lists each default with its source).
 """
 
 from __future__ import annotations
@@ -22,15 +28,15 @@ from typing import Any, get_type_hints
 
 from topologies import ParameterError
 
-__all__ = ["VARIANTS", "AlgorithmOptions", "check_number", "check_values", "field_types",
-           "option"]
+__all__ = ["VARIANTS", "AlgorithmOptions", "check_number", "check_values", "common_default",
+           "default_source", "field_types", "option", "paper_default"]
 
 VARIANTS = ("paper", "reference_code")
 
 
 def option(default: Any, *, low: float | None = None, high: float | None = None,
           low_open: bool = False, high_open: bool = False, choices: tuple[str, ...] = (),
-          doc: str = "") -> Any:
+          doc: str = "", source: str = "") -> Any:
     """A dataclass field with its limits.
 
     Parameters
@@ -40,14 +46,67 @@ def option(default: Any, *, low: float | None = None, high: float | None = None,
     low_open, high_open : whether that end is excluded.
     choices : the allowed strings (empty: any).
     doc : the field's help.
+    source : where the default comes from (a paper, its table or section); "" for the engine's
+        own choice.
 
     Returns
     -------
     dataclasses.Field with the limits in its metadata.
     """
-    return field(default=default, metadata={"low": low, "high": high, "low_open": low_open,
-                                            "high_open": high_open, "choices": choices,
-                                            "doc": doc})
+    meta = {"low": low, "high": high, "low_open": low_open, "high_open": high_open,
+            "choices": choices, "doc": doc}
+    return field(default=default, metadata=meta | ({"source": source} if source else {}))
+
+
+def paper_default(group: type, name: str, value: Any, source: str) -> Any:
+    """Field `name` of the option group `group` with the default of an algorithm's paper.
+
+    The field keeps the group's limits and doc; the group's own default stays its
+    `common_default`, the value an algorithm that does not read the field leaves it at.
+
+    Parameters
+    ----------
+    group : a dataclass of options (algorithms/options.py) that declares `name`.
+    name : the field.
+    value : the paper's value, the field's default for the algorithm declaring it so.
+    source : where `value` comes from (paper, table or section).
+
+    Returns
+    -------
+    dataclasses.Field, to assign to `name` in the algorithm's Options.
+    """
+    shared = next(f for f in dataclasses.fields(group) if f.name == name)
+    return field(default=value, metadata={**shared.metadata, "source": source,
+                                          "common": common_default(shared)})
+
+
+def common_default(f: dataclasses.Field) -> Any:
+    """The default of an option field that every algorithm declaring it shares: the field's own
+    default, or the group's where an algorithm's paper sets another (`paper_default`).
+
+    Parameters
+    ----------
+    f : a field of an options dataclass.
+
+    Returns
+    -------
+    the value.
+    """
+    return f.metadata.get("common", f.default)
+
+
+def default_source(f: dataclasses.Field) -> str:
+    """Where the default of an option field comes from ("" for the engine's own choice).
+
+    Parameters
+    ----------
+    f : a field of an options dataclass.
+
+    Returns
+    -------
+    str.
+    """
+    return f.metadata.get("source", "")
 
 
 def check_number(value: float, low: float | None, high: float | None, low_open: bool = False,

@@ -14,6 +14,7 @@ import pytest
 import torch
 
 from p2pfl.config import Config, config_from_dict, declared_options
+from p2pfl.options import common_default
 
 TIME_KEYS = ("wall_s", "eval_s")  # metrics that measure the machine, not the run
 LONG_FUZZ = os.environ.get("P2PFL_FUZZ") == "1"  # `make fuzz`: the fuzz suites' long budgets
@@ -120,8 +121,9 @@ def option_names(cls: type) -> set[str]:
 
 def every_option(options: Any) -> SimpleNamespace:
     """Every [algorithm] field any algorithm declares, at the value in `options` (a run's
-    Options) or else its default: what a hand-written reference that reads them all needs."""
-    return SimpleNamespace(**{k: f.default for k, (f, _) in declared_options().items()}
+    Options) or else its common default (the shared 0 of rho and momentum, not an algorithm's
+    paper's): what a hand-written reference that reads them all needs."""
+    return SimpleNamespace(**{k: common_default(f) for k, (f, _) in declared_options().items()}
                            | dataclasses.asdict(options))
 
 

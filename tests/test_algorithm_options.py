@@ -11,7 +11,7 @@ import pytest
 from algorithms import ALGORITHMS, CENTRALIZED, Server
 from algorithms.decentralized import READERS
 from p2pfl.config import ConfigError, config_from_dict, declared_options, load_config
-from p2pfl.options import AlgorithmOptions, check_values
+from p2pfl.options import AlgorithmOptions, check_values, common_default, default_source
 from tests.conftest import option_names
 from topologies import ParameterError
 
@@ -54,13 +54,19 @@ def test_every_field_has_a_non_default_value():
 
 
 def test_a_field_has_one_default_and_one_set_of_limits_everywhere():
-    """A field at its default is dropped for an algorithm that does not declare it: that is
-    only sound if every declaration agrees."""
+    """A field at its common default is dropped for an algorithm that does not declare it: that
+    is only sound if every declaration agrees on it and on the limits; only an algorithm's
+    paper's default (p2pfl.options.paper_default, with its source) may differ."""
+    def shared(f: dataclasses.Field) -> tuple:
+        return common_default(f), {k: v for k, v in f.metadata.items()
+                                   if k not in ("source", "common")}
+
     for cls in ALGORITHMS.values():
         for f in dataclasses.fields(cls.Options):
             first = declared_options()[f.name][0]
-            assert (f.default, dict(f.metadata)) == (first.default, dict(first.metadata)), \
-                (cls.name, f.name)
+            assert shared(f) == shared(first), (cls.name, f.name)
+            if f.default != common_default(f):
+                assert default_source(f), (cls.name, f.name)
 
 
 def test_the_non_default_values_are_valid():
@@ -170,7 +176,7 @@ def test_forms_and_warm_up():
     for key in ("rho_start", "server_rho_warmup"):
         with pytest.raises(ConfigError, match=f"algorithm.{key}: fedgloss reads {key} only "
                                               "during a warm-up"):
-            _build("fedgloss", **{key: NON_DEFAULT[key]})
+            _build("fedgloss", rho_warmup=0, **{key: NON_DEFAULT[key]})
 
 
 def test_the_message_says_what_to_do():

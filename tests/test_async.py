@@ -122,7 +122,7 @@ def test_fedbuff_weights_stale_updates_by_hand():
         expected = s + (delta[0] + delta[1]) / 2 + (delta[2] + delta[3]) / (2 * math.sqrt(2))
         assert (algorithm.server[k] - expected).abs().max() < 1e-12
     assert algorithm.metrics(ctx) | {"server_version": 2} == {
-        "server_version": 2, "staleness_mean": 0.5, "staleness_max": 1}
+        "server_version": 2, "buffered": 0, "staleness_mean": 0.5, "staleness_max": 1}
 
 
 def test_fedbuff_step_size_decays_per_server_step_not_per_participation():

@@ -94,8 +94,9 @@ def test_bridge_trims_and_takes_medians_coordinate_by_coordinate() -> None:
     # of {0, 5, -3, 1, 2, 100}: (1 + 2) / 2; of {0, 1, 1, 1, 1, 1}: 1; of {0, ..., 5}: 2.5
     np.testing.assert_allclose(rows(med)[0], [1.5, 1.0, 2.5], atol=1e-12)
     np.testing.assert_allclose(rows(med)[1], [2.5, 0.5, 0.5], atol=1e-12)  # leaf: {own, hub}
-    with pytest.raises(ConfigError, match="algorithm.trim.*node 1 receives from 1"):
-        robust_gossip(context(6), 3, W, models(x), options("trimmed_mean", trim=1), 1)
+    kept = models(x)  # a leaf's one neighbour does not survive trim 1: it keeps its own value
+    robust_gossip(context(6), 3, W, kept, options("trimmed_mean", trim=1), 1)
+    np.testing.assert_allclose(rows(kept)[1:], x[1:], rtol=0, atol=0)
 
 
 # The hand-built graph: 0 - 1, 0 - 2, 0 - 3, 1 - 2 with these weights; 2 and 3 are Byzantine.
@@ -149,7 +150,9 @@ def test_sign_flip_alie_and_ipm_messages() -> None:
         hub = W[0, :3] @ x[:3] + W[0, 3] * expected
         np.testing.assert_allclose(state["x"].numpy()[0], hub, atol=1e-12, err_msg=attack)
         np.testing.assert_allclose(state["x"].numpy()[1], W[1] @ x, atol=1e-12)  # untouched
-    assert alie_z(16, 1) == 0.0 and alie_z(16, 3) == pytest.approx(0.318639, abs=1e-6)
+    # the decentralized z: Phi^-1((16 - f - s) / (16 - f)), s = 9 - f: Phi^-1(7/15), Phi^-1(7/13)
+    assert alie_z(16, 1) == pytest.approx(-0.083652, abs=1e-6)
+    assert alie_z(16, 3) == pytest.approx(0.096559, abs=1e-6)
 
 
 def test_the_gaussian_attack_is_seeded() -> None:
@@ -189,11 +192,18 @@ def test_the_record_lists_the_honest_nodes_as_the_complement() -> None:
     from p2pfl.engine.threats import BYZANTINE_RECORD, byzantine_record
 
     cfg = small_config(byzantine__nodes=[4, 1])
-    record = byzantine_record(Byzantine((1, 4), "sign_flip", {"scale": 1.0}), cfg)[
+    ring = T.static(T.ring(6))
+    record = byzantine_record(Byzantine((1, 4), "sign_flip", {"scale": 1.0}), cfg, ring)[
         BYZANTINE_RECORD]
     assert record["nodes"] == [1, 4] and record["count"] == 2 and record["of"] == 6
     assert record["honest"] == [0, 2, 3, 5] and record["placement"] == "listed"
-    assert byzantine_record(None, cfg) == {}
+    # plain gossip assumes no Byzantine neighbour: every honest node of the ring has one, W 1/3
+    assumption = record["assumption"]
+    assert assumption["aggregator"] == "mean" and assumption["delta_max"] == pytest.approx(1 / 3)
+    assert [(b["node"], b["byzantine_neighbours"], b["neighbours"], b["rounds"])
+            for b in assumption["broken"]] == [(0, 1, 2, 1), (2, 1, 2, 1), (3, 1, 2, 1),
+                                                (5, 1, 2, 1)]
+    assert byzantine_record(None, cfg, ring) == {}
 
 
 CLIQUE_AVERAGING = {"algorithm__name": "dpsgd", "algorithm__order": "atc",

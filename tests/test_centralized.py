@@ -238,11 +238,12 @@ CASES = {
     "fedgloss": {"algorithm__variant": "paper", "algorithm__rho": 0.1,
                  "algorithm__server_rho": 0.3,
                  "algorithm__dyn_alpha": 0.5, "algorithm__rho_warmup": 2,
-                 "algorithm__server_lr": 0.8},
+                 "algorithm__server_rho_warmup": False, "algorithm__server_lr": 0.8},
     "fedgloss-code": {"algorithm__name": "fedgloss", "algorithm__variant": "reference_code",
-                      "algorithm__rho": 0.1, "algorithm__server_rho": 0.3},
+                      "algorithm__rho": 0.1, "algorithm__server_rho": 0.3,
+                      "algorithm__rho_warmup": 0},
     "naive_fedgloss": {"algorithm__variant": "paper", "algorithm__rho": 0.1,
-                       "algorithm__server_rho": 0.3},
+                       "algorithm__server_rho": 0.3, "algorithm__rho_warmup": 0},
     "fedfsa": {"algorithm__rho": 0.1, "algorithm__rho_larger": 0.6, "algorithm__top_c": 1,
                "algorithm__cm_alpha": 0.3},
     "fedfsa-code": {"algorithm__name": "fedfsa", "algorithm__variant": "reference_code",
@@ -422,6 +423,7 @@ def test_fedgloss_rho_warmup_counts_rounds_from_one_then_stays():
     assert warmup(0.15, 0.001, 10, 4) == pytest.approx(0.001 + 0.149 / 2)  # round 5
     assert warmup(0.15, 0.001, 10, 9) == 0.15 == warmup(0.15, 0.001, 0, 0)  # round 10
     assert warmup(0.15, 0.001, 10, 50) == 0.15
+    assert warmup(0.0, 0.001, 10, 0) == 0.0  # no SAM (FedGloSS (SGD)): nothing warms up
 
 
 def test_fedfsa_paper_sensitivity_is_the_sum_of_squared_changes():

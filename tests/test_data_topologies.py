@@ -271,7 +271,7 @@ def proportions(counts: np.ndarray) -> np.ndarray:
 def test_stl_fw_is_doubly_stochastic_within_its_budget() -> None:
     pi = proportions(two_classes_each(40))
     for budget in (1, 2, 4, 7):
-        W = T.stl_fw(pi, budget)
+        W = T.stl_fw(pi, budget, connected=False)  # budget 1: a matching
         assert (W >= 0).all()
         np.testing.assert_allclose(W.sum(axis=0), 1, rtol=0, atol=1e-12)
         np.testing.assert_allclose(W.sum(axis=1), 1, rtol=0, atol=1e-12)
@@ -284,7 +284,7 @@ def test_pairing_opposite_classes_removes_all_heterogeneity() -> None:
     """Two classes, half the nodes each: one permutation between the halves, at gamma = 1/2,
     gives every node the global proportions (tau = 0) with one neighbour."""
     pi = np.repeat(np.eye(2), 3, axis=0)
-    W = T.stl_fw(pi, budget=1, lam=0.0)
+    W = T.stl_fw(pi, budget=1, lam=0.0, connected=False)  # three pairs that never mix
     assert T.neighborhood_heterogeneity(W, pi) == 0.0
     assert T.neighborhood_heterogeneity(np.eye(6), pi) == 0.5  # ||(1, 0) - (1/2, 1/2)||^2
     np.testing.assert_array_equal(np.diag(W), 0.5)
@@ -295,7 +295,7 @@ def test_pairing_opposite_classes_removes_all_heterogeneity() -> None:
 def test_frank_wolfe_objective_never_increases_and_the_line_search_is_exact() -> None:
     pi = proportions(two_classes_each(30, seed=2))
     lam = 0.05
-    iterates = [T.stl_fw(pi, 29, lam, max_iter=k) for k in range(12)]
+    iterates = [T.stl_fw(pi, 29, lam, max_iter=k, connected=False) for k in range(12)]
     values = [T.stl_fw_objective(W, pi, lam) for W in iterates]
     assert all(b <= a + 1e-15 for a, b in zip(values, values[1:]))
     assert values[-1] < 0.3 * values[0]
@@ -309,7 +309,9 @@ def test_frank_wolfe_objective_never_increases_and_the_line_search_is_exact() ->
 
 def test_heterogeneity_falls_with_the_budget_under_strong_skew() -> None:
     pi = proportions(one_class_each(50))
-    taus = [T.neighborhood_heterogeneity(T.stl_fw(pi, b, lam=0.01), pi) for b in range(10)]
+    taus = [T.neighborhood_heterogeneity(np.eye(50), pi)] + [  # W = I: no iteration
+        T.neighborhood_heterogeneity(T.stl_fw(pi, b, lam=0.01, connected=False), pi)
+        for b in range(1, 10)]
     assert taus[0] == pytest.approx(0.9, abs=1e-12)  # W = I: ||e_c - 0.1||^2 = 0.81 + 0.09
     assert all(b < a for a, b in zip(taus, taus[1:]))
     assert taus[-1] < 0.05 * taus[0]

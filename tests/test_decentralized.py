@@ -175,8 +175,9 @@ class Reference:
 
 @pytest.mark.parametrize("name, overrides", [
     ("dfedavg", {}),
-    ("dfedavgm", {"algorithm__momentum": 0.9}),
-    ("dfedavgm", {"algorithm__momentum": 0.5, "algorithm__momentum_form": "dampened"}),
+    ("dfedavgm", {"algorithm__momentum": 0.9, "algorithm__clip_norm": 0.0}),
+    ("dfedavgm", {"algorithm__momentum": 0.5, "algorithm__momentum_form": "dampened",
+                  "algorithm__clip_norm": 0.0}),
     ("dfedsam", {"algorithm__rho": 0.05}),
     ("dfedsam_mgs", {"algorithm__rho": 0.05, "algorithm__gossip_steps": 3}),
     ("dpsgd", {"algorithm__local_steps": 1, "algorithm__order": "atc"}),
@@ -203,10 +204,11 @@ def test_dpsgd_combine_then_adapt_matches_lian():
 @pytest.mark.parametrize("name, overrides", [
     ("sgp", {"algorithm__local_steps": 1}),
     ("osgp", {}),
-    ("dfedsgpm", {"algorithm__momentum": 0.9}),
-    ("dfedsgpsm", {"algorithm__momentum": 0.9, "algorithm__rho": 0.05}),
+    ("dfedsgpm", {"algorithm__momentum": 0.9, "algorithm__clip_norm": 0.0}),
+    ("dfedsgpsm", {"algorithm__momentum": 0.9, "algorithm__rho": 0.05,
+                   "algorithm__clip_norm": 0.0}),
     ("dfedsgpsm", {"algorithm__momentum": 0.5, "algorithm__rho": 0.05,
-                   "algorithm__momentum_form": "dampened"}),
+                   "algorithm__momentum_form": "dampened", "algorithm__clip_norm": 0.0}),
 ])
 def test_push_sum_family_matches_algorithm_1(name, overrides):
     ref = Reference(name, **overrides)
@@ -227,7 +229,8 @@ def _assert_same_models(ctx_a, ctx_b, atol: float = 1e-12) -> None:
 @pytest.mark.parametrize("push_sum, gossip", [
     (("osgp", {}), ("dfedavg", {})),
     (("dfedsgpm", {"algorithm__momentum": 0.9}), ("dfedavgm", {"algorithm__momentum": 0.9})),
-    (("dfedsgpsm", {"algorithm__rho": 0.05}), ("dfedsam", {"algorithm__rho": 0.05})),
+    (("dfedsgpsm", {"algorithm__rho": 0.05, "algorithm__momentum": 0.0,
+                    "algorithm__clip_norm": 0.0}), ("dfedsam", {"algorithm__rho": 0.05})),
 ])
 def test_push_sum_on_a_ring_is_its_gossip_counterpart(push_sum, gossip):
     """On a ring of 4 the uniform push rule is the Metropolis-Hastings matrix (1/3 each), so the

@@ -50,8 +50,9 @@ def test_effective_neighbors_limits(gamma: float) -> None:
         n, rel=RTOL)
     np.testing.assert_allclose(A.effective_neighbors(T.complete(n), gamma, mode="all"),
                                np.full(n, n), rtol=RTOL)
-    assert A.effective_neighbors(np.eye(n), gamma) == pytest.approx(1.0, rel=RTOL)
-    assert A.effective_neighbors(np.eye(1), gamma) == pytest.approx(1.0, rel=RTOL)
+    with pytest.warns(A.NoConsensusWarning, match=r"\(7 groups that never mix\)"):
+        assert A.effective_neighbors(np.eye(n), gamma) == pytest.approx(1.0, rel=RTOL)
+    assert A.effective_neighbors(np.eye(1), gamma) == pytest.approx(1.0, rel=RTOL)  # connected
 
 
 @pytest.mark.parametrize("W", [T.doubly_stochastic(nx.lollipop_graph(5, 4)),  # symmetric

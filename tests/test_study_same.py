@@ -34,11 +34,12 @@ def test_round_forms_pair_gossip_and_push_sum_algorithms_with_the_same_options()
     assert _form("dpsgd", order="atc").same_options(sgp)
     assert _form("dfedavgm", momentum=0.9).same_options(_form("dfedsgpm", momentum=0.9))
     assert not _form("dfedavgm", momentum=0.9).same_options(_form("dfedsgpm", momentum=0.5))
-    assert _form("dfedavgm", momentum=0.0).same_options(dfedavg)  # momentum 0 is plain SGD
-    assert _form("dfedsam", rho=0.05).same_options(_form("dfedsgpsm", rho=0.05))
-    assert _form("dfedsam_mgs", rho=0.05).same_options(_form("dfedsam", rho=0.05))
+    assert _form("dfedavgm", momentum=0.0, clip_norm=0.0).same_options(dfedavg)  # plain SGD
+    assert _form("dfedsam", rho=0.05).same_options(_form("dfedsgpsm", rho=0.05, momentum=0.0,
+                                                         clip_norm=0.0))
+    assert _form("dfedsam_mgs", rho=0.05, gossip_steps=1).same_options(_form("dfedsam", rho=0.05))
     assert not _form("dfedsam_mgs", rho=0.05, gossip_steps=2).same_options(
-        _form("dfedsgpsm", rho=0.05))  # W^2 a round
+        _form("dfedsgpsm", rho=0.05, momentum=0.0))  # W^2 a round
     assert _form("dsgt").same_options(_form("push_diging")) and not _form("dsgt").same_options(
         sgp)
     assert not _form("dfedavg", lr=0.05).same_options(sgp)

@@ -740,7 +740,7 @@ def _params(name: str) -> tuple[int, dict]:
         "random_out": (8, {"k": 3}),
         "epidemic_oracle": (8, {"s": 3}),
         "d_cliques": (8, {"class_counts": ONE_CLASS_A_NODE, "clique_size": 4}),
-        "stl_fw": (8, {"class_counts": ONE_CLASS_A_NODE, "budget": 3}),
+        "stl_fw": (8, {"class_counts": ONE_CLASS_A_NODE, "budget": 4}),  # 3: 2 groups
     }.get(name, (8, {}))
 
 

@@ -8,14 +8,16 @@ Static graphs (nodes 0..n-1; nx.Graph if undirected, nx.DiGraph if directed; no 
     complete(n), star(n), exponential(n, base=2, directed=True), dumbbell(n),
     erdos_renyi(n, p, seed=None, directed=False), random_regular(n, d, seed=None),
     watts_strogatz(n, k, p, seed=None, connected=True), barabasi_albert(n, m, seed=None),
+    random_geometric(n, radius=0.0, seed=None, connected=True) (node attribute 'pos'),
     random_out_graph(n, k, seed=None), random_regular_digraph(n, d, seed=None),
     equi_static(n, m=None, directed=True, seed=None) (weighted), from_adjacency(A, directed=None,
     weighted=False),
     from_edges(edges, n, directed=True), from_networkx(G, ordering="sorted")
 From the data (a partition's [n, K] label counts or proportions):
     d_cliques(class_counts, clique_size=10, inter="fully", steps=1000, seed=None),
-    clique_skews(class_counts, clique_of); stl_fw(proportions, budget, lam=0.1, max_iter=100)
-    -> W, stl_fw_graph(...), neighborhood_heterogeneity(W, proportions), stl_fw_objective
+    clique_skews(class_counts, clique_of); stl_fw(proportions, budget, lam=0.1, max_iter=100,
+    connected=True) -> W, stl_fw_graph(...), neighborhood_heterogeneity(W, proportions,
+    weights=None), stl_fw_objective
 Schedules (``at(t)``, ``n``, ``period``, ``directed``, ``needs_losses``):
     static(G), cycle([G0, G1, ...]), one_peer_exponential(n),
     random_out(n, k, seed=None, selection="random", temperature=1.0),
@@ -97,6 +99,7 @@ from topologies.privacy import (
 from topologies.random_graphs import (
     barabasi_albert,
     erdos_renyi,
+    random_geometric,
     random_out_graph,
     random_regular,
     random_regular_digraph,
@@ -132,8 +135,8 @@ __all__ = [
     # static graphs (builders, random graphs, user graphs)
     "ring", "directed_ring", "line", "grid", "torus", "hypercube", "complete", "star",
     "exponential", "dumbbell", "erdos_renyi", "random_regular", "watts_strogatz", "barabasi_albert",
-    "random_out_graph", "random_regular_digraph", "equi_static", "from_adjacency", "from_edges",
-    "from_networkx",
+    "random_geometric", "random_out_graph", "random_regular_digraph", "equi_static",
+    "from_adjacency", "from_edges", "from_networkx",
     # from the data
     "d_cliques", "INTER_CLIQUE", "clique_skews", "stl_fw", "stl_fw_graph",
     "neighborhood_heterogeneity", "stl_fw_objective",

@@ -279,3 +279,60 @@ def barabasi_albert(n: int, m: int = 2, seed: Seed = None) -> nx.Graph:
     n = check_int(n, "n", 2)
     m = check_int(m, "m", 1, n - 1)
     return _simple(nx.barabasi_albert_graph(n, m, seed=seed))
+
+
+@register
+def random_geometric(n: int, radius: float = 0.0, seed: Seed = None, connected: bool = True,
+                     tries: int = 100) -> nx.Graph:
+    """Random geometric graph: n points uniform in the unit square, linked within `radius`.
+
+    The model of wireless and other physical networks, where a node reaches the nodes within
+    its range (``nx.random_geometric_graph`` on the drawn positions, Euclidean distance).
+
+    Parameters
+    ----------
+    n : number of nodes, at least 1.
+    radius : link range, a finite number >= 0, in units of the square's side; 0 chooses
+        sqrt(2 ln n / (pi n)), twice the area of the connectivity threshold (mean degree about
+        2 ln n away from the square's sides).
+    seed : int, numpy Generator or None.
+    connected : redraw the positions (up to `tries` times) until the graph is connected;
+        ParameterError if it never is.
+    tries : number of draws when `connected`.
+
+    Returns
+    -------
+    nx.Graph; node i has the attribute ``pos``, its [x, y] position in [0, 1)^2 (the last
+    draw's).
+
+    Raises
+    ------
+    ParameterError
+        naming n, radius (not a finite number >= 0, or no connected draw in `tries`) or tries.
+
+    Examples
+    --------
+    >>> G = random_geometric(20, 0.4, seed=0)
+    >>> nx.is_connected(G), len(G.nodes[0]["pos"])
+    (True, 2)
+    >>> random_geometric(5, 2.0, seed=0).number_of_edges()  # every pair within range
+    10
+    """
+    n = check_int(n, "n", 1)
+    try:
+        r = float(radius)
+    except (TypeError, ValueError):
+        raise ParameterError("radius", f"must be a number >= 0, got {radius!r}") from None
+    if isinstance(radius, bool) or not (np.isfinite(r) and r >= 0):
+        raise ParameterError("radius", f"must be a finite number >= 0, got {radius!r}")
+    if r == 0 and n > 1:
+        r = float(np.sqrt(2 * np.log(n) / (np.pi * n)))
+    draws = check_int(tries, "tries", 1) if connected else 1
+    rng = np.random.default_rng(seed)
+    for _ in range(draws):
+        pos = {i: p for i, p in enumerate(rng.random((n, 2)).tolist())}
+        G = nx.random_geometric_graph(n, r, pos=pos)
+        if not connected or nx.is_connected(G):
+            return G
+    raise ParameterError("radius", f"= {r:.4g} gave no connected graph in {draws} draws of {n} "
+                         "points: raise radius")

@@ -338,7 +338,7 @@ def stlfw(cfg: Config, store: Path) -> list[dict[str, Any]]:
         pi = counts / counts.sum(axis=1, keepdims=True)
         n = len(pi)
         for budget in BUDGETS:
-            W = T.stl_fw(pi, budget, lam=STL_LAM)
+            W = T.stl_fw(pi, budget, lam=STL_LAM, connected=False)  # recorded, not run
             R = T.column_stochastic(first_connected(
                 lambda k, n=n, d=budget: T.random_regular(n, d, seed=k), cfg.seed,
                 f"{budget}-regular graph on {n} nodes"))

@@ -8,7 +8,7 @@ from dataclasses import fields
 from typing import Any
 
 from p2pfl.config.sections import ConfigError, coerce
-from p2pfl.options import AlgorithmOptions, field_types
+from p2pfl.options import AlgorithmOptions, common_default, field_types
 from topologies import did_you_mean
 
 
@@ -29,11 +29,33 @@ def declared_options() -> dict[str, tuple[dataclasses.Field, type]]:
     return out
 
 
-def _any_options() -> type[AlgorithmOptions]:
+def algorithm_defaults(name: str) -> dict[str, Any]:
+    """The default of every declared [algorithm] field as algorithm `name` has it.
+
+    Its own default (its paper's, where it declares one) for a field it reads, the common
+    default (p2pfl.options.common_default) for a field it does not.
+
+    Parameters
+    ----------
+    name : a registered algorithm's name.
+
+    Returns
+    -------
+    dict {field name: default}.
+    """
+    from algorithms import ALGORITHMS
+
+    own = {f.name: f.default for f in fields(ALGORITHMS[name].Options)}
+    return {k: own.get(k, common_default(f)) for k, (f, _) in declared_options().items()}
+
+
+def _any_options(name: str) -> type[AlgorithmOptions]:
     """An options class with every declared field: a [[compare]] root's [algorithm] table, which
-    may hold settings for the variants' algorithms (each variant is checked against its own)."""
+    may hold settings for the variants' algorithms (each variant is checked against its own).
+    An unset field is at the default of the root's algorithm `name` (`algorithm_defaults`)."""
     base = {f.name for f in fields(AlgorithmOptions)}
-    extra = [(k, tp, dataclasses.field(default=f.default, metadata=f.metadata))
+    defaults = algorithm_defaults(name)
+    extra = [(k, tp, dataclasses.field(default=defaults[k], metadata=f.metadata))
              for k, (f, tp) in declared_options().items() if k not in base]
     return dataclasses.make_dataclass("AnyAlgorithmOptions", extra, bases=(AlgorithmOptions,))
 
@@ -58,8 +80,8 @@ def _renamed(values: dict[str, Any], prefix: str) -> dict[str, Any]:
 def build_algorithm(values: Any, prefix: str, compare_root: bool) -> AlgorithmOptions:
     """The [algorithm] table read into its algorithm's options class.
 
-    A field that only other algorithms declare is refused unless it is at its default (then it
-    changes nothing).
+    A field that only other algorithms declare is refused unless it is at its common default
+    (then it changes nothing).
 
     Parameters
     ----------
@@ -85,7 +107,7 @@ def build_algorithm(values: Any, prefix: str, compare_root: bool) -> AlgorithmOp
     if name not in ALGORITHMS:
         raise ConfigError(f"{prefix}.name", f"{did_you_mean(name, ALGORITHMS)}unknown value "
                           f"{name!r} (allowed: {', '.join(ALGORITHMS)})")
-    cls = _any_options() if compare_root else ALGORITHMS[name].Options
+    cls = _any_options(name) if compare_root else ALGORITHMS[name].Options
     own, declared = field_types(cls), declared_options()
     kwargs: dict[str, Any] = {}
     values = _renamed(values, prefix)
@@ -97,8 +119,8 @@ def build_algorithm(values: Any, prefix: str, compare_root: bool) -> AlgorithmOp
             raise ConfigError(f"{prefix}.{key}", f"{did_you_mean(key, own, f'{prefix}.')}unknown "
                               f"field (allowed: {', '.join(sorted(own))})")
         other, tp = declared[key]
-        if coerce(value, tp, f"{prefix}.{key}") != other.default:
+        if coerce(value, tp, f"{prefix}.{key}") != common_default(other):
             raise ConfigError(f"{prefix}.{key}", f"{name} does not use {key} (got {value!r}); "
-                              f"leave it at {other.default!r} or pick an algorithm that takes "
-                              "it (docs/algorithms.md)")
+                              f"leave it at {common_default(other)!r} or pick an algorithm that "
+                              "takes it (docs/algorithms.md)")
     return cls(**kwargs)

@@ -196,6 +196,22 @@ def _check_network(cfg: Config, algorithm: Any) -> None:
             if getattr(net, name) != getattr(default, name):
                 raise ConfigError(f"network.{name}", "is set but network.overlap is false: "
                                   "only overlapped messages are late")
+    for name, needs in (("straggler_factor", net.stragglers), ("slow_link_factor", net.slow_links),
+                        ("slow_link_latency_s", net.slow_links),
+                        ("slow_link_gbps", net.slow_links)):
+        if getattr(net, name) != getattr(default, name) and needs == 0:
+            what = "stragglers" if name == "straggler_factor" else "slow_links"
+            raise ConfigError(f"network.{name}", f"is set but network.{what} is 0: nothing is "
+                              "that slow")
+    if net.model == "ideal":
+        for name in ("uplink_gbps", "downlink_gbps"):
+            if getattr(net, name) != getattr(default, name):
+                raise ConfigError(f"network.{name}", "is set but network.model is 'ideal' "
+                                  "(every message has its link to itself): set model = 'flow'")
+    if net.model == "flow" and net.overlap:
+        raise ConfigError("network.model", "'flow' does not time overlapped Push-Sum yet "
+                          "(messages of several slots in flight at once): use 'ideal' with "
+                          "overlap")
     if net.overlap and not algorithm.supports_overlap:
         from algorithms import ALGORITHMS
 
@@ -280,6 +296,25 @@ KEPT_ACROSS_TOPOLOGIES = ("window", "link_drop", "node_drop")
 IMPLIED_BY_ALGORITHM = ("algorithm.variant", "algorithm.order", "topology.selection")
 
 
+def _given(overrides: dict[str, Any], dotted: str) -> bool:
+    """Whether `overrides` set the field `dotted` ("section.key"), alone or in a table."""
+    part, key = dotted.split(".")
+    table = overrides.get(part)
+    return dotted in overrides or (isinstance(table, dict) and key in table)
+
+
+def _at_old_defaults(table: dict[str, Any], name: str) -> list[str]:
+    """The fields of an [algorithm] table at the defaults of its algorithm `name` (none for an
+    unknown name, which fails later with its own message)."""
+    from algorithms import ALGORITHMS
+    from p2pfl.config.algorithm import algorithm_defaults
+
+    if name not in ALGORITHMS:
+        return []
+    defaults = algorithm_defaults(name)
+    return [k for k, v in table.items() if k != "name" and k in defaults and v == defaults[k]]
+
+
 def _apply_overrides(raw: dict[str, Any], overrides: dict[str, Any]) -> None:
     """Set every dotted override in `raw`, after two resets.
 
@@ -287,7 +322,9 @@ def _apply_overrides(raw: dict[str, Any], overrides: dict[str, Any]) -> None:
     KEPT_ACROSS_TOPOLOGIES and the keys the new topology takes and the old one does not (a
     [[compare]] root keeps them for its variants); the options of the topology before are not
     the new one's. One that names another algorithm unsets what the config resolved for the
-    algorithm before (IMPLIED_BY_ALGORITHM), unless the overrides set it.
+    algorithm before (IMPLIED_BY_ALGORITHM) and the [algorithm] fields at the defaults of the
+    algorithm before (`_at_old_defaults`), unless the overrides set them: the new algorithm
+    runs at its own defaults (its paper's rho, momentum, ...), not at the other's.
     """
     def new_name(section: str, key: str, value: Any) -> Any:
         if key == f"{section}.name":
@@ -307,10 +344,12 @@ def _apply_overrides(raw: dict[str, Any], overrides: dict[str, Any]) -> None:
             continue
         for dotted in IMPLIED_BY_ALGORITHM:
             part, key = dotted.split(".")
-            table_given = overrides.get(part)
-            given = dotted in overrides or (isinstance(table_given, dict) and key in table_given)
-            if not given and isinstance(raw.get(part), dict) and key in raw[part]:
+            if not _given(overrides, dotted) and isinstance(raw.get(part), dict) and (
+                    key in raw[part]):
                 raw[part][key] = ""
+        for key in _at_old_defaults(table, table.get("name", default)):
+            if not _given(overrides, f"algorithm.{key}"):
+                del table[key]
     for key, value in overrides.items():
         _set_path(raw, key, value)
 

@@ -14,6 +14,8 @@ from p2pfl.options import AlgorithmOptions, option
 from topologies import PRIVACY_ACCOUNTINGS, REGISTRY, NamedTopology
 from topologies.by_name import MAX_WINDOW
 
+NETWORK_MODELS = ("ideal", "flow")
+
 
 @dataclass
 class DataConfig:
@@ -131,7 +133,23 @@ class NetworkConfig:
     stragglers: float = option(0.0, low=0, high=1, doc="fraction of nodes (fixed for the run) "
                               "whose local steps take slow_factor times longer")
     slow_factor: float = option(10.0, low=1, doc="how many times slower a slow link or a "
-                               "straggler is")
+                               "straggler is (unless straggler_factor or slow_link_factor)")
+    straggler_factor: float = option(0.0, low=0, doc="how many times longer a straggler's local "
+                                     "steps take (0: slow_factor)")
+    slow_link_factor: float = option(0.0, low=0, doc="how many times longer a slow link's "
+                                     "latency and lower its capacity (0: slow_factor)")
+    slow_link_latency_s: float = option(0.0, low=0, doc="a slow link's latency in seconds "
+                                        "(0: latency_s times slow_link_factor)")
+    slow_link_gbps: float = option(0.0, low=0, doc="a slow link's capacity in Gbit/s (0: "
+                                   "bandwidth_gbps over slow_link_factor)")
+    model: str = option("ideal", choices=NETWORK_MODELS, doc="ideal: every message has its "
+                        "link to itself; flow: a node's messages share its uplink and downlink "
+                        "(max-min fair flows, p2pfl/scale/flows.py)")
+    uplink_gbps: float = option(0.0, low=0, doc="flow: each node's uplink in Gbit/s (0: "
+                                "bandwidth_gbps; a graph node attribute uplink_gbps overrides)")
+    downlink_gbps: float = option(0.0, low=0, doc="flow: each node's downlink in Gbit/s (0: "
+                                  "bandwidth_gbps; a graph node attribute downlink_gbps "
+                                  "overrides)")
     jitter: float = option(0.0, low=0, high=3, doc="sigma of a lognormal factor on every compute "
                           "time (per node and round) and transfer (per message)")
     overlap: bool = False  # Push-Sum only: nodes never wait; messages arrive rounds late
@@ -151,12 +169,14 @@ class ByzantineConfig:
     nodes: Any = 0
     placement: str = option("random", doc="random | max_degree | cut: where a fraction or count "
                             "of Byzantine nodes goes, on the graph of round 0")
-    attack: str = option("sign_flip", doc="sign_flip | gaussian | alie | ipm | dissensus")
+    attack: str = option("sign_flip", doc="sign_flip | gaussian | alie | ipm | dissensus | "
+                         "none (placed and left out of the honest metrics, but honest)")
     scale: float = option(1.0, low=0, doc="sign_flip: the message is -scale x")
     std: float = option(1.0, low=0, low_open=True, doc="gaussian: the message is x + std xi, "
                         "xi ~ N(0, I)")
-    z: float = option(0.0, doc="alie: the message is mu - z sd; 0 = Baruch et al.'s z_max "
-                      "from the numbers of nodes and Byzantine nodes")
+    z: float = option(0.0, doc="alie: the message is mu - z sd; 0 = the default z_max from "
+                      "the numbers of nodes and Byzantine nodes, Phi^-1((N - f - s) / (N - f)), "
+                      "s = floor(N / 2 + 1) - f (the decentralized authors' code)")
     ipm_epsilon: float = option(0.1, low=0, low_open=True, doc="ipm: the message is "
                                 "-ipm_epsilon mu")
     dissensus_epsilon: float = option(1.5, low=0, low_open=True, doc="dissensus: the "

@@ -12,12 +12,15 @@ local phases that ended since the previous mark, `nodes_trained` the nodes among
 node so far), `staleness_s_mean` / `staleness_s_max` (the age of what was mixed into models since
 the previous mark: the algorithm says what it measures), `events` (phase ends and message
 arrivals) and `instants` (the simulated instants they fell in).
-The loop around it, checkpoints and Ctrl-C are the synchronous `Runner`'s.
+The loop around it, checkpoints and Ctrl-C are the synchronous `Runner`'s. When the run ends,
+the algorithm's line on what it left unapplied (`Asynchronous.left_undone`: FedBuff's updates
+still in its buffer) goes to stderr.
 """
 
 from __future__ import annotations
 
 import math
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -52,6 +55,20 @@ class EventRunner(Runner):
         self.nominal_s = ctx.clock.nominal_s(algorithm.transfers)
         self.callbacks = [EventClock(self.simulation) if isinstance(c, NetworkTime) else c
                           for c in self.callbacks]  # its state in the checkpoint, in its place
+
+    def run(self) -> History:
+        """The marks (`Runner.run`), then the algorithm's line on what the end left unapplied
+        (`Asynchronous.left_undone`), on stderr.
+
+        Returns
+        -------
+        History, the rows.
+        """
+        history = super().run()
+        note = self.algorithm.left_undone(self.ctx)
+        if note and self.root:
+            print(f"p2pfl: {self.label + ': ' if self.label else ''}{note}", file=sys.stderr)
+        return history
 
     def _round(self, t: int, start: float) -> dict[str, Any]:
         ctx, algorithm = self.ctx, self.algorithm

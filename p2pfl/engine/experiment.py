@@ -9,6 +9,7 @@ guard, callbacks, Ctrl-C and checkpoints) and rundir (the run directory).
 from __future__ import annotations
 
 import copy
+import sys
 import threading
 from collections.abc import Mapping, Sequence
 from contextlib import ExitStack
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from algorithms.asynchronous import Asynchronous
+from algorithms.base import Algorithm
 from p2pfl.callbacks import Callback
 from p2pfl.config import (
     Config,
@@ -47,6 +49,19 @@ from p2pfl.report.plots import plot_histories
 from p2pfl.report.results import write_json_atomic
 from p2pfl.scale.launch import launched
 from p2pfl.scale.processes import agreed, init, rank0_value
+
+
+def say_baseline(algorithm: Algorithm) -> None:
+    """Say once, in the run's log (stderr), that the run's options set its algorithm back to a
+    baseline (`Algorithm.baseline`: a SAM radius or a momentum of 0, ...).
+
+    Parameters
+    ----------
+    algorithm : the run's algorithm, built from its options.
+    """
+    line = algorithm.baseline()
+    if line:
+        print(f"p2pfl: {line}", file=sys.stderr)
 
 
 def run(cfg: Config, out_dir: str | Path | None = None, progress: bool | Observer = False,
@@ -119,7 +134,8 @@ def run(cfg: Config, out_dir: str | Path | None = None, progress: bool | Observe
             data_record = parts.records.get(DATA_RECORD, {}) | describe_partition(cfg, ctx.data)
             check_partition_record(out, resume, data_record)
             records = parts.records | {DATA_RECORD: data_record} | (
-                {INPUTS_RECORD: inputs} if inputs else {}) | byzantine_record(ctx.byzantine, cfg)
+                {INPUTS_RECORD: inputs} if inputs else {}) | byzantine_record(
+                ctx.byzantine, cfg, ctx.schedule)
             asynchronous = isinstance(algo, Asynchronous)  # event by event (docs/async.md)
             if asynchronous and stack is not None:
                 raise ConfigError("stack", f"{algo.name} runs event by event, not stacked")
@@ -133,6 +149,7 @@ def run(cfg: Config, out_dir: str | Path | None = None, progress: bool | Observe
             if ctx.comm.rank == 0:
                 exits.enter_context(exclusive(out))
                 start(out, cfg, records, checkpoint, resume)
+                say_baseline(algo)
         return runner.run()
 
 

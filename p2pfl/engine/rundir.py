@@ -5,7 +5,8 @@
     checkpoint.pt   the state to continue from (p2pfl.engine.checkpoint)
     summary.json    written when the run's rounds are done, with final.pt and the curves
     privacy.json    with [privacy]: the pairwise privacy loss (the algorithm's `files`)
-    byzantine.json  with [byzantine]: the Byzantine nodes and their attack
+    byzantine.json  with [byzantine]: the Byzantine nodes, their attack and where the aggregator's
+                    assumption fails (rewritten by the algorithm's `files` when the run finishes)
     *.json          records of what was given as Python objects (p2pfl.objects)
     .lock           held (flock) by the process writing the directory, for the whole run
 """

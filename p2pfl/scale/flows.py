@@ -24,19 +24,101 @@ import scipy.sparse as sp
 RELATIVE_TOL = 1e-9  # a flow with less than this fraction of its bits left has finished
 
 
-def max_min_rates(incidence: sp.csr_array, capacity: np.ndarray,
-                  active: np.ndarray | None = None) -> np.ndarray:
-    """Max-min fair rates of the active flows (progressive filling).
-
-    Every active flow's rate rises together (the water level) until a resource is full; the
-    flows crossing a full resource keep the level they reached, the others rise on. A flow that
-    crosses no resource of finite capacity gets an infinite rate.
+class Sharing:
+    """Resources shared by flows, prepared once for many `rates` calls: each flow's route as a
+    row of resource indices, padded with a resource of unlimited capacity.
 
     Parameters
     ----------
     incidence : [F, R] sparse, nonzero where flow f crosses resource r.
     capacity : float64 [R], bit/s (inf: no limit).
-    active : bool [F] (default: all); inactive flows get rate 0 and take nothing.
+    """
+
+    def __init__(self, incidence: sp.csr_array, capacity: np.ndarray) -> None:
+        capacity = np.asarray(capacity, dtype=np.float64)
+        A = sp.csr_array(incidence, copy=True)
+        A.eliminate_zeros()
+        finite = np.isfinite(capacity)
+        flows, resources = A.shape
+        lengths = np.diff(A.indptr)
+        width = max(int(lengths.max(initial=0)), 1)
+        self.routes = np.full((flows, width), resources)  # the pad: resource R, unlimited
+        within = np.arange(width) < lengths[:, None]
+        self.routes[within] = A.indices
+        self.routes[~np.append(finite, False)[self.routes]] = resources  # inf: no limit
+        self.crosses = (self.routes < resources).any(axis=1)
+        self.capacity = np.append(np.where(finite, capacity, 0.0), 0.0)
+
+    def rates(self, active: np.ndarray | None = None) -> np.ndarray:
+        """Max-min fair rates of the active flows (progressive filling).
+
+        Every active flow's rate rises together (the water level) until a resource is full; the
+        flows crossing a full resource keep the level they reached, the others rise on. A flow
+        that crosses no resource of finite capacity gets an infinite rate. Every resource that is
+        full at a level no higher than that of any resource it shares a rising flow with stops
+        its flows in the same pass: levels only rise as other flows stop (a flow stops at most
+        at its resource's level), so nothing stops its flows before.
+
+        Parameters
+        ----------
+        active : bool [F] (default: all); inactive flows get rate 0 and take nothing.
+
+        Returns
+        -------
+        float64 [F], bit/s.
+        """
+        flows = len(self.routes)
+        active = np.ones(flows, dtype=bool) if active is None else np.asarray(active, dtype=bool)
+        rate = np.zeros(flows)
+        chosen = np.flatnonzero(active)
+        rate[chosen] = self.rates_of(chosen)
+        return rate
+
+    def rates_of(self, flows: np.ndarray) -> np.ndarray:
+        """`rates` of the given flows alone (the others take nothing).
+
+        Parameters
+        ----------
+        flows : int [m], distinct flow indices.
+
+        Returns
+        -------
+        float64 [m], bit/s.
+        """
+        width = self.routes.shape[1]
+        pad = len(self.capacity) - 1
+        rate = np.where(self.crosses[flows], 0.0, np.inf)
+        rising = np.flatnonzero(self.crosses[flows])  # positions in `flows`
+        left = self.capacity.copy()
+        while len(rising):
+            routes = self.routes[flows[rising]]  # [m, width]
+            sharing = np.bincount(routes.ravel(), minlength=pad + 1).astype(np.float64)
+            sharing[pad] = 0
+            level = np.full(pad + 1, np.inf)
+            np.divide(left, sharing, out=level, where=sharing > 0)
+            on_route = level[routes].min(axis=1)  # [m]: the lowest level a flow crosses
+            around = np.full(pad + 1, np.inf)  # the lowest level around each resource
+            np.minimum.at(around, routes.ravel(), np.repeat(on_route, width))
+            full = (sharing > 0) & (level <= around * (1 + 1e-12))
+            stopped = full[routes].any(axis=1)
+            rate[rising[stopped]] = on_route[stopped]
+            left -= np.bincount(routes[stopped].ravel(),
+                                weights=np.repeat(on_route[stopped], width),
+                                minlength=pad + 1)
+            np.maximum(left, 0.0, out=left)
+            rising = rising[~stopped]
+        return rate
+
+
+def max_min_rates(incidence: sp.csr_array, capacity: np.ndarray,
+                  active: np.ndarray | None = None) -> np.ndarray:
+    """Max-min fair rates of the active flows (`Sharing.rates`, for one call).
+
+    Parameters
+    ----------
+    incidence : [F, R] sparse, nonzero where flow f crosses resource r.
+    capacity : float64 [R], bit/s (inf: no limit).
+    active : bool [F] (default: all).
 
     Returns
     -------
@@ -50,28 +132,7 @@ def max_min_rates(incidence: sp.csr_array, capacity: np.ndarray,
     >>> max_min_rates(A, np.array([10.0, 2.0])).tolist()
     [8.0, 2.0]
     """
-    flows = incidence.shape[0]
-    active = np.ones(flows, dtype=bool) if active is None else np.asarray(active, dtype=bool)
-    A = sp.csr_array(incidence != 0, dtype=np.float64)
-    finite = np.isfinite(capacity)
-    A = A @ sp.diags_array(finite.astype(np.float64))  # unlimited resources constrain nothing
-    AT = sp.csr_array(A.T)
-    rate = np.zeros(flows)
-    crosses = A @ np.ones(len(capacity)) > 0
-    rate[active & ~crosses] = np.inf
-    rising = active & crosses
-    left = np.where(finite, capacity, 0.0).astype(np.float64)
-    while rising.any():
-        sharing = AT @ rising.astype(np.float64)  # rising flows on each resource
-        level = np.full(len(capacity), np.inf)
-        np.divide(left, sharing, out=level, where=sharing > 0)
-        lowest = level.min()
-        full = level <= lowest * (1 + 1e-12) + 1e-300
-        stopped = rising & (A @ full.astype(np.float64) > 0)
-        rate[stopped] = lowest
-        left = np.maximum(left - AT @ np.where(stopped, lowest, 0.0), 0.0)
-        rising &= ~stopped
-    return rate
+    return Sharing(incidence, capacity).rates(active)
 
 
 @dataclass(frozen=True)
@@ -121,34 +182,39 @@ def finish_times(transfers: Transfers) -> np.ndarray:
     >>> finish_times(t).tolist()
     [1.5, 2.0]
     """
+    sharing = Sharing(transfers.incidence, transfers.capacity)
     ready = np.asarray(transfers.start, dtype=np.float64) + transfers.latency
-    left = np.asarray(transfers.bits, dtype=np.float64).copy()
+    bits = np.asarray(transfers.bits, dtype=np.float64)
+    left = bits.copy()
     finish = np.full(len(ready), np.nan)
-    active = np.zeros(len(ready), dtype=bool)
     order = np.argsort(ready, kind="stable")
+    ready_sorted = ready[order]
     cursor = 0
-    now = ready[order[0]] if len(ready) else 0.0
-    while cursor < len(order) or active.any():
-        while cursor < len(order) and ready[order[cursor]] <= now:
-            f = order[cursor]
-            active[f] = True
-            cursor += 1
-        ended = active & (left <= RELATIVE_TOL * transfers.bits)
-        finish[ended], active[ended] = now, False
-        if not active.any():
+    active = np.zeros(0, dtype=np.int64)  # the flows taking bandwidth now
+    now = ready_sorted[0] if len(ready) else 0.0
+    while cursor < len(order) or len(active):
+        joined = int(np.searchsorted(ready_sorted, now, side="right"))
+        active = np.concatenate([active, order[cursor:joined]])
+        cursor = max(cursor, joined)
+        done = left[active] <= RELATIVE_TOL * bits[active]
+        finish[active[done]] = now
+        active = active[~done]
+        if not len(active):
             if cursor < len(order):
-                now = ready[order[cursor]]
+                now = ready_sorted[cursor]
             continue
-        rate = max_min_rates(transfers.incidence, transfers.capacity, active)
-        unlimited = active & np.isinf(rate)
-        finish[unlimited], active[unlimited], left[unlimited] = now, False, 0.0
-        if not active.any():
+        rate = sharing.rates_of(active)
+        unlimited = np.isinf(rate)
+        finish[active[unlimited]], left[active[unlimited]] = now, 0.0
+        active, rate = active[~unlimited], rate[~unlimited]
+        if not len(active):
             continue
-        until_end = (left[active] / rate[active]).min()
-        until_start = ready[order[cursor]] - now if cursor < len(order) else np.inf
+        until_end = (left[active] / rate).min()
+        until_start = ready_sorted[cursor] - now if cursor < len(order) else np.inf
         step = min(until_end, until_start)
-        left[active] = np.maximum(left[active] - rate[active] * step, 0.0)
+        left[active] = np.maximum(left[active] - rate * step, 0.0)
         now = now + step
         if step == until_end:  # the flows within tolerance of their end end together
-            left[active & (left <= RELATIVE_TOL * transfers.bits + rate * step * 1e-12)] = 0.0
+            close = left[active] <= RELATIVE_TOL * bits[active] + rate * step * 1e-12
+            left[active[close]] = 0.0
     return finish

@@ -33,10 +33,12 @@ from typing import TYPE_CHECKING, Any
 
 import networkx as nx
 import numpy as np
+import scipy.sparse as sp
 from scipy.special import ndtri
 
 import topologies as T
 from p2pfl.core.seeding import stream_seed
+from p2pfl.scale.flows import Transfers, finish_times
 
 if TYPE_CHECKING:
     from p2pfl.config import NetworkConfig
@@ -66,6 +68,17 @@ def hash_uniform(seed: int, *keys: np.ndarray) -> np.ndarray:
     z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
     z ^= z >> np.uint64(31)
     return (z >> np.uint64(11)).astype(np.float64) / 2.0**53
+
+
+@dataclass(frozen=True)
+class Links:
+    """What the messages of a round cross, one entry per message [E]."""
+
+    latency: np.ndarray  # seconds to the first byte
+    bps: np.ndarray  # the link's bandwidth, bit/s
+    slow: np.ndarray  # how many times longer the whole transfer takes (a slow link), else 1
+    own: np.ndarray  # bool: the link has a bandwidth of its own (a flow's private resource)
+    jitter: np.ndarray  # the message's lognormal factor
 
 
 @dataclass(frozen=True)
@@ -100,7 +113,8 @@ class Clock:
         self.steps, self.message_bytes, self.exchanges = steps, message_bytes, exchanges
         self._key = stream_seed(seed, "network")
         slow = hash_uniform(self._key, np.arange(n), 0) < net.stragglers
-        self.step_s = net.step_s * np.where(slow, net.slow_factor, 1.0)
+        self.step_s = net.step_s * np.where(slow, net.straggler_factor or net.slow_factor, 1.0)
+        self.link_factor = net.slow_link_factor or net.slow_factor
         self.start = np.zeros(n)
         # Overlap: rounds are slots of one normal local phase; a node's phases follow each other
         # (`ready`: when its current one ends) and it takes part in the slot its phase ends in.
@@ -156,7 +170,8 @@ class Clock:
 
     def transfer(self, t: int | np.ndarray, src: np.ndarray, dst: np.ndarray,
                  graph: nx.Graph | None = None) -> np.ndarray:
-        """Seconds from send to arrival of each message src[e] -> dst[e] of round t.
+        """Seconds from send to arrival of each message src[e] -> dst[e] of round t, alone on
+        its link (the "ideal" model: latency plus size over the link's bandwidth).
 
         Parameters
         ----------
@@ -170,16 +185,119 @@ class Clock:
         -------
         float64 array [E].
         """
+        link = self.links(t, src, dst, graph)
+        return (link.latency + self.message_bytes * 8 / link.bps) * link.slow * link.jitter \
+            * self.exchanges
+
+    def links(self, t: int | np.ndarray, src: np.ndarray, dst: np.ndarray,
+              graph: nx.Graph | None = None) -> Links:
+        """What each message src[e] -> dst[e] of round t crosses: its link's latency and
+        bandwidth (the [network] values, an edge's own latency_s and bandwidth_gbps, a slow
+        link's), and its jitter.
+
+        Parameters
+        ----------
+        t : round, from 0 (or an int array [E]).
+        src, dst : int arrays [E].
+        graph : the round's graph, or None.
+
+        Returns
+        -------
+        Links.
+        """
         net = self.net
         latency = np.full(len(src), net.latency_s)
-        gbps = np.full(len(src), net.bandwidth_gbps)
+        gbps = np.full(len(src), np.nan)
         if graph is not None:
             _edge_values(graph, src, dst, "latency_s", latency)
             _edge_values(graph, src, dst, "bandwidth_gbps", gbps)
-        seconds = latency + self.message_bytes * 8 / (gbps * 1e9)
+        own = ~np.isnan(gbps)  # the edge gives its own bandwidth
+        gbps[~own] = net.bandwidth_gbps
         slow = hash_uniform(self._key, src, dst, 2) < net.slow_links
-        return (seconds * np.where(slow, net.slow_factor, 1.0)
-                * self._jitter(t, src, dst, 3) * self.exchanges)
+        factor = np.ones(len(src))
+        if net.slow_link_latency_s or net.slow_link_gbps:  # a slow link's own values
+            latency = np.where(slow, net.slow_link_latency_s or latency * self.link_factor,
+                               latency)
+            gbps = np.where(slow, net.slow_link_gbps or gbps / self.link_factor, gbps)
+        else:  # a slow link takes link_factor times longer: latency and size alike
+            factor = np.where(slow, self.link_factor, 1.0)
+        return Links(latency, gbps * 1e9, factor, own | slow, self._jitter(t, src, dst, 3))
+
+    def flows(self, t: int, src: np.ndarray, dst: np.ndarray, sent: np.ndarray,
+              graph: nx.Graph | None = None) -> np.ndarray:
+        """When each message src[e] -> dst[e], sent at sent[e], has arrived in the "flow"
+        model: the messages a node sends share its uplink, those it receives its downlink, and
+        a link with a bandwidth of its own (an edge's bandwidth_gbps, a slow link) caps its
+        message; max-min fair rates, recomputed when a message starts or ends
+        (p2pfl/scale/flows.py). Q gossip exchanges are one message of Q times the size and the
+        latency, as in the "ideal" model; jitter multiplies a message's latency and size.
+
+        Parameters
+        ----------
+        t : round, from 0.
+        src, dst : int arrays [E].
+        sent : float64 [E], seconds since the start.
+        graph : the round's graph (edge latency_s and bandwidth_gbps, node uplink_gbps and
+            downlink_gbps), or None.
+
+        Returns
+        -------
+        float64 [E], seconds since the start.
+        """
+        link = self.links(t, src, dst, graph)
+        up, down = self.access(graph)
+        own = np.flatnonzero(link.own)
+        E, n = len(src), self.n
+        rows = np.concatenate([np.arange(E), np.arange(E), own])
+        cols = np.concatenate([src, n + dst, 2 * n + np.arange(len(own))])
+        incidence = sp.csr_array((np.ones(len(rows)), (rows, cols)), shape=(E, 2 * n + len(own)))
+        capacity = np.concatenate([up, down, link.bps[own] / link.slow[own]])
+        scale = link.slow * link.jitter * self.exchanges
+        transfers = Transfers(sent, link.latency * scale, self.message_bytes * 8.0 * scale
+                              / link.slow, incidence, capacity)
+        return finish_times(transfers)
+
+    def access(self, graph: nx.Graph | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Each node's uplink and downlink capacity in bit/s ([network] uplink_gbps and
+        downlink_gbps, 0: bandwidth_gbps; a graph node's uplink_gbps and downlink_gbps).
+
+        Parameters
+        ----------
+        graph : the round's graph, or None.
+
+        Returns
+        -------
+        (float64 [n], float64 [n]).
+        """
+        net = self.net
+        out = []
+        for name, value in (("uplink_gbps", net.uplink_gbps), ("downlink_gbps",
+                                                                  net.downlink_gbps)):
+            gbps = np.full(self.n, value or net.bandwidth_gbps)
+            if graph is not None:
+                for node, v in nx.get_node_attributes(graph, name).items():
+                    gbps[node] = float(v)
+            out.append(gbps * 1e9)
+        return out[0], out[1]
+
+    def arrivals(self, t: int, src: np.ndarray, dst: np.ndarray, sent: np.ndarray,
+                 graph: nx.Graph | None = None) -> np.ndarray:
+        """When each message of round t, sent at sent[e], arrives, in the run's model.
+
+        Parameters
+        ----------
+        t : round, from 0.
+        src, dst : int arrays [E].
+        sent : float64 [E], seconds since the start.
+        graph : the round's graph, or None.
+
+        Returns
+        -------
+        float64 [E], seconds since the start.
+        """
+        if self.net.model == "flow":
+            return self.flows(t, src, dst, sent, graph)
+        return sent + self.transfer(t, src, dst, graph)
 
     def plan(self, t: int, src: np.ndarray, dst: np.ndarray, active: np.ndarray,
              graph: nx.Graph | None = None) -> RoundTime:
@@ -202,7 +320,7 @@ class Clock:
             late_by = self.transfer(t, src, dst, graph)
             return RoundTime(end, end, *self._delays(t, src, dst, late_by), ready=ready)
         done = self.start + self.compute(t, active)
-        arrival = done[src] + self.transfer(t, src, dst, graph)
+        arrival = self.arrivals(t, src, dst, done[src], graph)
         start = done.copy()
         np.maximum.at(start, dst, arrival)
         empty = np.zeros(0, dtype=np.int64)
@@ -262,9 +380,8 @@ class Clock:
         active = np.zeros(self.n, dtype=bool)
         active[clients] = True
         server = np.zeros_like(clients)
-        at_client = self.start[0] + self.transfer(t, server, clients)
-        back = (at_client + self.compute(t, active)[clients]
-                + self.transfer(t, clients, server))
+        at_client = self.arrivals(t, server, clients, np.full(len(clients), self.start[0]))
+        back = self.arrivals(t, clients, server, at_client + self.compute(t, active)[clients])
         end = max(self.start[0], float(back.max(initial=self.start[0])))
         done = np.full(self.n, self.start[0])
         done[clients] = back

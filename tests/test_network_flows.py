@@ -1,0 +1,89 @@
+"""The "flow" network model in the clock: a node's messages share its uplink and downlink
+(hand-computed rounds, the issue's degree check), the star's server links, the separate knobs
+of stragglers and slow links, and the settings that the model refuses."""
+
+from __future__ import annotations
+
+import networkx as nx
+import numpy as np
+import pytest
+
+import topologies as T
+from p2pfl.config import ConfigError, NetworkConfig
+from p2pfl.engine import run
+from p2pfl.scale.network import Clock
+from tests.conftest import small_config
+
+MLP_BYTES = 796_840  # mnist_2NN in float32: 6.37 Mbit
+
+
+def round_s(graph: nx.Graph, model: str, **net) -> float:
+    """The transfer part of one synchronous round (no compute): when the last node may start."""
+    config = NetworkConfig(enabled=True, step_s=0.0, latency_s=0.0, model=model, **net)
+    c = Clock(config, graph.number_of_nodes(), seed=0, steps=1, message_bytes=MLP_BYTES)
+    return c.commit(c.plan_round(0, graph, T.Faults.none(graph.number_of_nodes())))["sim_time_s"]
+
+
+def test_degree_costs_time_when_messages_share_the_node_links() -> None:
+    """Complete graph of 16: 15 models out through each 1 Gbit/s uplink, 95.6 ms; the ring's 2:
+    12.7 ms; the ideal model gives both one model's 6.37 ms."""
+    one = MLP_BYTES * 8 / 1e9
+    complete, ring = round_s(T.complete(16), "flow"), round_s(T.ring(16), "flow")
+    assert complete == pytest.approx(15 * one, rel=1e-9) and complete >= 0.9 * 15 * one
+    assert ring == pytest.approx(2 * one, rel=1e-9) and complete >= 5 * ring
+    assert round_s(T.complete(16), "ideal") == pytest.approx(one) == round_s(T.ring(16), "ideal")
+
+
+def test_a_hub_uplink_and_a_slow_downlink_by_hand() -> None:
+    """Star of 4 (hub 0) with 1 Gbit/s and 1 ms latency; leaf 3's downlink at 0.25 Gbit/s.
+    Hub -> 1, 2, 3 share its uplink at 1/3 each until hub -> 3 is held to 0.25 by leaf 3's
+    downlink: the other two get 0.375 each. Leaves -> hub share its downlink at 1/3 each."""
+    G = nx.star_graph(3)
+    G.nodes[3]["downlink_gbps"] = 0.25
+    config = NetworkConfig(enabled=True, step_s=0.0, latency_s=0.001, model="flow")
+    c = Clock(config, 4, seed=0, steps=1, message_bytes=1_000_000)  # 8 Mbit
+    src, dst = np.array([0, 0, 0, 1, 2, 3]), np.array([1, 2, 3, 0, 0, 0])
+    got = c.flows(0, src, dst, np.zeros(6), G)
+    # hub -> 1, 2: 8e6 / 0.375e9 = 21.33 ms; hub -> 3: 32 ms; leaves -> hub: 8e6 / (1e9/3) = 24 ms
+    np.testing.assert_allclose(got, 0.001 + np.array([8 / 375, 8 / 375, 0.032, 0.024, 0.024,
+                                                      0.024]), rtol=1e-9)
+
+
+def test_the_server_downlink_is_shared_by_the_sampled_clients() -> None:
+    """Server 0, clients 1..4 of 1 Gbit/s links, 8 Mbit models, no latency, 1 s of compute:
+    down 4 x 8 Mbit through the server's uplink (32 ms), compute, 4 uploads into its downlink
+    (32 ms): the round ends at 1.064 s; the ideal model says 1.016 s."""
+    for model, end in (("flow", 1.064), ("ideal", 1.016)):
+        config = NetworkConfig(enabled=True, step_s=1.0, latency_s=0.0, model=model)
+        c = Clock(config, 5, seed=0, steps=1, message_bytes=1_000_000)
+        assert c.commit(c.plan_server(0, np.arange(1, 5)))["sim_time_s"] == pytest.approx(end)
+
+
+def test_stragglers_and_slow_links_have_their_own_knobs() -> None:
+    """8x slower compute beside 50 ms / 100 Mbit/s slow links (every node and link slow here)."""
+    config = NetworkConfig(enabled=True, step_s=1.0, latency_s=0.0, stragglers=1.0,
+                           straggler_factor=8.0, slow_links=1.0, slow_link_latency_s=0.05,
+                           slow_link_gbps=0.1)
+    c = Clock(config, 2, seed=0, steps=1, message_bytes=1_250_000)  # 10 Mbit
+    src, dst = np.array([0]), np.array([1])
+    assert c.compute(0, np.array([True, True])).tolist() == [8.0, 8.0]
+    assert c.transfer(0, src, dst) == pytest.approx([0.05 + 0.1])
+    flow = Clock(NetworkConfig(**(config.__dict__ | {"model": "flow"})), 2, 0, 1, 1_250_000)
+    assert flow.flows(0, src, dst, np.zeros(1)) == pytest.approx([0.05 + 0.1])
+    factor = Clock(NetworkConfig(enabled=True, latency_s=0.01, slow_links=1.0,
+                                 slow_link_factor=3.0, model="flow"), 2, 0, 1, 1_250_000)
+    assert factor.flows(0, src, dst, np.zeros(1)) == pytest.approx([3 * (0.01 + 0.01)])
+
+
+def test_settings_the_model_cannot_honour_are_refused(tmp_path) -> None:
+    with pytest.raises(ConfigError, match="^network.uplink_gbps: is set but network.model is"):
+        small_config(network__enabled=True, network__uplink_gbps=10.0)
+    with pytest.raises(ConfigError, match="^network.straggler_factor: is set but network."
+                                          "stragglers is 0"):
+        small_config(network__enabled=True, network__straggler_factor=8.0)
+    with pytest.raises(ConfigError, match="^network.model: 'flow' does not time overlapped"):
+        small_config(algorithm__name="osgp", topology__name="exponential",
+                     network__enabled=True, network__overlap=True, network__model="flow")
+    with pytest.raises(ConfigError, match="^network.model: adpsgd runs event by event"):
+        run(small_config(algorithm__name="adpsgd", algorithm__local_steps=1,
+                         network__enabled=True, network__model="flow"), tmp_path / "r")
