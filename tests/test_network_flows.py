@@ -87,3 +87,39 @@ def test_settings_the_model_cannot_honour_are_refused(tmp_path) -> None:
     with pytest.raises(ConfigError, match="^network.model: adpsgd runs event by event"):
         run(small_config(algorithm__name="adpsgd", algorithm__local_steps=1,
                          network__enabled=True, network__model="flow"), tmp_path / "r")
+
+
+def test_messages_share_the_underlay_links_of_their_paths() -> None:
+    """Underlay path 0 - 1 - 2 - 3, 1 ms a link, link 1 - 2 of 0.5 Gbit/s (10 elsewhere), 8 Mbit
+    messages 0 -> 3, 1 -> 2 and 3 -> 0. 1 -> 2 starts after 1 ms alone on 1 -> 2 (1 Mbit by
+    3 ms), then shares it with 0 -> 3 at 0.25 each: it ends at 31 ms, 0 -> 3 (7 Mbit by then)
+    at 33 ms; 3 -> 0 crosses the other direction alone: 3 ms + 16 ms."""
+    U = nx.path_graph(4)
+    nx.set_edge_attributes(U, 10.0, "capacity_gbps")
+    nx.set_edge_attributes(U, 0.001, "latency_s")
+    U.edges[1, 2]["capacity_gbps"] = 0.5
+    config = NetworkConfig(enabled=True, step_s=0.0, latency_s=0.0, model="flow")
+    c = Clock(config, 4, seed=0, steps=1, message_bytes=1_000_000, underlay=U)
+    got = c.flows(0, np.array([0, 1, 3]), np.array([3, 2, 0]), np.zeros(3))
+    np.testing.assert_allclose(got, [0.033, 0.031, 0.019], rtol=1e-9)
+
+
+def test_a_shipped_underlay_times_a_run(tmp_path) -> None:
+    G = T.underlay("gaia")
+    assert G.number_of_nodes() == 11 and G.nodes[4]["label"] == "Frankfurt"
+    assert {d["capacity_gbps"] for *_, d in G.edges(data=True)} <= {0.1, 0.3, 0.5, 1.0, 1.5}
+    base = {"rounds": 1, "network__enabled": True, "network__model": "flow",
+            "network__step_s": 0.0, "network__latency_s": 0.0}
+    flat = run(small_config(**base), tmp_path / "flat", figures=False)
+    over = run(small_config(**base, network__underlay="gaia"), tmp_path / "gaia", figures=False)
+    assert over[0]["sim_time_s"] > flat[0]["sim_time_s"] + 0.01  # intercontinental paths
+
+
+def test_underlay_settings_are_checked(tmp_path) -> None:
+    with pytest.raises(ConfigError, match="^network.underlay: unknown value 'gaya'; did you "):
+        small_config(network__enabled=True, network__model="flow", network__underlay="gaya")
+    with pytest.raises(ConfigError, match="^network.underlay: is set but network.model is"):
+        small_config(network__enabled=True, network__underlay="gaia")
+    with pytest.raises(ConfigError, match="^network.underlay: 'gaia' has 11 nodes, fewer"):
+        run(small_config(data__num_nodes=12, network__enabled=True, network__model="flow",
+                         network__underlay="gaia"), tmp_path / "r")

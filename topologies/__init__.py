@@ -37,6 +37,8 @@ Adversaries and privacy: placement(G, count, rule="random", seed=None) (PLACEMEN
     max_degree, cut); gossip_exposure(W or [W, ...], steps=1, online=None,
     accounting="linear"|"reach") (pairwise exposure of private gossip), rdp_to_dp(c, delta),
     gaussian_coefficient(sensitivity, sigma)
+Underlays (physical networks, docs/network.md): underlay(name) (UNDERLAYS: gaia, amazon_us,
+    geant, exodus, ebone), underlay_routes(U, n)
 Connectivity: is_strongly_connected(G), union_graph(schedule, t0, t1),
     union_is_strongly_connected(n, graphs)
 Neighbour selection ``(losses, candidates, k, rng) -> [n, k]``: select_random,
@@ -129,6 +131,7 @@ from topologies.selection import (
     select_loss_based,
     select_random,
 )
+from topologies.underlays import UNDERLAYS, underlay, underlay_routes
 from topologies.windows import UnionWindow, union_window
 
 __all__ = [
@@ -160,6 +163,8 @@ __all__ = [
     # adversaries and privacy
     "placement", "PLACEMENTS", "gossip_exposure", "rdp_to_dp", "gaussian_coefficient",
     "PRIVACY_ACCOUNTINGS",
+    # physical networks under an overlay
+    "underlay", "UNDERLAYS", "underlay_routes",
     # by name, for configs
     "TOPOLOGIES", "REGISTRY", "NamedTopology", "register", "named", "build_schedule",
     "ParameterError", "did_you_mean", "messages",

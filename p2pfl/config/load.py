@@ -31,7 +31,7 @@ from p2pfl.config.sections import (
 from p2pfl.config.threats import check_byzantine, check_privacy
 from p2pfl.config.topology import build_topology, option_types
 from p2pfl.options import AlgorithmOptions, check_number, check_values
-from topologies import ParameterError, did_you_mean
+from topologies import UNDERLAYS, ParameterError, did_you_mean
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -203,8 +203,12 @@ def _check_network(cfg: Config, algorithm: Any) -> None:
             what = "stragglers" if name == "straggler_factor" else "slow_links"
             raise ConfigError(f"network.{name}", f"is set but network.{what} is 0: nothing is "
                               "that slow")
+    if net.underlay and net.underlay not in UNDERLAYS:
+        raise ConfigError("network.underlay", f"unknown value {net.underlay!r}; "
+                          f"{did_you_mean(net.underlay, UNDERLAYS)}one of "
+                          f"{', '.join(UNDERLAYS)}")
     if net.model == "ideal":
-        for name in ("uplink_gbps", "downlink_gbps"):
+        for name in ("uplink_gbps", "downlink_gbps", "underlay"):
             if getattr(net, name) != getattr(default, name):
                 raise ConfigError(f"network.{name}", "is set but network.model is 'ideal' "
                                   "(every message has its link to itself): set model = 'flow'")

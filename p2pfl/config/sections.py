@@ -145,6 +145,10 @@ class NetworkConfig:
     model: str = option("ideal", choices=NETWORK_MODELS, doc="ideal: every message has its "
                         "link to itself; flow: a node's messages share its uplink and downlink "
                         "(max-min fair flows, p2pfl/scale/flows.py)")
+    underlay: str = option("", doc="flow: the physical network under the overlay, by name "
+                           "(gaia | amazon_us | geant | exodus | ebone; '' none): node i sits at "
+                           "its node i, messages take the path of least latency and share its "
+                           "links")
     uplink_gbps: float = option(0.0, low=0, doc="flow: each node's uplink in Gbit/s (0: "
                                 "bandwidth_gbps; a graph node attribute uplink_gbps overrides)")
     downlink_gbps: float = option(0.0, low=0, doc="flow: each node's downlink in Gbit/s (0: "

@@ -335,7 +335,12 @@ def _clock(cfg: Config, algorithm: Algorithm, schedule: T.Schedule, data: Federa
     steps = steps_per_node(data.sizes, a.batch_size, a.local_epochs, a.local_steps, a.last_batch)
     if algorithm.mixing == "server":  # the star: the server (node 0) takes no local step
         steps = np.concatenate(([0], steps))
-    return Clock(cfg.network, schedule.n, cfg.seed, steps, size, algorithm.exchanges)
+    underlay = T.underlay(cfg.network.underlay) if cfg.network.underlay else None
+    if underlay is not None and underlay.number_of_nodes() < schedule.n:
+        raise ConfigError("network.underlay", f"{cfg.network.underlay!r} has "
+                          f"{underlay.number_of_nodes()} nodes, fewer than the run's "
+                          f"{schedule.n} (node i sits at its node i)")
+    return Clock(cfg.network, schedule.n, cfg.seed, steps, size, algorithm.exchanges, underlay)
 
 
 def _own_model(model: nn.Module, data: FederatedData, device: torch.device,

@@ -70,6 +70,45 @@ def hash_uniform(seed: int, *keys: np.ndarray) -> np.ndarray:
     return (z >> np.uint64(11)).astype(np.float64) / 2.0**53
 
 
+class Underlay:
+    """An underlay's directed links as resources and each overlay pair's path over them.
+
+    Parameters
+    ----------
+    graph : the underlay (topologies/underlays.py): edges with capacity_gbps and latency_s.
+    n : the overlay's nodes, at the underlay's nodes 0..n-1.
+    """
+
+    def __init__(self, graph: nx.Graph, n: int) -> None:
+        directed = [(u, v) for a, b in graph.edges for u, v in ((a, b), (b, a))]
+        index = {link: k for k, link in enumerate(directed)}
+        self.bps = np.array([graph.edges[link].get("capacity_gbps", np.inf) * 1e9
+                             for link in directed])
+        self.paths: dict[tuple[int, int], np.ndarray] = {}
+        self.latency = np.zeros((n, n))
+        for (i, j), path in T.underlay_routes(graph, n).items():
+            self.paths[i, j] = np.array([index[link] for link in path], dtype=np.int64)
+            self.latency[i, j] = sum(graph.edges[link].get("latency_s", 0.0) for link in path)
+
+    def crossed(self, src: np.ndarray, dst: np.ndarray
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The underlay links each message src[e] -> dst[e] crosses.
+
+        Parameters
+        ----------
+        src, dst : int arrays [E].
+
+        Returns
+        -------
+        (message index, link index) pairs as two int arrays, and each message's path latency
+        (float64 [E], seconds).
+        """
+        paths = [self.paths[int(i), int(j)] for i, j in zip(src, dst, strict=True)]
+        rows = np.repeat(np.arange(len(paths)), [len(p) for p in paths])
+        links = np.concatenate(paths) if paths else np.zeros(0, dtype=np.int64)
+        return rows, links, self.latency[src, dst]
+
+
 @dataclass(frozen=True)
 class Links:
     """What the messages of a round cross, one entry per message [E]."""
@@ -108,8 +147,10 @@ class Clock:
     advances the clock, so a round the divergence guard re-runs is timed once."""
 
     def __init__(self, net: NetworkConfig, n: int, seed: int, steps: np.ndarray | int,
-                 message_bytes: int, exchanges: int = 1) -> None:
+                 message_bytes: int, exchanges: int = 1, underlay: nx.Graph | None = None
+                 ) -> None:
         self.net, self.n, self.seed = net, n, seed
+        self.underlay = Underlay(underlay, n) if underlay is not None else None
         self.steps, self.message_bytes, self.exchanges = steps, message_bytes, exchanges
         self._key = stream_seed(seed, "network")
         slow = hash_uniform(self._key, np.arange(n), 0) < net.stragglers
@@ -248,13 +289,22 @@ class Clock:
         up, down = self.access(graph)
         own = np.flatnonzero(link.own)
         E, n = len(src), self.n
-        rows = np.concatenate([np.arange(E), np.arange(E), own])
-        cols = np.concatenate([src, n + dst, 2 * n + np.arange(len(own))])
-        incidence = sp.csr_array((np.ones(len(rows)), (rows, cols)), shape=(E, 2 * n + len(own)))
-        capacity = np.concatenate([up, down, link.bps[own] / link.slow[own]])
+        rows = [np.arange(E), np.arange(E), own]
+        cols = [src, n + dst, 2 * n + np.arange(len(own))]
+        capacity = [up, down, link.bps[own] / link.slow[own]]
+        latency = link.latency.copy()
+        if self.underlay is not None:  # the path's links, after the access links and own ones
+            path_rows, path_links, path_latency = self.underlay.crossed(src, dst)
+            rows.append(path_rows)
+            cols.append(2 * n + len(own) + path_links)
+            capacity.append(self.underlay.bps)
+            latency += path_latency
+        incidence = sp.csr_array((np.ones(sum(map(len, rows))), (np.concatenate(rows),
+                                  np.concatenate(cols))),
+                                 shape=(E, sum(map(len, capacity))))
         scale = link.slow * link.jitter * self.exchanges
-        transfers = Transfers(sent, link.latency * scale, self.message_bytes * 8.0 * scale
-                              / link.slow, incidence, capacity)
+        transfers = Transfers(sent, latency * scale, self.message_bytes * 8.0 * scale
+                              / link.slow, incidence, np.concatenate(capacity))
         return finish_times(transfers)
 
     def access(self, graph: nx.Graph | None = None) -> tuple[np.ndarray, np.ndarray]:
