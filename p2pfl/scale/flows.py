@@ -74,12 +74,14 @@ class Sharing:
         rate[chosen] = self.rates_of(chosen)
         return rate
 
-    def rates_of(self, flows: np.ndarray) -> np.ndarray:
+    def rates_of(self, flows: np.ndarray, capacity: np.ndarray | None = None) -> np.ndarray:
         """`rates` of the given flows alone (the others take nothing).
 
         Parameters
         ----------
         flows : int [m], distinct flow indices.
+        capacity : float64 [R + 1], what each resource has for them (default: all of it; the
+            last entry, the pad, 0).
 
         Returns
         -------
@@ -89,7 +91,7 @@ class Sharing:
         pad = len(self.capacity) - 1
         rate = np.where(self.crosses[flows], 0.0, np.inf)
         rising = np.flatnonzero(self.crosses[flows])  # positions in `flows`
-        left = self.capacity.copy()
+        left = (self.capacity if capacity is None else capacity).copy()
         while len(rising):
             routes = self.routes[flows[rising]]  # [m, width]
             sharing = np.bincount(routes.ravel(), minlength=pad + 1).astype(np.float64)
@@ -160,7 +162,10 @@ def finish_times(transfers: Transfers) -> np.ndarray:
 
     Events are the times a transfer becomes active (start + latency) or ends; between two
     events the rates are constant. Transfers that become active or end at the same time (to
-    RELATIVE_TOL of their size) are taken together.
+    RELATIVE_TOL of their size) are taken together. Each flow keeps its bits left as of the
+    last change of its rate, so an event touches only the flows whose rate it changes, and an
+    event re-solves only the flows at or above the lowest level it can move (`_lowest_moved`):
+    progressive filling freezes the levels below it exactly as before.
 
     Parameters
     ----------
@@ -183,38 +188,88 @@ def finish_times(transfers: Transfers) -> np.ndarray:
     [1.5, 2.0]
     """
     sharing = Sharing(transfers.incidence, transfers.capacity)
+    flows = len(sharing.routes)
     ready = np.asarray(transfers.start, dtype=np.float64) + transfers.latency
     bits = np.asarray(transfers.bits, dtype=np.float64)
-    left = bits.copy()
-    finish = np.full(len(ready), np.nan)
+    left = bits.copy()  # bits left as of `stamp`
+    stamp = ready.copy()
+    rate = np.zeros(flows)
+    end = np.full(flows, np.inf)  # when each active flow ends at its present rate
+    finish = np.full(flows, np.nan)
+    active = np.zeros(flows, dtype=bool)
+    usage = np.zeros(len(sharing.capacity))  # what the active flows take of each resource
     order = np.argsort(ready, kind="stable")
     ready_sorted = ready[order]
     cursor = 0
-    active = np.zeros(0, dtype=np.int64)  # the flows taking bandwidth now
-    now = ready_sorted[0] if len(ready) else 0.0
-    while cursor < len(order) or len(active):
-        joined = int(np.searchsorted(ready_sorted, now, side="right"))
-        active = np.concatenate([active, order[cursor:joined]])
-        cursor = max(cursor, joined)
-        done = left[active] <= RELATIVE_TOL * bits[active]
-        finish[active[done]] = now
-        active = active[~done]
-        if not len(active):
-            if cursor < len(order):
-                now = ready_sorted[cursor]
+    while cursor < flows or active.any():
+        next_end = end[active].min() if active.any() else np.inf
+        now = min(next_end, ready_sorted[cursor] if cursor < flows else np.inf)
+        slack = RELATIVE_TOL * bits / np.where(rate > 0, rate, np.inf)
+        ended = np.flatnonzero(active & (end - now <= slack))
+        joined = order[cursor:int(np.searchsorted(ready_sorted, now, side="right"))]
+        cursor += len(joined)
+        finish[ended], active[ended], end[ended] = now, False, np.inf
+        _take(sharing, usage, ended, -rate[ended])
+        empty = joined[bits[joined] <= 0]
+        finish[empty] = now
+        joined = joined[bits[joined] > 0]
+        active[joined] = True
+        lowest = _lowest_moved(sharing, active, rate[ended], joined)
+        rate[ended] = 0.0
+        moving = active & (rate >= lowest * (1 - 1e-12))
+        moving[joined] = True  # rate 0 until solved
+        moved = np.flatnonzero(moving)
+        if not len(moved):
             continue
-        rate = sharing.rates_of(active)
-        unlimited = np.isinf(rate)
-        finish[active[unlimited]], left[active[unlimited]] = now, 0.0
-        active, rate = active[~unlimited], rate[~unlimited]
-        if not len(active):
-            continue
-        until_end = (left[active] / rate).min()
-        until_start = ready_sorted[cursor] - now if cursor < len(order) else np.inf
-        step = min(until_end, until_start)
-        left[active] = np.maximum(left[active] - rate * step, 0.0)
-        now = now + step
-        if step == until_end:  # the flows within tolerance of their end end together
-            close = left[active] <= RELATIVE_TOL * bits[active] + rate * step * 1e-12
-            left[active[close]] = 0.0
+        _take(sharing, usage, moved, -rate[moved])  # re-solve them on what the others leave
+        new = sharing.rates_of(moved, np.maximum(sharing.capacity - usage, 0.0))
+        left[moved] -= rate[moved] * (now - stamp[moved])
+        np.maximum(left, 0.0, out=left)
+        stamp[moved], rate[moved] = now, new
+        _take(sharing, usage, moved, new)
+        unlimited = moved[np.isinf(new)]
+        finish[unlimited], active[unlimited], rate[unlimited] = now, False, 0.0
+        going = moved[np.isfinite(new)]
+        end[going] = now + left[going] / np.where(new[np.isfinite(new)] > 0,
+                                                  new[np.isfinite(new)], np.nan)
+        end[unlimited] = np.inf
     return finish
+
+
+def _take(sharing: Sharing, usage: np.ndarray, flows: np.ndarray, rates: np.ndarray) -> None:
+    """usage[r] += rates of the given flows on each resource r they cross (finite rates only)."""
+    finite = np.isfinite(rates) & (rates != 0)
+    if finite.any():
+        width = sharing.routes.shape[1]
+        usage += np.bincount(sharing.routes[flows[finite]].ravel(),
+                             weights=np.repeat(rates[finite], width), minlength=len(usage))
+        usage[-1] = 0.0
+
+
+def _lowest_moved(sharing: Sharing, active: np.ndarray, ended_rates: np.ndarray,
+                  joined: np.ndarray) -> float:
+    """The lowest level an event can change: the flows below it keep their rates.
+
+    Removing a flow of rate r changes only resources that filled at r or above (a flow stops at
+    the lowest level of its resources), so every level below r fills as before. A joining flow
+    gets at least the fair share min_r capacity_r / (active flows on r) of its resources, and
+    the resources it crosses fill at that level or above, so every level below fills as before.
+
+    Parameters
+    ----------
+    sharing : the resources.
+    active : bool [F], the flows active after the event (the joined ones included).
+    ended_rates : float64 [m], the rates the ending flows had.
+    joined : int [k], the flows that joined.
+
+    Returns
+    -------
+    float, bit/s (inf when nothing moves).
+    """
+    lowest = ended_rates[np.isfinite(ended_rates)].min(initial=np.inf)
+    if len(joined):
+        on = np.bincount(sharing.routes[active].ravel(), minlength=len(sharing.capacity))
+        share = np.divide(sharing.capacity, on, out=np.full(len(on), np.inf), where=on > 0)
+        share[-1] = np.inf  # the pad limits nothing
+        lowest = min(lowest, share[sharing.routes[joined]].min())
+    return float(lowest)
