@@ -10,8 +10,12 @@ Legrand, "On the validity of flow-level TCP network models for grid and cloud si
 TOMACS 2013), here without its TCP corrections (no latency or bandwidth factors, no window
 bound): no slow start, no packet loss, no congestion-control dynamics.
 
-Everything is arrays: a flow's resources are a row of a sparse incidence matrix [flows,
-resources], and one recomputation of the rates is a progressive filling of O(levels * nnz).
+Everything is arrays: a flow's resources are a row of resource indices, and one recomputation
+of the rates is a progressive filling that stops in one pass every resource whose level is the
+lowest around it. An event re-solves only the flows at or above the lowest level it can move
+(the levels below fill as before) and a flow keeps its bits since its last change of rate, so an
+event costs what it changes. `tests/test_flows.py` checks the completion times against SimGrid's
+(bench/simgrid_flows.py) and against re-solving every flow at every event.
 """
 
 from __future__ import annotations
