@@ -123,3 +123,20 @@ def test_underlay_settings_are_checked(tmp_path) -> None:
     with pytest.raises(ConfigError, match="^network.underlay: 'gaia' has 11 nodes, fewer"):
         run(small_config(data__num_nodes=12, network__enabled=True, network__model="flow",
                          network__underlay="gaia"), tmp_path / "r")
+
+
+def test_a_resume_refuses_a_changed_underlay_file(tmp_path, monkeypatch) -> None:
+    import shutil
+
+    from p2pfl.objects import inputs
+
+    base = {"rounds": 1, "network__enabled": True, "network__model": "flow",
+            "network__underlay": "gaia", "engine__checkpoint_every": 1}
+    run(small_config(**base), tmp_path / "r", figures=False)
+    changed = tmp_path / "underlays"
+    shutil.copytree(inputs.UNDERLAY_FOLDER, changed)
+    (changed / "gaia.gml").write_text((changed / "gaia.gml").read_text().replace(
+        "capacity 1000000000.0", "capacity 2000000000.0", 1))
+    monkeypatch.setattr(inputs, "UNDERLAY_FOLDER", changed)
+    with pytest.raises(ConfigError, match="^network.underlay: the file .*gaia.gml differs"):
+        run(small_config(**(base | {"rounds": 2})), tmp_path / "r", resume=True)

@@ -1,5 +1,6 @@
-"""Files a named part of a run reads (a topology's edge or adjacency file, a dataset on disk),
-recorded by content (inputs.json) so that a resume cannot silently continue on other ones."""
+"""Files a named part of a run reads (a topology's edge or adjacency file, a dataset on disk, a
+shipped underlay), recorded by content (inputs.json) so that a resume cannot silently continue on
+other ones."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from p2pfl.core.federated import FederatedData
 from p2pfl.objects.data import tensor_digest
 from p2pfl.objects.records import read_record
 from p2pfl.report.results import file_sha256
+from topologies.underlays import FOLDER as UNDERLAY_FOLDER
 
 INPUTS_RECORD = "inputs.json"
 FILE_TOPOLOGIES = ("from_edges", "from_adjacency")
@@ -58,7 +60,8 @@ def describe_inputs(cfg: Config, data: FederatedData) -> dict[str, Any]:
 
     Returns
     -------
-    dict, {"topology.path": {path, sha256}, "data": {name, sha256}} (each where it applies).
+    dict, {"topology.path": {path, sha256}, "data": {name, sha256}, "network.underlay": {path,
+    sha256}} (each where it applies).
     """
     record: dict[str, Any] = {}
     if cfg.topology.name in FILE_TOPOLOGIES:
@@ -66,6 +69,9 @@ def describe_inputs(cfg: Config, data: FederatedData) -> dict[str, Any]:
         record["topology.path"] = {"path": str(path), "sha256": file_sha256(path)}
     if cfg.data.name not in ("synthetic", OBJECT):
         record["data"] = {"name": cfg.data.name, "sha256": data_sha256(data)}
+    if cfg.network.enabled and cfg.network.underlay:
+        path = UNDERLAY_FOLDER / f"{cfg.network.underlay}.gml"
+        record["network.underlay"] = {"path": str(path), "sha256": file_sha256(path)}
     return record
 
 
