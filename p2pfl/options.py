@@ -150,8 +150,9 @@ def check_values(values: Any) -> None:
     for f in dataclasses.fields(values):
         meta, value = f.metadata, getattr(values, f.name)
         if meta.get("choices") and value not in meta["choices"]:
+            shown = (str(c) if c != "" else "''" for c in meta["choices"])
             raise ParameterError(f.name, f"unknown value {value!r} (allowed: "
-                                 f"{', '.join(map(str, meta['choices']))})")
+                                 f"{', '.join(shown)})")
         if isinstance(value, int | float) and not isinstance(value, bool) and "low" in meta:
             why = check_number(value, meta["low"], meta["high"], meta["low_open"],
                                meta["high_open"])

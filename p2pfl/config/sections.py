@@ -11,7 +11,7 @@ from typing import Any
 
 from p2pfl.errors import ConfigError
 from p2pfl.options import AlgorithmOptions, option
-from topologies import PRIVACY_ACCOUNTINGS, REGISTRY, NamedTopology
+from topologies import PRIVACY_ACCOUNTINGS, REGISTRY, UNDERLAYS, NamedTopology
 from topologies.by_name import MAX_WINDOW
 
 NETWORK_MODELS = ("ideal", "flow")
@@ -145,8 +145,8 @@ class NetworkConfig:
     model: str = option("ideal", choices=NETWORK_MODELS, doc="ideal: every message has its "
                         "link to itself; flow: a node's messages share its uplink and downlink "
                         "(max-min fair flows, p2pfl/scale/flows.py)")
-    underlay: str = option("", doc="flow: the physical network under the overlay, by name "
-                           "(gaia | amazon_us | geant | exodus | ebone; '' none): node i sits at "
+    underlay: str = option("", choices=("", *UNDERLAYS), doc="flow: the physical network under "
+                           "the overlay, by name ('' none): node i sits at "
                            "its node i, messages take the path of least latency and share its "
                            "links")
     uplink_gbps: float = option(0.0, low=0, doc="flow: each node's uplink in Gbit/s (0: "
