@@ -156,8 +156,7 @@ class ADPSGD(Asynchronous):
             self.apply(ctx, ev, nodes[alone], nodes[alone])
         i, j, k = nodes[~alone], partner[~alone], k[~alone]
         if len(i):
-            delay = np.maximum(ev.transfer_s(k, i, j), ev.transfer_s(k, j, i))
-            ev.send(i, j, delay, copies=2)  # a model each way; averaged when it is due
+            ev.send(i, j, k, copies=2, both_ways=True)  # a model each way; averaged when it is due
 
     def arrive(self, ctx: RunContext, ev: Instant, messages: Delivery) -> None:
         order = np.argsort(messages.src, kind="stable")  # the initiators' order

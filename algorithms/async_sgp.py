@@ -136,7 +136,7 @@ class AsyncSGP(Asynchronous):
             return
         owner = np.searchsorted(nodes, src_a)
         phase = ev.phase(src_a)
-        ev.send(src_a, dst_a, ev.transfer_s(phase, src_a, dst_a), share=share_a,
+        ev.send(src_a, dst_a, phase, share=share_a,
                 snapshot=nodes, owner=owner, scalar=w_send, read=np.full(len(nodes), ev.now),
                 copies=1, scalars=1)
 

@@ -31,8 +31,6 @@ if TYPE_CHECKING:
 
 NEEDS_CLOCK = ("{name} is asynchronous and runs on the simulated clock: set network.enabled = "
                "true (docs/async.md)")
-NEEDS_IDEAL = ("{name} runs event by event, and the event engine does not share links between "
-               "flows yet: use network.model = 'ideal'")
 NEEDS_TIME = ("is 0, but {name} is asynchronous: a local phase must take simulated time, or the "
               "clock never advances; set network.step_s > 0")
 
@@ -63,22 +61,20 @@ class Instant(Protocol):
     def graph(self, k: int) -> nx.Graph:
         """The topology's graph of round k (a node's k-th exchange uses it)."""
 
-    def transfer_s(self, k: np.ndarray, src: np.ndarray, dst: np.ndarray,
-                   graph: nx.Graph | None = None) -> np.ndarray:
-        """float64 [M]: seconds from send to arrival of messages src -> dst (graph node ids),
-        drawn for rounds k [M]."""
-
-    def send(self, src: np.ndarray, dst: np.ndarray, delay_s: np.ndarray,
+    def send(self, src: np.ndarray, dst: np.ndarray, k: np.ndarray,
              share: np.ndarray | None = None, payload: Params | None = None,
              owner: np.ndarray | None = None, scalar: np.ndarray | None = None,
              tag: np.ndarray | None = None, read: np.ndarray | None = None,
-             copies: int = 1, scalars: int = 0, snapshot: np.ndarray | None = None) -> None:
-        """Put messages src -> dst [M] in flight, due `delay_s` [M] from now.
+             copies: int = 1, scalars: int = 0, snapshot: np.ndarray | None = None,
+             both_ways: bool = False) -> None:
+        """Put messages src -> dst [M] (graph node ids) in flight; the network times them, with
+        the draws and edge values of rounds k [M] (an int: all of them).
 
         `payload` [u, *shape] holds snapshots (copied now), or `snapshot` [u] names the
         population rows to copy now; message e carries row owner[e] (default: row e) and
         share[e] of it; `scalar`, `tag` and `read` [u] go with each row. Each message counts
-        `copies` model copies and `scalars` float64 scalars sent.
+        `copies` model copies and `scalars` float64 scalars sent. `both_ways`: the message is
+        an exchange, a transfer each way, due when both have arrived.
         """
 
     def payload(self, slots: np.ndarray) -> Params:
@@ -131,8 +127,6 @@ class Asynchronous(Algorithm):
             raise ConfigError("network.enabled", NEEDS_CLOCK.format(name=self.name))
         if ctx.clock.net.step_s == 0:
             raise ConfigError("network.step_s", NEEDS_TIME.format(name=self.name))
-        if ctx.clock.net.model != "ideal":
-            raise ConfigError("network.model", NEEDS_IDEAL.format(name=self.name))
         if ctx.link_drop or ctx.node_drop:
             key = "link_drop" if ctx.link_drop else "node_drop"
             raise ConfigError(f"topology.{key}", f"{self.name} runs event by event, without the "

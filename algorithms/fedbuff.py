@@ -161,8 +161,8 @@ class FedBuff(Asynchronous):
         self.read_version[chosen], self.sent_at[chosen] = self.version, ev.now
         clients, server = chosen + 1, np.zeros_like(chosen)
         model = {k: v.unsqueeze(0) for k, v in self.server.items()}
-        ev.send(server, clients, ev.transfer_s(ev.phase(chosen) + 1, server, clients),
-                payload=model, owner=np.zeros_like(chosen), copies=1)
+        ev.send(server, clients, ev.phase(chosen) + 1, payload=model,
+                owner=np.zeros_like(chosen), copies=1)
 
     def phase_end(self, ctx: RunContext, ev: Instant, nodes: np.ndarray) -> None:
         offsets = ev.offsets(nodes)
@@ -170,8 +170,8 @@ class FedBuff(Asynchronous):
         for name, v in ctx.population.params.items():  # the model it trained
             v[index] += offsets[name]
         clients, server = nodes + 1, np.zeros_like(nodes)
-        ev.send(clients, server, ev.transfer_s(ev.phase(nodes), clients, server),
-                payload=offsets, tag=self.read_version[nodes], copies=1)
+        ev.send(clients, server, ev.phase(nodes), payload=offsets,
+                tag=self.read_version[nodes], copies=1)
 
     def arrive(self, ctx: RunContext, ev: Instant, messages: Delivery) -> None:
         down = messages.dst > 0

@@ -84,9 +84,6 @@ def test_settings_the_model_cannot_honour_are_refused(tmp_path) -> None:
     with pytest.raises(ConfigError, match="^network.model: 'flow' does not time overlapped"):
         small_config(algorithm__name="osgp", topology__name="exponential",
                      network__enabled=True, network__overlap=True, network__model="flow")
-    with pytest.raises(ConfigError, match="^network.model: adpsgd runs event by event"):
-        run(small_config(algorithm__name="adpsgd", algorithm__local_steps=1,
-                         network__enabled=True, network__model="flow"), tmp_path / "r")
 
 
 def test_messages_share_the_underlay_links_of_their_paths() -> None:

@@ -13,7 +13,7 @@ from torch import nn
 
 import topologies as T
 from algorithms import ALGORITHMS, Algorithm, Asynchronous
-from algorithms.asynchronous import NEEDS_CLOCK, NEEDS_IDEAL, NEEDS_TIME
+from algorithms.asynchronous import NEEDS_CLOCK, NEEDS_TIME
 from p2pfl.config import Config, ConfigError, DataConfig
 from p2pfl.context import RunContext
 from p2pfl.core.federated import FederatedData, check_steps, steps_per_node
@@ -183,8 +183,6 @@ def check_variants(cfgs: Sequence[tuple[str, Config]], named_topology: bool = Tr
                 raise ConfigError("network.enabled", NEEDS_CLOCK.format(name=algorithm.name))
             if isinstance(algorithm, Asynchronous) and cfg.network.step_s == 0:
                 raise ConfigError("network.step_s", NEEDS_TIME.format(name=algorithm.name))
-            if isinstance(algorithm, Asynchronous) and cfg.network.model != "ideal":
-                raise ConfigError("network.model", NEEDS_IDEAL.format(name=algorithm.name))
             counts = None
             if named_data:
                 d = cfg.data

@@ -12,6 +12,13 @@ order: the next instant is the earliest phase end or message arrival. At an inst
 3. the phases asked for at T begin, in the order they were asked for: each reads its node's
    model as the instant left it.
 
+A message is due after its transfer time alone on its link (`network.model = "ideal"`), or
+(`"flow"`) when its flows have ended in a `Flows` network (p2pfl/scale/flows.py) that every
+message in flight shares: its sender's uplink, its receiver's downlink, the underlay; a message
+that goes both ways (a pairwise exchange) is due when both flows have ended. The network's
+events run in time order up to each instant, so a message's arrival moves whenever another one
+starts or ends before it.
+
 Times are compared exactly: two events are one instant only when their times are equal floats
 (with equal speeds, no jitter and equal transfers they are). Everything at an instant is a
 batched update of the nodes concerned, selected by index. Nothing is random here: the
@@ -34,6 +41,7 @@ from p2pfl.callbacks import Callback, RoundEnd
 from p2pfl.context import RunContext
 from p2pfl.core.population import Params
 from p2pfl.engine.phases import Phases
+from p2pfl.scale.flows import Flows
 from p2pfl.scale.mailbox import Delivery, Mailbox
 
 MARK_TOLERANCE = 1e-9  # an event within this relative distance after a mark belongs to it
@@ -54,6 +62,9 @@ class Simulation:
         self.offset = 1 if algorithm.mixing == "server" else 0  # the star's server is node 0
         self.phases = Phases(ctx, algorithm, self.offset)
         self.mailbox = Mailbox(ctx.population.params)
+        self.network = Flows(ctx.clock.resources(ctx.schedule.at(0))) \
+            if ctx.clock.net.model == "flow" else None
+        self.next_group = 0  # the flow model's message groups
         self.now, self.started = 0.0, False
         self._begins: list[tuple[np.ndarray, Params | None]] = []
         self._graphs: dict[int, tuple[nx.Graph, bool]] = {}
@@ -95,20 +106,17 @@ class Simulation:
             self._graphs = {r: g for r, g in self._graphs.items() if r >= alive or r == k}
         return self._graphs[k]
 
-    def transfer_s(self, k: np.ndarray, src: np.ndarray, dst: np.ndarray,
-                   graph: nx.Graph | None = None) -> np.ndarray:
-        out = np.empty(len(src))
-        for r in np.unique(k).tolist():
-            at = k == r
-            G, timed = (graph, True) if graph is not None else self._graph(r)
-            out[at] = self.ctx.clock.transfer(r, src[at], dst[at], G if timed else None)
-        return out
+    def _timed(self, k: int) -> nx.Graph | None:
+        """Round k's graph where its edges carry latency_s or bandwidth_gbps, else None."""
+        G, timed = self._graph(k)
+        return G if timed else None
 
-    def send(self, src: np.ndarray, dst: np.ndarray, delay_s: np.ndarray,
+    def send(self, src: np.ndarray, dst: np.ndarray, k: np.ndarray,
              share: np.ndarray | None = None, payload: Params | None = None,
              owner: np.ndarray | None = None, scalar: np.ndarray | None = None,
              tag: np.ndarray | None = None, read: np.ndarray | None = None,
-             copies: int = 1, scalars: int = 0, snapshot: np.ndarray | None = None) -> None:
+             copies: int = 1, scalars: int = 0, snapshot: np.ndarray | None = None,
+             both_ways: bool = False) -> None:
         m = len(src)
         slot = np.full(m, -1, dtype=np.int64)
         if payload is not None or snapshot is not None:
@@ -121,8 +129,28 @@ class Simulation:
                 np.zeros(u, dtype=np.int64) if tag is None else tag,
                 np.bincount(owner, minlength=u), rows=snapshot)
             slot = slots[owner]
-        self.mailbox.post(self.now + delay_s, src, dst, np.ones(m) if share is None else share,
-                          self.now, slot)
+        k = np.broadcast_to(np.asarray(k, dtype=np.int64), (m,))
+        legs = ((src, dst), (dst, src)) if both_ways else ((src, dst),)
+        if self.network is None:  # ideal: each message alone on its link
+            delay = np.zeros(m)
+            for a, b in legs:
+                for r in np.unique(k).tolist():
+                    at = k == r
+                    delay[at] = np.maximum(delay[at], self.ctx.clock.transfer(
+                        r, a[at], b[at], self._timed(r)))
+            due, group = self.now + delay, None
+        else:  # flow: due when every flow of the message has arrived
+            group = self.next_group + np.arange(m, dtype=np.int64)
+            self.next_group += m
+            for a, b in legs:
+                for r in np.unique(k).tolist():
+                    at = k == r
+                    self.network.add(np.full(int(at.sum()), self.now),
+                                     *self.ctx.clock.routes(r, a[at], b[at], self._timed(r)),
+                                     group=group[at])
+            due = np.full(m, np.inf)
+        self.mailbox.post(due, src, dst, np.ones(m) if share is None else share, self.now,
+                          slot, group)
         self.copies += copies * m
         self.scalars += scalars * m
 
@@ -152,8 +180,24 @@ class Simulation:
     # -- the simulation --
 
     def next_time(self) -> float:
-        """When the next instant is (inf when nothing is pending)."""
-        return min(float(self.phases.due.min(initial=np.inf)), self.mailbox.next_due())
+        """When the next instant is (inf when nothing is pending).
+
+        With a flow-level network, its events run up to that instant first: flows become
+        active and end there, and the messages whose flows have all ended become due.
+        """
+        phase = float(self.phases.due.min(initial=np.inf))
+        self._run_flows(phase)
+        return min(phase, self.mailbox.next_due())
+
+    def _run_flows(self, until: float) -> None:
+        """The flow-level network's events up to `until` or the next message due, whichever is
+        first: a message whose flows have all ended becomes due when the last one ends."""
+        while self.network is not None:
+            event = self.network.advance(min(until, self.mailbox.next_due()))
+            if event is None:
+                return
+            time, _, groups = event
+            self.mailbox.deliver(groups[~np.isin(groups, self.network.group)], time)
 
     def step(self) -> None:
         """Time 0 (the algorithm's start) if not yet done, else the next instant."""
@@ -168,7 +212,10 @@ class Simulation:
                 self.phases.end(ended)
                 self.trained += np.stack([ended, self.phases.loss[ended]], 1).ravel().tolist()
                 self.algorithm.phase_end(self.ctx, self, ended)
-        while self.mailbox.next_due() == self.now:
+        while True:
+            self._run_flows(self.now)
+            if self.mailbox.next_due() != self.now:
+                break
             messages: Delivery = self.mailbox.take(self.now)
             self.events += len(messages)
             self.algorithm.arrive(self.ctx, self, messages)
@@ -208,7 +255,10 @@ class Simulation:
         return out
 
     def state_dict(self) -> dict[str, Any]:
-        return {"now": self.now, "started": self.started, "phases": self.phases.state_dict(),
+        flows = {"network": self.network.state_dict(), "next_group": self.next_group} \
+            if self.network is not None else {}
+        return flows | {"now": self.now, "started": self.started,
+                "phases": self.phases.state_dict(),
                 "mailbox": self.mailbox.state_dict(), "instants": self.instants,
                 "events": self.events,
                 "copies": self.copies, "scalars": self.scalars, "trained": list(self.trained),
@@ -222,6 +272,9 @@ class Simulation:
         self.events = int(state["events"])
         self.scalars, self.trained = int(state["scalars"]), list(state["trained"])
         self.ages = list(state["ages"])
+        if self.network is not None:
+            self.network.load_state_dict(state["network"])
+            self.next_group = int(state["next_group"])
 
 
 class EventClock(Callback):

@@ -1,13 +1,14 @@
 """Messages in flight on the simulated clock of an event-driven run, as arrays.
 
 A message is a row of parallel arrays: when it is due, its sender and receiver (graph node ids),
-its share (a fraction of the payload, e.g. a Push-Sum share), when it was sent, and the slot of
-its payload (-1: none). A payload is a model snapshot taken when it was sent: one row of a stacked
-pool (name -> [capacity, *shape], the models' dtype) with a float64 scalar (e.g. the sender's
-Push-Sum weight), the time its parameters were read and an integer tag (e.g. a model version).
-The messages of one send share one slot, which is free again once the last of them is released.
-There is no Python object per message, and the whole state is tensors and arrays (a checkpoint
-holds it).
+its share (a fraction of the payload, e.g. a Push-Sum share), when it was sent, the slot of its
+payload (-1: none) and its group: a message whose arrival a flow-level network decides is due at
+infinity until `deliver` gives its group's arrival time (-1: due when posted). A payload is a
+model snapshot taken when it was sent: one row of a stacked pool (name -> [capacity, *shape],
+the models' dtype) with a float64 scalar (e.g. the sender's Push-Sum weight), the time its
+parameters were read and an integer tag (e.g. a model version). The messages of one send
+share one slot, which is free again once the last of them is released. There is no Python
+object per message, and the whole state is tensors and arrays (a checkpoint holds it).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from p2pfl.core.mixing import INT32_ELEMENTS
 from p2pfl.core.population import Params, copy_rows
 
 _FIELDS = {"due": np.float64, "src": np.int64, "dst": np.int64, "share": np.float64,
-           "sent": np.float64, "slot": np.int64}
+           "sent": np.float64, "slot": np.int64, "group": np.int64}
 _SLOT_FIELDS = {"scalar": np.float64, "read": np.float64, "tag": np.int64, "refs": np.int64}
 
 
@@ -102,22 +103,28 @@ class Mailbox:
             setattr(self, name, np.concatenate([getattr(self, name), np.zeros(extra, kind)]))
 
     def post(self, due: np.ndarray, src: np.ndarray, dst: np.ndarray, share: np.ndarray,
-             sent: float, slot: np.ndarray) -> None:
+             sent: float, slot: np.ndarray, group: np.ndarray | None = None) -> None:
         """Put messages in flight.
 
         Parameters
         ----------
-        due : float64 [M], arrival times (s).
+        due : float64 [M], arrival times (s; inf: until `deliver`).
         src, dst : int64 [M], senders and receivers.
         share : float64 [M], each message's share of its payload.
         sent : the send time (s).
         slot : int64 [M], payload slots from `store`, or -1.
+        group : int64 [M], the groups `deliver` names (default: -1, none).
         """
+        group = np.full(len(due), -1) if group is None else group
         new = {"due": due, "src": src, "dst": dst, "share": share,
-               "sent": np.full(len(due), sent), "slot": slot}
+               "sent": np.full(len(due), sent), "slot": slot, "group": group}
         for name, kind in _FIELDS.items():
             setattr(self, name, np.concatenate([getattr(self, name),
                                                 np.asarray(new[name], dtype=kind)]))
+
+    def deliver(self, groups: np.ndarray, time: float) -> None:
+        """Make the messages of `groups` due at `time` (s)."""
+        self.due[np.isin(self.group, groups)] = time
 
     def next_due(self) -> float:
         """When the next message arrives (inf when none is in flight)."""
@@ -209,7 +216,8 @@ class Mailbox:
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         for name, kind in {**_FIELDS, **_SLOT_FIELDS}.items():
-            setattr(self, name, state[name].cpu().numpy().astype(kind))
+            value = state[name].cpu().numpy() if name in state else np.full(len(state["due"]), -1)
+            setattr(self, name, value.astype(kind))  # no group: a checkpoint from before groups
         device = next(iter(self.pool.values())).device
         self.pool = {k: v.to(device).clone() for k, v in state["pool"].items()}
 

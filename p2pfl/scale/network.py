@@ -33,12 +33,11 @@ from typing import TYPE_CHECKING, Any
 
 import networkx as nx
 import numpy as np
-import scipy.sparse as sp
 from scipy.special import ndtri
 
 import topologies as T
 from p2pfl.core.seeding import stream_seed
-from p2pfl.scale.flows import Transfers, finish_times
+from p2pfl.scale.flows import Flows, drain
 
 if TYPE_CHECKING:
     from p2pfl.config import NetworkConfig
@@ -90,23 +89,24 @@ class Underlay:
             self.paths[i, j] = np.array([index[link] for link in path], dtype=np.int64)
             self.latency[i, j] = sum(graph.edges[link].get("latency_s", 0.0) for link in path)
 
-    def crossed(self, src: np.ndarray, dst: np.ndarray
-                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The underlay links each message src[e] -> dst[e] crosses.
+    def routes(self, src: np.ndarray, dst: np.ndarray, pad: int) -> tuple[np.ndarray, np.ndarray]:
+        """The underlay links each message src[e] -> dst[e] crosses, and its path latency.
 
         Parameters
         ----------
         src, dst : int arrays [E].
+        pad : the index that fills a shorter path's row.
 
         Returns
         -------
-        (message index, link index) pairs as two int arrays, and each message's path latency
-        (float64 [E], seconds).
+        (int64 [E, longest path], link indices padded with `pad`; float64 [E], seconds).
         """
         paths = [self.paths[int(i), int(j)] for i, j in zip(src, dst, strict=True)]
-        rows = np.repeat(np.arange(len(paths)), [len(p) for p in paths])
-        links = np.concatenate(paths) if paths else np.zeros(0, dtype=np.int64)
-        return rows, links, self.latency[src, dst]
+        lengths = np.array([len(path) for path in paths], dtype=np.int64)
+        out = np.full((len(paths), max(int(lengths.max(initial=0)), 1)), pad, dtype=np.int64)
+        if len(paths):
+            out[np.arange(out.shape[1]) < lengths[:, None]] = np.concatenate(paths)
+        return out, self.latency[src, dst]
 
 
 @dataclass(frozen=True)
@@ -267,11 +267,7 @@ class Clock:
     def flows(self, t: int, src: np.ndarray, dst: np.ndarray, sent: np.ndarray,
               graph: nx.Graph | None = None) -> np.ndarray:
         """When each message src[e] -> dst[e], sent at sent[e], has arrived in the "flow"
-        model: the messages a node sends share its uplink, those it receives its downlink, and
-        a link with a bandwidth of its own (an edge's bandwidth_gbps, a slow link) caps its
-        message; max-min fair rates, recomputed when a message starts or ends
-        (p2pfl/scale/flows.py). Q gossip exchanges are one message of Q times the size and the
-        latency, as in the "ideal" model; jitter multiplies a message's latency and size.
+        model, with no other message in progress (`routes`, p2pfl/scale/flows.py).
 
         Parameters
         ----------
@@ -285,27 +281,58 @@ class Clock:
         -------
         float64 [E], seconds since the start.
         """
-        link = self.links(t, src, dst, graph)
+        flows = Flows(self.resources(graph))
+        flows.add(sent, *self.routes(t, src, dst, graph))
+        return drain(flows, len(src))
+
+    def resources(self, graph: nx.Graph | None = None) -> np.ndarray:
+        """The shared resources of the "flow" model: each node's uplink (0..n-1) and downlink
+        (n..2n-1), then the underlay's directed links.
+
+        Parameters
+        ----------
+        graph : a graph whose nodes may carry uplink_gbps and downlink_gbps, or None.
+
+        Returns
+        -------
+        float64 [2n + underlay links], bit/s.
+        """
         up, down = self.access(graph)
-        own = np.flatnonzero(link.own)
-        E, n = len(src), self.n
-        rows = [np.arange(E), np.arange(E), own]
-        cols = [src, n + dst, 2 * n + np.arange(len(own))]
-        capacity = [up, down, link.bps[own] / link.slow[own]]
+        underlay = self.underlay.bps if self.underlay is not None else np.zeros(0)
+        return np.concatenate([up, down, underlay])
+
+    def routes(self, t: int | np.ndarray, src: np.ndarray, dst: np.ndarray,
+               graph: nx.Graph | None = None
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Each message src[e] -> dst[e] as a flow of the "flow" model: it shares its sender's
+        uplink, its receiver's downlink and the underlay links of its path (`resources`), and a
+        link with a bandwidth of its own (an edge's bandwidth_gbps, a slow link) caps its rate.
+        Q gossip exchanges are one message of Q times the size and the latency, as in the
+        "ideal" model; jitter multiplies a message's latency and size.
+
+        Parameters
+        ----------
+        t : round, from 0 (or an int array [E]).
+        src, dst : int arrays [E].
+        graph : the round's graph, or None.
+
+        Returns
+        -------
+        (latency float64 [E] s, bits float64 [E], routes int64 [E, w] indices of `resources`
+        padded with their count, own capacity float64 [E] bit/s, inf: none).
+        """
+        link = self.links(t, src, dst, graph)
+        n = self.n
+        routes = [src[:, None], n + dst[:, None]]
         latency = link.latency.copy()
-        if self.underlay is not None:  # the path's links, after the access links and own ones
-            path_rows, path_links, path_latency = self.underlay.crossed(src, dst)
-            rows.append(path_rows)
-            cols.append(2 * n + len(own) + path_links)
-            capacity.append(self.underlay.bps)
+        if self.underlay is not None:  # the path's links, after the access links
+            path, path_latency = self.underlay.routes(src, dst, len(self.underlay.bps))
+            routes.append(2 * n + path)
             latency += path_latency
-        incidence = sp.csr_array((np.ones(sum(map(len, rows))), (np.concatenate(rows),
-                                  np.concatenate(cols))),
-                                 shape=(E, sum(map(len, capacity))))
+        cap = np.where(link.own, link.bps / link.slow, np.inf)
         scale = link.slow * link.jitter * self.exchanges
-        transfers = Transfers(sent, latency * scale, self.message_bytes * 8.0 * scale
-                              / link.slow, incidence, np.concatenate(capacity))
-        return finish_times(transfers)
+        bits = self.message_bytes * 8.0 * scale / link.slow
+        return latency * scale, bits, np.concatenate(routes, axis=1), cap
 
     def access(self, graph: nx.Graph | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Each node's uplink and downlink capacity in bit/s ([network] uplink_gbps and
