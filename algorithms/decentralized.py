@@ -467,11 +467,14 @@ class PushSum(Decentralized):
         RoundReport, with one weight scalar sent per delivered message.
         """
         P = T.column_stochastic(graph, faults=faults, sparse=self.sparse_mixing(ctx, graph))
-        delays = ctx.clock.plan_round(t, graph, faults).delays if self.overlaps(ctx) else None
-        if delays is None or not (self.in_flight or delays[2].any()):
+        timing = ctx.clock.plan_round(t, graph, faults) if self.overlaps(ctx) else None
+        if timing is not None and timing.arrived is not None:  # delays known as they arrive
+            self.weights = self.in_flight.mix_arrived(ctx, t, P, timing.sent, timing.arrived,
+                                                      self.weights)
+        elif timing is None or not (self.in_flight or timing.delays[2].any()):
             self.mix(ctx, P)  # synchronous: exactly Push-Sum without delays
         else:
-            self.weights = self.in_flight.mix(ctx, t, P, delays, self.weights)
+            self.weights = self.in_flight.mix(ctx, t, P, timing.delays, self.weights)
         messages = self.delivered(graph, faults)
         return RoundReport(nodes, losses, messages, scalars_sent=messages)
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import networkx as nx
 import numpy as np
 import pytest
+import torch
 
 import topologies as T
 from p2pfl.config import ConfigError, NetworkConfig
@@ -138,3 +139,77 @@ def test_a_resume_refuses_a_changed_underlay_file(tmp_path, monkeypatch) -> None
     monkeypatch.setattr(inputs, "UNDERLAY_FOLDER", changed)
     with pytest.raises(ConfigError, match="^network.underlay: the file .*gaia.gml differs"):
         run(small_config(**(base | {"rounds": 2})), tmp_path / "r", resume=True)
+
+
+def test_overlapped_messages_share_links_with_those_of_earlier_slots() -> None:
+    """Slots of 1 s; a message alone on a link takes 0.9 s. Node 0 sends to 1 and 2 at the end of
+    slot 0 (1 s): half its uplink each, 0.5 s of their 0.9 done by 2 s; then to 1 again: a
+    third each, the first two end at 3.2 s and the third at 3.7 s, all taken at the end of slot
+    3. Alone on their links (ideal), they end at 1.9, 1.9 and 2.9 s: slots 1, 1 and 2."""
+    taken = {}
+    for model in ("flow", "ideal"):
+        config = NetworkConfig(enabled=True, step_s=1.0, latency_s=0.0, overlap=True,
+                               model=model, bandwidth_gbps=8e-9 / 0.9)
+        c = Clock(config, 3, seed=0, steps=1, message_bytes=1)
+        sends = [([0, 0], [1, 2]), ([0], [1]), ([], []), ([], []), ([], [])]
+        taken[model] = []
+        for t, (src, dst) in enumerate(sends):
+            timing = c.plan(t, np.array(src, dtype=np.int64), np.array(dst, dtype=np.int64),
+                            np.ones(3, dtype=bool))
+            c.commit(timing)
+            if model == "flow":
+                a_src, a_dst, a_round = timing.arrived
+            else:
+                a_src, a_dst, late = timing.delays
+                a_round, t = np.full(len(a_src), t), t + late
+            taken[model] += [(int(i), int(j), int(r), int(at)) for i, j, r, at in
+                             zip(a_src, a_dst, a_round, np.broadcast_to(t, a_src.shape))]
+    assert sorted(taken["flow"]) == [(0, 1, 0, 3), (0, 1, 1, 3), (0, 2, 0, 3)]
+    assert sorted(taken["ideal"]) == [(0, 1, 0, 1), (0, 1, 1, 2), (0, 2, 0, 1)]
+
+
+def overlap_on_flows(**overrides):
+    base = {"algorithm__name": "osgp", "topology__name": "exponential", "topology__directed": True,
+            "data__num_nodes": 6, "network__enabled": True, "network__overlap": True,
+            "network__bandwidth_gbps": 0.05, "network__max_delay": 3}
+    return small_config(**(base | overrides))
+
+
+def test_overlap_on_flows_keeps_the_mass_and_resumes_exactly(tmp_path) -> None:
+    from p2pfl.report.results import METRICS, read_metrics
+    from tests.test_reliability import strip_times
+
+    cfg = overlap_on_flows(rounds=5, engine__checkpoint_every=1)
+    whole = run(cfg, tmp_path / "whole", figures=False)
+    run(overlap_on_flows(rounds=2, engine__checkpoint_every=1), tmp_path / "part",
+        figures=False)
+    resumed = run(cfg, tmp_path / "part", resume=True, figures=False)
+    assert strip_times(resumed) == strip_times(whole)
+    assert strip_times(read_metrics(tmp_path / "part" / METRICS)) == strip_times(whole)
+    assert any(r["ps_weight_in_flight"] > 0.5 for r in whole)
+    for r in whole:
+        assert r["ps_weight_sum"] + r["ps_weight_in_flight"] == pytest.approx(6, abs=1e-9)
+
+
+def test_overlap_on_flows_keeps_the_exact_average_without_gradients() -> None:
+    """No gradient: sum_i w_i z_i plus the numerators in flight (P_ji w_i z_i of the senders'
+    z and w when sent) stays N times the start's average, round after round."""
+    from p2pfl.engine.builder import build
+    from tests.conftest import play
+
+    ctx, algorithm = build(overlap_on_flows(algorithm__lr=1e-300, algorithm__local_steps=1,
+                                            algorithm__batch_size=1))
+    rng = np.random.default_rng(0)
+    for v in ctx.population.params.values():
+        v.copy_(torch.as_tensor(rng.standard_normal(tuple(v.shape))))
+    start = {k: v.sum(0) for k, v in ctx.population.params.items()}
+    for t in range(30):
+        play(algorithm, ctx, t, ctx.schedule.at(t))
+        ctx.clock.commit(ctx.clock.plan_round(t, ctx.schedule.at(t), T.Faults.none(6)))
+        for k, v in ctx.population.params.items():
+            total = (algorithm.weights.view(-1, *[1] * (v.dim() - 1)) * v).sum(0)
+            for z, w, P in algorithm.in_flight.sent.values():
+                mass = torch.as_tensor(P.sum(axis=0)) * w  # what each sender has in flight
+                total += (mass.view(-1, *[1] * (v.dim() - 1)) * z[k]).sum(0)
+            assert (total - start[k]).abs().max().item() < 1e-9
+    assert algorithm.in_flight.weight() > 0.5 and len(algorithm.in_flight.sent) > 1

@@ -208,10 +208,6 @@ def _check_network(cfg: Config, algorithm: Any) -> None:
             if getattr(net, name) != getattr(default, name):
                 raise ConfigError(f"network.{name}", "is set but network.model is 'ideal' "
                                   "(every message has its link to itself): set model = 'flow'")
-    if net.model == "flow" and net.overlap:
-        raise ConfigError("network.model", "'flow' does not time overlapped Push-Sum yet "
-                          "(messages of several slots in flight at once): use 'ideal' with "
-                          "overlap")
     if net.overlap and not algorithm.supports_overlap:
         from algorithms import ALGORITHMS
 

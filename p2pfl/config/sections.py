@@ -142,7 +142,7 @@ class NetworkConfig:
                                         "(0: latency_s times slow_link_factor)")
     slow_link_gbps: float = option(0.0, low=0, doc="a slow link's capacity in Gbit/s (0: "
                                    "bandwidth_gbps over slow_link_factor)")
-    model: str = option("ideal", choices=NETWORK_MODELS, doc="ideal: every message has its "
+    model: str = option("flow", choices=NETWORK_MODELS, doc="ideal: every message has its "
                         "link to itself; flow: a node's messages share its uplink and downlink "
                         "(max-min fair flows, p2pfl/scale/flows.py)")
     underlay: str = option("", choices=("", *UNDERLAYS), doc="flow: the physical network under "

@@ -205,7 +205,7 @@ class Flows:
         m = len(sent)
         ids = self.next_id + np.arange(m, dtype=np.int64)
         self.next_id += m
-        routes = np.asarray(routes, dtype=np.int64).reshape(m, -1)
+        routes = np.asarray(routes, dtype=np.int64).reshape(m, np.shape(routes)[-1])
         routes = np.where(self.finite[routes], routes, self.pad)
         width = max(self.routes.shape[1], routes.shape[1])
         self.routes = np.concatenate([_widen(self.routes, width, self.pad),
@@ -244,12 +244,36 @@ class Flows:
             done = self._event(now)
             if len(done):
                 ids, groups = self.id[done], self.group[done]
-                keep = np.ones(len(self), dtype=bool)
-                keep[done] = False
-                for name in _STATE:
-                    setattr(self, name, getattr(self, name)[keep])
-                self.routes = self.routes[keep]
+                self._remove(done)
                 return now, ids, groups
+
+    def finish(self, flows: np.ndarray, now: float) -> None:
+        """End flows now, whatever they have left (a message taken as arrived): the others
+        share what they leave from now on.
+
+        Parameters
+        ----------
+        flows : bool [len(self)], the flows to end.
+        now : seconds, no earlier than the last event (`advance` up to it first).
+        """
+        chosen = np.flatnonzero(flows)
+        self.end[chosen[self.active[chosen]]] = now
+        done = self._event(now)
+        self._remove(np.union1d(done, chosen))
+
+    def copy(self) -> Flows:
+        """An independent copy (its arrays copied)."""
+        other = Flows(np.zeros(0))
+        other.__dict__ = {k: v.copy() if isinstance(v, np.ndarray) else v
+                          for k, v in self.__dict__.items()}
+        return other
+
+    def _remove(self, done: np.ndarray) -> None:
+        keep = np.ones(len(self), dtype=bool)
+        keep[done] = False
+        for name in _STATE:
+            setattr(self, name, getattr(self, name)[keep])
+        self.routes = self.routes[keep]
 
     def _event(self, now: float) -> np.ndarray:
         """The flows that become active or end at `now`, and the rates they change; the
@@ -324,7 +348,7 @@ class Flows:
     def state_dict(self) -> dict[str, Any]:
         """The flows in progress, exactly (arrays as tensors)."""
         state = {name: torch.from_numpy(getattr(self, name).copy())
-                 for name in (*_STATE, "routes", "usage")}
+                 for name in (*_STATE, "routes", "usage", "capacity", "finite")}
         return state | {"next_id": self.next_id}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -332,6 +356,9 @@ class Flows:
             setattr(self, name, state[name].numpy().astype(kind))
         self.routes = state["routes"].numpy().astype(np.int64)
         self.usage = state["usage"].numpy().astype(np.float64)
+        self.capacity = state["capacity"].numpy().astype(np.float64)
+        self.finite = state["finite"].numpy().astype(bool)
+        self.pad = len(self.capacity) - 1
         self.next_id = int(state["next_id"])
 
 

@@ -129,6 +129,10 @@ class RoundTime:
     delays: tuple[np.ndarray, np.ndarray, np.ndarray]  # (src, dst, rounds late) per message
     late: int  # messages that would arrive after max_delay rounds (taken at max_delay)
     ready: np.ndarray | None = None  # overlap: when each node's current local phase ends (s)
+    # overlap on the flow model, where a message's delay is known only when it arrives:
+    sent: tuple[np.ndarray, np.ndarray] | None = None  # (src, dst) of the round's messages
+    arrived: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # (src, dst, round sent)
+    network: Flows | None = None  # the messages still in flight after the round
 
     def record(self) -> dict[str, float]:
         """Metrics of the round: when the last node finished it, the spread over nodes, and the
@@ -157,6 +161,7 @@ class Clock:
         self.step_s = net.step_s * np.where(slow, net.straggler_factor or net.slow_factor, 1.0)
         self.link_factor = net.slow_link_factor or net.slow_factor
         self.start = np.zeros(n)
+        self.network: Flows | None = None  # overlap on the flow model: the flows in flight
         # Overlap: rounds are slots of one normal local phase; a node's phases follow each other
         # (`ready`: when its current one ends) and it takes part in the slot its phase ends in.
         self.slot_s = float(np.mean(steps)) * net.step_s
@@ -394,6 +399,11 @@ class Clock:
         if self.net.overlap:  # sent at the slot's end, taken at the end of a later slot
             ready = np.where(active, self.ready + self.compute(t + 1, active), self.ready)
             end = np.full(self.n, (t + 1) * self.slot_s)
+            if self.net.model == "flow" and self.net.delays == "clock":
+                arrived, late, network = self._overlap_flows(t, src, dst, graph)
+                empty = np.zeros(0, dtype=np.int64)
+                return RoundTime(end, end, (empty, empty, empty), late, ready=ready,
+                                 sent=(src, dst), arrived=arrived, network=network)
             late_by = self.transfer(t, src, dst, graph)
             return RoundTime(end, end, *self._delays(t, src, dst, late_by), ready=ready)
         done = self.start + self.compute(t, active)
@@ -402,6 +412,33 @@ class Clock:
         np.maximum.at(start, dst, arrival)
         empty = np.zeros(0, dtype=np.int64)
         return RoundTime(start, done, (empty, empty, empty), 0)
+
+    def _overlap_flows(self, t: int, src: np.ndarray, dst: np.ndarray, graph: nx.Graph | None
+                       ) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray], int, Flows]:
+        """Overlapped round t on the flow model: its messages, sent at the slot's end, join the
+        flows still in flight from earlier slots; every message whose flow has ended by then is
+        taken at the end of the slot, and one sent max_delay or more slots ago is taken now
+        whatever it has left (its flow ends: the others get its share).
+
+        Returns
+        -------
+        ((src, dst, round sent) of the messages taken, int64 arrays; how many were taken
+        unfinished; the flows in flight afterwards).
+        """
+        n, end = self.n, (t + 1) * self.slot_s
+        network = self.network.copy() if self.network is not None else \
+            Flows(self.resources(graph))
+        network.add(np.full(len(src), end), *self.routes(t, src, dst, graph),
+                    group=(t * n + src) * n + dst)  # the message, by its round and its nodes
+        groups = []
+        while (event := network.advance(end)) is not None:
+            groups.append(event[2])
+        overdue = network.group // (n * n) <= t - self.net.max_delay
+        if overdue.any():
+            groups.append(network.group[overdue])
+            network.finish(overdue, end)
+        taken = np.concatenate(groups) if groups else np.zeros(0, dtype=np.int64)
+        return (taken // n % n, taken % n, taken // (n * n)), int(overdue.sum()), network
 
     def _delays(self, t: int, src: np.ndarray, dst: np.ndarray, late_by: np.ndarray
                 ) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray], int]:
@@ -471,14 +508,20 @@ class Clock:
         self.start = timing.start.copy()
         if timing.ready is not None:
             self.ready = timing.ready.copy()
+        if timing.network is not None:
+            self.network = timing.network
         return record
 
     def state_dict(self) -> dict[str, Any]:
-        return {"start": self.start.tolist(), "ready": self.ready.tolist()}
+        flows = {"network": self.network.state_dict()} if self.network is not None else {}
+        return flows | {"start": self.start.tolist(), "ready": self.ready.tolist()}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.start = np.asarray(state["start"], dtype=np.float64)
         self.ready = np.asarray(state["ready"], dtype=np.float64)
+        if "network" in state:
+            self.network = Flows(np.zeros(0))
+            self.network.load_state_dict(state["network"])
 
 
 def _edge_values(graph: nx.Graph, src: np.ndarray, dst: np.ndarray, name: str,
