@@ -73,16 +73,19 @@ def test_every_message_sent_at_once_shares_the_uplink_of_its_sender() -> None:
 def test_arrivals_equal_one_network_of_every_message_sent(name: str) -> None:
     """Stragglers, jitter, slow links: messages start and end while others are in flight. The
     arrival of every message delivered equals the end of its flows (both, for an exchange) in
-    one network simulated afterwards with every message at its send time."""
+    one network simulated afterwards with every message at its send time (one queue for each
+    sender and receiver)."""
     sim, box = simulate(name, 120, step_s=0.1, stragglers=0.3, jitter=0.3, slow_links=0.3,
                         bandwidth_gbps=0.5)
     clock, both = sim.ctx.clock, name == "adpsgd"
     src, dst, sent, k = (np.array(a) for a in zip(*sim.posted, strict=True))
     legs = [(src, dst), (dst, src)] if both else [(src, dst)]
+    a, b = (np.stack(ends, axis=1).ravel() for ends in zip(*legs, strict=True))  # in a row
     flows = Flows(clock.resources(sim.ctx.schedule.at(0)))
-    for a, b in legs:
-        flows.add(sent, *clock.routes(k, a, b))
-    ends = drain(flows, len(legs) * len(src)).reshape(len(legs), -1).max(axis=0)
+    ways = len(legs)
+    flows.add(np.repeat(sent, ways), *clock.routes(np.repeat(k, ways), a, b),
+              queue=a * clock.n + b)
+    ends = drain(flows, len(a)).reshape(-1, ways).max(axis=1)
     taken = np.array([box.taken.get(key[:3], np.nan) for key in sim.posted])
     delivered = ~np.isnan(taken)
     assert delivered.sum() > 50 and len(sim.mailbox) > 0

@@ -111,6 +111,31 @@ class Simulation:
         G, timed = self._graph(k)
         return G if timed else None
 
+    def _transfer(self, k: np.ndarray, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+        """Seconds each message src -> dst of round k [M] takes alone on its link."""
+        out = np.empty(len(src))
+        for r in np.unique(k).tolist():
+            at = k == r
+            out[at] = self.ctx.clock.transfer(r, src[at], dst[at], self._timed(r))
+        return out
+
+    def _routes(self, k: np.ndarray, src: np.ndarray, dst: np.ndarray
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """`Clock.routes` of messages src -> dst of rounds k [M], in their order."""
+        clock = self.ctx.clock
+        rounds = np.unique(k).tolist()
+        if len(rounds) == 1 or all(self._timed(r) is None for r in rounds):
+            return clock.routes(k, src, dst, self._timed(rounds[0]) if rounds else None)
+        parts = [(k == r, clock.routes(r, src[k == r], dst[k == r], self._timed(r)))
+                 for r in rounds]
+        width = max(part[2].shape[1] for _, part in parts)
+        latency, bits, cap = np.empty(len(k)), np.empty(len(k)), np.empty(len(k))
+        routes = np.full((len(k), width), len(clock.resources()), dtype=np.int64)
+        for at, (lat, size, route, own) in parts:
+            latency[at], bits[at], cap[at] = lat, size, own
+            routes[at, :route.shape[1]] = route
+        return latency, bits, routes, cap
+
     def send(self, src: np.ndarray, dst: np.ndarray, k: np.ndarray,
              share: np.ndarray | None = None, payload: Params | None = None,
              owner: np.ndarray | None = None, scalar: np.ndarray | None = None,
@@ -130,24 +155,19 @@ class Simulation:
                 np.bincount(owner, minlength=u), rows=snapshot)
             slot = slots[owner]
         k = np.broadcast_to(np.asarray(k, dtype=np.int64), (m,))
-        legs = ((src, dst), (dst, src)) if both_ways else ((src, dst),)
         if self.network is None:  # ideal: each message alone on its link
-            delay = np.zeros(m)
-            for a, b in legs:
-                for r in np.unique(k).tolist():
-                    at = k == r
-                    delay[at] = np.maximum(delay[at], self.ctx.clock.transfer(
-                        r, a[at], b[at], self._timed(r)))
+            delay = self._transfer(k, src, dst)
+            if both_ways:
+                delay = np.maximum(delay, self._transfer(k, dst, src))
             due, group = self.now + delay, None
         else:  # flow: due when every flow of the message has arrived
             group = self.next_group + np.arange(m, dtype=np.int64)
             self.next_group += m
-            for a, b in legs:
-                for r in np.unique(k).tolist():
-                    at = k == r
-                    self.network.add(np.full(int(at.sum()), self.now),
-                                     *self.ctx.clock.routes(r, a[at], b[at], self._timed(r)),
-                                     group=group[at])
+            legs = np.stack([src, dst] + ([dst, src] if both_ways else []), axis=1)
+            a, b = legs[:, 0::2].ravel(), legs[:, 1::2].ravel()  # a message's legs in a row
+            ways = 2 if both_ways else 1
+            self.network.add(np.full(m * ways, self.now), *self._routes(np.repeat(k, ways), a, b),
+                             group=np.repeat(group, ways), queue=a * self.ctx.clock.n + b)
             due = np.full(m, np.inf)
         self.mailbox.post(due, src, dst, np.ones(m) if share is None else share, self.now,
                           slot, group)

@@ -157,15 +157,18 @@ class Transfers:
 
 _STATE = {"id": np.int64, "group": np.int64, "ready": np.float64, "bits": np.float64,
           "left": np.float64, "stamp": np.float64, "rate": np.float64, "end": np.float64,
-          "active": bool, "cap": np.float64}
+          "active": bool, "cap": np.float64, "queue": np.int64, "held": bool}
 
 
 class Flows:
     """Flows in progress on shared resources, advanced event by event (module docstring).
 
-    A flow is added with its send time, latency, size, resources and own capacity, and a group
-    (an id its caller chooses: a message made of several flows); `advance` runs the events up to
-    a time and stops at the first at which flows finish. Finished flows leave the arrays, so an
+    A flow is added with its send time, latency, size, resources and own capacity, a group (an
+    id its caller chooses: a message made of several flows) and a queue: flows of one queue (the
+    messages of one connection, one sender to one receiver) go one after the other, a flow
+    becoming active when the one before it in its queue has ended (or at its own send time plus
+    latency, if later). `advance` runs the events up to a time and stops at the first at which
+    flows finish. Finished flows leave the arrays, so an
     event costs what is in progress. The whole state is arrays (`state_dict`).
 
     Parameters
@@ -188,7 +191,8 @@ class Flows:
         return len(self.id)
 
     def add(self, sent: np.ndarray, latency: np.ndarray, bits: np.ndarray, routes: np.ndarray,
-            cap: np.ndarray | None = None, group: np.ndarray | None = None) -> np.ndarray:
+            cap: np.ndarray | None = None, group: np.ndarray | None = None,
+            queue: np.ndarray | None = None) -> np.ndarray:
         """Put flows in progress: each becomes active at sent + latency.
 
         Parameters
@@ -197,6 +201,7 @@ class Flows:
         routes : int64 [m, w], resource indices, padded with R.
         cap : float64 [m], each flow's own capacity, bit/s (default: none).
         group : int64 [m] (default: the flows' ids).
+        queue : int64 [m], each flow's queue (default: -1, none: it starts at send + latency).
 
         Returns
         -------
@@ -211,10 +216,15 @@ class Flows:
         self.routes = np.concatenate([_widen(self.routes, width, self.pad),
                                       _widen(routes, width, self.pad)])
         ready = np.asarray(sent, dtype=np.float64) + latency
+        queue = np.full(m, -1, dtype=np.int64) if queue is None else np.asarray(queue, np.int64)
+        first = np.zeros(m, dtype=bool)  # the first of its queue in this batch
+        first[np.unique(queue, return_index=True)[1]] = True
+        held = (queue >= 0) & (~first | np.isin(queue, self.queue[self.queue >= 0]))
         new = {"id": ids, "group": ids if group is None else group, "ready": ready,
                "bits": bits, "left": bits, "stamp": ready, "rate": np.zeros(m),
                "end": np.full(m, np.inf), "active": np.zeros(m, dtype=bool),
-               "cap": np.full(m, np.inf) if cap is None else cap}
+               "cap": np.full(m, np.inf) if cap is None else cap, "queue": queue,
+               "held": held}
         for name, kind in _STATE.items():
             setattr(self, name, np.concatenate([getattr(self, name),
                                                 np.asarray(new[name], dtype=kind)]))
@@ -223,7 +233,7 @@ class Flows:
     def next_event(self) -> float:
         """When the next flow becomes active or ends (inf when none is in progress)."""
         return min(self.end[self.active].min(initial=np.inf),
-                   self.ready[~self.active].min(initial=np.inf))
+                   self.ready[~self.active & ~self.held].min(initial=np.inf))
 
     def advance(self, until: float = np.inf) -> tuple[float, np.ndarray, np.ndarray] | None:
         """Run the events up to `until`, stopping after the first at which flows finish.
@@ -244,7 +254,7 @@ class Flows:
             done = self._event(now)
             if len(done):
                 ids, groups = self.id[done], self.group[done]
-                self._remove(done)
+                self._remove(done, now)
                 return now, ids, groups
 
     def finish(self, flows: np.ndarray, now: float) -> None:
@@ -259,7 +269,7 @@ class Flows:
         chosen = np.flatnonzero(flows)
         self.end[chosen[self.active[chosen]]] = now
         done = self._event(now)
-        self._remove(np.union1d(done, chosen))
+        self._remove(np.union1d(done, chosen), now)
 
     def copy(self) -> Flows:
         """An independent copy (its arrays copied)."""
@@ -268,20 +278,27 @@ class Flows:
                           for k, v in self.__dict__.items()}
         return other
 
-    def _remove(self, done: np.ndarray) -> None:
+    def _remove(self, done: np.ndarray, now: float) -> None:
+        """Take the finished flows out; the next flow of each of their queues may start now."""
         keep = np.ones(len(self), dtype=bool)
         keep[done] = False
+        queues = self.queue[done]
         for name in _STATE:
             setattr(self, name, getattr(self, name)[keep])
         self.routes = self.routes[keep]
-
+        waiting = np.flatnonzero(self.held & np.isin(self.queue, queues[queues >= 0]))
+        if len(waiting):  # the first waiting flow of each queue (flows are in order of adding)
+            nxt = waiting[np.unique(self.queue[waiting], return_index=True)[1]]
+            self.held[nxt] = False
+            self.ready[nxt] = np.maximum(self.ready[nxt], now)
+            self.stamp[nxt] = self.ready[nxt]
     def _event(self, now: float) -> np.ndarray:
         """The flows that become active or end at `now`, and the rates they change; the
         indices of the flows that finished (0 bits, unlimited, or done)."""
         active, rate, bits = self.active, self.rate, self.bits
         slack = RELATIVE_TOL * bits / np.where(rate > 0, rate, np.inf)
         ended = np.flatnonzero(active & (self.end - now <= slack))
-        joined = np.flatnonzero(~active & (self.ready <= now))
+        joined = np.flatnonzero(~active & ~self.held & (self.ready <= now))
         active[ended], self.end[ended] = False, np.inf
         self._take(ended, -rate[ended])
         empty = joined[bits[joined] <= 0]

@@ -429,7 +429,8 @@ class Clock:
         network = self.network.copy() if self.network is not None else \
             Flows(self.resources(graph))
         network.add(np.full(len(src), end), *self.routes(t, src, dst, graph),
-                    group=(t * n + src) * n + dst)  # the message, by its round and its nodes
+                    group=(t * n + src) * n + dst,  # the message, by its round and its nodes
+                    queue=src * n + dst)  # one connection from a node to another
         groups = []
         while (event := network.advance(end)) is not None:
             groups.append(event[2])
