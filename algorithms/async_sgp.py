@@ -9,7 +9,11 @@ Node i holds a numerator x_i and a Push-Sum weight w_i; its de-biased model is z
    the weight it was read with;
 2. push: keep P_ii of (x_i, w_i) and send P_ji x_i, P_ji w_i to each out-neighbour j, where P is
    the column-stochastic matrix of the graph of its phase index k (its k-th push uses round k's
-   graph); the message is a snapshot of z_i with w_i, taken when it is sent;
+   graph); the message is a snapshot of z_i with w_i, taken when it is sent. One push at a time
+   (`one_push_in_flight`, the default): a node whose previous push has not all arrived skips
+   this one and keeps its mass, as the authors' SGP code gossips in a thread that starts a new
+   exchange only when the last one is done; a node whose pushes outpace its uplink then sends
+   less often instead of queueing ever older models;
 3. begin the next phase at once.
 
 A message that has arrived is added to its receiver's numerator and weight (x_j <- x_j + P_ji x_i,
@@ -33,6 +37,7 @@ to its number of updates, which this class does not do (docs/async.md, "Unequal 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -44,7 +49,7 @@ from algorithms.asynchronous import Asynchronous, Instant
 from algorithms.base import require_one_local_step
 from p2pfl.context import RunContext
 from p2pfl.core.population import add_rows, row_block, row_scale
-from p2pfl.options import AlgorithmOptions
+from p2pfl.options import AlgorithmOptions, option
 
 if TYPE_CHECKING:
     from p2pfl.scale.mailbox import Delivery
@@ -56,6 +61,13 @@ class AsyncSGP(Asynchronous):
     name = "async_sgp"
     source = "asynchronous SGP: Assran and Rabbat 2020 (arXiv 1803.08950); Assran et al. 2019"
     mixing = "column_stochastic"
+
+    @dataclass
+    class Options(AlgorithmOptions):
+        one_push_in_flight: bool = option(True, doc="a node whose previous push has not all "
+                                          "arrived skips this one (keeps its mass), as the "
+                                          "authors' code gossips one exchange at a time; false: "
+                                          "push at every phase end")
 
     def check_options(self, cfg: AlgorithmOptions) -> None:
         """Also refuse more than one local step: SGP pushes after every step.
@@ -102,7 +114,9 @@ class AsyncSGP(Asynchronous):
         scale = (self.read_weights[index] / self.weights[index]).to(ctx.dtype)
         # x_i <- x_i + w_read (y - z_read), on the stored z: z_i += (w_read / w_i) offset_i
         add_rows(ctx.population.params, nodes, scale, lambda part: ev.offsets(nodes[part]))
-        self.push(ctx, ev, nodes)
+        busy = ev.sending(nodes) if self.cfg.one_push_in_flight else np.zeros(len(nodes), bool)
+        if not busy.all():
+            self.push(ctx, ev, nodes[~busy])
         ev.begin(nodes)
 
     def push(self, ctx: RunContext, ev: Instant, nodes: np.ndarray) -> None:

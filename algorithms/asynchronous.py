@@ -77,6 +77,9 @@ class Instant(Protocol):
         an exchange, a transfer each way, due when both have arrived.
         """
 
+    def sending(self, nodes: np.ndarray) -> np.ndarray:
+        """bool [m]: whether a message that each node (graph node id) sent is still in flight."""
+
     def payload(self, slots: np.ndarray) -> Params:
         """The payload rows of slots [u]: name -> [u, *shape] (read them before the slots are
         released: at the end of `arrive`, or at `drop` of held ones)."""

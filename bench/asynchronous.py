@@ -11,8 +11,10 @@ Pairs timed on the same machine in one process:
 For each run: the wall seconds of its rows (the evaluation, done once at the end, not counted),
 the local steps done, the wall time per local step, and for the event runs the events (phase
 ends and message arrivals), the instants they fell in and events per wall second. The first row
-is a warm-up and is not counted. Run on an otherwise idle machine:
-`python -m bench.asynchronous [--nodes 100,1000] [--rounds 4]`.
+is a warm-up and is not counted. Each pair runs on each network model (`--models`: "flow",
+messages sharing the nodes' links, and "ideal", each alone on its link), so the table shows what
+the flow-level network adds per event. Run on an otherwise idle machine:
+`python -m bench.asynchronous [--nodes 100,1000] [--rounds 4] [--models flow,ideal]`.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ PAIRS = (("dpsgd", "adpsgd", {"name": "random_regular", "d": 4}),
 
 
 def async_config(algorithm: str, topology: dict[str, Any], nodes: int, rounds: int,
-                 jitter: float, device: str) -> Any:
+                 jitter: float, device: str, model: str = "flow") -> Any:
     """The config of one timed run.
 
     Parameters
@@ -42,6 +44,7 @@ def async_config(algorithm: str, topology: dict[str, Any], nodes: int, rounds: i
     rounds : rounds (marks of the event runs).
     jitter : sigma of the network's lognormal jitter.
     device : "cpu" or "cuda".
+    model : the network model, "flow" or "ideal".
 
     Returns
     -------
@@ -54,22 +57,23 @@ def async_config(algorithm: str, topology: dict[str, Any], nodes: int, rounds: i
         "algorithm": {"name": algorithm, "lr": 0.05, "local_steps": 1, "local_epochs": 0,
                       "batch_size": 32},
         "eval": {"every": rounds, "local_samples": 100},
-        "network": {"enabled": True, "jitter": jitter}})
+        "network": {"enabled": True, "jitter": jitter, "model": model}})
 
 
 def timed(algorithm: str, topology: dict[str, Any], nodes: int, rounds: int, jitter: float,
-          device: str) -> dict[str, Any]:
+          device: str, model: str = "flow") -> dict[str, Any]:
     """Run one config and measure it (the first row is not counted).
 
     Parameters
     ----------
-    algorithm, topology, nodes, rounds, jitter, device : as `async_config`.
+    algorithm, topology, nodes, rounds, jitter, device, model : as `async_config`.
 
     Returns
     -------
-    dict: algorithm, nodes, rows, steps, wall_s, ms_per_step, events, instants, events_per_s.
+    dict: algorithm, model, nodes, rows, steps, wall_s, ms_per_step, events, instants,
+    events_per_s.
     """
-    cfg = async_config(algorithm, topology, nodes, rounds, jitter, device)
+    cfg = async_config(algorithm, topology, nodes, rounds, jitter, device, model)
     with tempfile.TemporaryDirectory() as out:
         history = run(cfg, Path(out) / "run", figures=False)
     rows = history[1:]
@@ -80,7 +84,8 @@ def timed(algorithm: str, topology: dict[str, Any], nodes: int, rounds: int, jit
         steps = nodes * len(rows)
     events = sum(r.get("events", 0) for r in rows)
     instants = sum(r.get("instants", 0) for r in rows)
-    return {"algorithm": algorithm, "nodes": nodes, "rows": len(rows), "steps": steps,
+    return {"algorithm": algorithm, "model": model, "nodes": nodes, "rows": len(rows),
+            "steps": steps,
             "wall_s": wall, "ms_per_step": 1e3 * wall / steps, "events": events,
             "instants": instants, "events_per_s": events / wall if events else None}
 
@@ -96,8 +101,8 @@ def table(results: list[dict[str, Any]]) -> str:
     -------
     str.
     """
-    lines = ["| algorithm | N | rows | local steps | wall s | ms / local step | x sync | "
-             "events | instants | events / s |", "|---|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| algorithm | model | N | rows | local steps | wall s | ms / local step | x sync | "
+             "events | instants | events / s |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     sync = None
     for r in results:
         if r["events_per_s"] is None:
@@ -106,7 +111,8 @@ def table(results: list[dict[str, Any]]) -> str:
             ratio = f"{r['ms_per_step'] / sync['ms_per_step']:.2f}" if sync else ""
         events = f"{r['events']} | {r['instants']}" if r["events"] else " | "
         rate = f"{r['events_per_s']:.0f}" if r["events_per_s"] else ""
-        lines.append(f"| {r['algorithm']} | {r['nodes']} | {r['rows']} | {r['steps']:.0f} | "
+        lines.append(f"| {r['algorithm']} | {r['model']} | {r['nodes']} | {r['rows']} | "
+                     f"{r['steps']:.0f} | "
                      f"{r['wall_s']:.2f} | {r['ms_per_step']:.3f} | {ratio} | {events} | {rate} |")
     return "\n".join(lines) + "\n"
 
@@ -120,16 +126,19 @@ def main() -> None:
     parser.add_argument("--jitter", type=float, default=0.01)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--only", default="", help="comma-separated algorithms of PAIRS")
+    parser.add_argument("--models", default="flow,ideal", help="comma-separated network models "
+                        "(each pair on each)")
     args = parser.parse_args()
     only = {a for a in args.only.split(",") if a}
     results = []
     for nodes in (int(n) for n in args.nodes.split(",")):
         for sync, event, topology in PAIRS:
-            for name in (sync, event):
-                if not only or name in only:
-                    results.append(timed(name, topology, nodes, args.rounds, args.jitter,
-                                         args.device))
-                    print(json.dumps(results[-1]), flush=True)
+            for model in args.models.split(","):
+                for name in (sync, event):
+                    if not only or name in only:
+                        results.append(timed(name, topology, nodes, args.rounds, args.jitter,
+                                             args.device, model))
+                        print(json.dumps(results[-1]), flush=True)
     print(table(results), end="")
 
 

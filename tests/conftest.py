@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import subprocess
 import time
@@ -26,8 +27,10 @@ def fuzz_budget(normal: int, long: int) -> int:
 
 
 def strip_times(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Metric records without their wall-clock keys (what equal runs agree on)."""
-    return [{k: v for k, v in r.items() if k not in TIME_KEYS} for r in records]
+    """Metric records without their wall-clock keys (what equal runs agree on); a NaN becomes
+    the string "nan", so that two records with NaN in the same place compare equal."""
+    return [{k: "nan" if isinstance(v, float) and math.isnan(v) else v for k, v in r.items()
+             if k not in TIME_KEYS} for r in records]
 
 
 def small_config(**overrides: Any) -> Config:

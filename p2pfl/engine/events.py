@@ -174,6 +174,9 @@ class Simulation:
         self.copies += copies * m
         self.scalars += scalars * m
 
+    def sending(self, nodes: np.ndarray) -> np.ndarray:
+        return np.isin(nodes, self.mailbox.src)
+
     def payload(self, slots: np.ndarray) -> Params:
         return self.mailbox.payload(slots)
 

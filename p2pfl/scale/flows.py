@@ -420,7 +420,17 @@ def finish_times(transfers: Transfers) -> np.ndarray:
 
 
 def drain(flows: Flows, count: int) -> np.ndarray:
-    """Run flows with ids 0..count-1 to the end: float64 [count], when each finished (s)."""
+    """Run flows to the end.
+
+    Parameters
+    ----------
+    flows : flows whose ids are below `count`.
+    count : how many ids.
+
+    Returns
+    -------
+    float64 [count], when each flow finished (s; NaN: not among them).
+    """
     finish = np.full(count, np.nan)
     while (event := flows.advance()) is not None:
         time, ids, _ = event
