@@ -35,6 +35,21 @@ def test_degree_costs_time_when_messages_share_the_node_links() -> None:
     assert round_s(T.complete(16), "ideal") == pytest.approx(one) == round_s(T.ring(16), "ideal")
 
 
+def test_the_default_model_makes_degree_cost_time(tmp_path) -> None:
+    """The issue's check, end to end with the default [network] (only no latency and no
+    compute): a D-PSGD round of mlp on the complete graph of 16 takes 15 model transfers, at
+    least 0.9 x 15 x one, and the ring's at least 5x less."""
+    times = {}
+    for name in ("complete", "ring"):
+        cfg = small_config(rounds=1, algorithm__name="dpsgd", algorithm__local_steps=1,
+                           topology__name=name, data__num_nodes=16, engine__dtype="float32",
+                           network__enabled=True, network__step_s=0.0, network__latency_s=0.0)
+        record = run(cfg, tmp_path / name, figures=False)[0]
+        one = record["bytes_sent"] / record["messages"] * 8 / 1e9  # a model over 1 Gbit/s
+        times[name] = record["sim_time_s"]
+    assert times["complete"] >= 0.9 * 15 * one and times["complete"] >= 5 * times["ring"]
+
+
 def test_a_hub_uplink_and_a_slow_downlink_by_hand() -> None:
     """Star of 4 (hub 0) with 1 Gbit/s and 1 ms latency; leaf 3's downlink at 0.25 Gbit/s.
     Hub -> 1, 2, 3 share its uplink at 1/3 each until hub -> 3 is held to 0.25 by leaf 3's
