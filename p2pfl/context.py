@@ -95,7 +95,8 @@ class RunContext:
         """The lost messages and offline nodes of round t on `graph`.
 
         Drawn from (seed, "faults", t) with `link_drop` and `node_drop`; with overlap, a node still
-        busy with its local phase (a straggler) is offline for the round too.
+        busy with its local phase (a straggler) is offline for the round too, and on the flow
+        model a node whose earlier push is still in flight does not push (`Clock.sending`).
 
         Parameters
         ----------
@@ -113,6 +114,10 @@ class RunContext:
                                      seed=stream_seed(self.seed, "faults", t))
         if self.clock is not None and self.clock.net.overlap:
             faults = T.Faults(faults.links, faults.nodes | self.clock.busy(t))
+            sending = self.clock.sending(t)
+            if sending.any():  # their pushes of this round are kept, as lost messages are
+                src, dst, _ = T.messages(graph)
+                faults = faults.losing(src[sending[src]], dst[sending[src]])
         return faults
 
     @property

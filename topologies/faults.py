@@ -106,6 +106,25 @@ class Faults:
             on_link = self.links[dst, src]
         return on_link | self.nodes[src] | self.nodes[dst]
 
+    def losing(self, src: np.ndarray, dst: np.ndarray) -> Faults:
+        """These faults with the messages src[e] -> dst[e] lost too.
+
+        Parameters
+        ----------
+        src, dst : int arrays [E].
+
+        Returns
+        -------
+        Faults (links sparse when these are).
+        """
+        n = self.n
+        extra = sp.csr_array((np.ones(len(src), dtype=np.int8), (dst, src)), shape=(n, n))
+        if sp.issparse(self.links):
+            links = (sp.csr_array(self.links, dtype=np.int8) + extra).astype(bool)
+        else:
+            links = self.links | (extra.toarray() > 0)
+        return Faults(links, self.nodes)
+
 
 def sample_faults(
     G: nx.Graph,

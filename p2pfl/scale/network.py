@@ -454,6 +454,20 @@ class Clock:
         rounds = np.where(late_by > 0, np.ceil(late_by / max(self.slot_s, 1e-300)), 0)
         return (src, dst, np.minimum(rounds, cap).astype(np.int64)), int((rounds > cap).sum())
 
+    def sending(self, t: int) -> np.ndarray:
+        """Overlap on the flow model: bool [n], the nodes whose earlier messages are still in
+        flight at the end of slot t, so that they do not push in round t (they keep their
+        shares): one push in flight per node, as the authors' SGP code gossips one exchange at
+        a time. All False otherwise."""
+        held = np.zeros(self.n, dtype=bool)
+        if self.network is None or not len(self.network):
+            return held
+        network = self.network.copy()
+        while network.advance((t + 1) * self.slot_s) is not None:
+            pass
+        held[network.group // self.n % self.n] = True
+        return held
+
     def busy(self, t: int) -> np.ndarray:
         """Overlap: bool [n], the nodes whose local phase does not end in slot t (nearest slot
         end), so that they neither train nor send nor receive in round t."""
