@@ -28,6 +28,7 @@ import numpy as np
 
 from p2pfl.config import Config, config_from_dict
 from p2pfl.engine import run
+from p2pfl.errors import DivergenceError
 from p2pfl.report.figures import plt, save
 from p2pfl.report.results import read_metrics
 
@@ -37,6 +38,7 @@ DECENTRALIZED = (("dpsgd", False, False), ("adpsgd", False, True), ("sgp", True,
 SERVER = (("fedavg", False), ("fedbuff", True))
 STRAGGLERS = (0.0, 0.25)
 EVAL_POINTS = 40  # evaluations over a run
+DIVERGED = "diverged.txt"  # in a run's folder: it diverged (the study keeps it and goes on)
 
 
 def study_config(algorithm: str, nodes: int, stragglers: float, seed: int, rounds: int,
@@ -80,7 +82,7 @@ def study_config(algorithm: str, nodes: int, stragglers: float, seed: int, round
 
 
 def run_once(cfg: Config, out: Path) -> list[dict[str, Any]]:
-    """Run `cfg` into `out`, or read the run there if it finished.
+    """Run `cfg` into `out`, or read the run there if it finished or diverged.
 
     Parameters
     ----------
@@ -89,17 +91,31 @@ def run_once(cfg: Config, out: Path) -> list[dict[str, Any]]:
 
     Returns
     -------
-    list of the run's metrics records.
+    list of the run's metrics records; a run that diverged ends with its last record marked
+    `diverged` (its records up to the divergence are kept, and a `diverged.txt` says why).
     """
     if (out / "summary.json").exists():
         return read_metrics(out / "metrics.jsonl")
+    if (out / DIVERGED).exists():
+        return _diverged(read_metrics(out / "metrics.jsonl"))
     if out.exists():  # an unfinished run: start it again
         for path in sorted(out.rglob("*"), reverse=True):
             path.unlink() if path.is_file() else path.rmdir()
-    history = run(cfg, out, figures=False)
+    try:
+        history = run(cfg, out, figures=False)
+    except DivergenceError as err:
+        (out / DIVERGED).write_text(f"{err}\n")
+        print(f"{out}: diverged ({err})", flush=True)
+        return _diverged(read_metrics(out / "metrics.jsonl"))
     print(f"{out}: {history[-1]['sim_time_s']:.2f} s simulated, "
           f"{sum(r['wall_s'] + r.get('eval_s', 0) for r in history):.0f} s wall", flush=True)
     return history
+
+
+def _diverged(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The records of a diverged run, the last one marked."""
+    return history[:-1] + [{**history[-1], "diverged": True}] if history else \
+        [{"round": 0, "sim_time_s": 0.0, "test_acc": float("nan"), "diverged": True}]
 
 
 def nominal_rounds(sync: list[dict[str, Any]], cfg: Config) -> int:
@@ -193,6 +209,8 @@ def table(results: dict[str, dict[str, list[list[dict[str, Any]]]]], target: flo
     for setting, runs in results.items():
         first: float | None = None
         for i, (algorithm, histories) in enumerate(runs.items()):
+            diverged = sum(bool(h[-1].get("diverged")) for h in histories)
+            histories = [h for h in histories if not h[-1].get("diverged")]
             times = [seconds_to(h, target) for h in histories]
             reached = [t for t in times if t is not None]
             mean = float(np.mean(reached)) if reached else None
@@ -200,6 +218,11 @@ def table(results: dict[str, dict[str, list[list[dict[str, Any]]]]], target: flo
             cell = (f"{mean:.2f} ± {np.std(reached):.2f}" if reached else "not reached")
             if reached and len(reached) < len(times):
                 cell += f" ({len(reached)}/{len(times)} seeds)"
+            if diverged:
+                cell += f" ({diverged} of {diverged + len(histories)} seeds diverged)"
+            if not histories:
+                lines.append(f"| {setting} | {algorithm} | {cell} | | | | |")
+                continue
             ratio = f"{mean / first:.2f}" if mean is not None and first else ""
             final = np.mean([h[-1]["test_acc"] for h in histories])
             steps = np.mean([h[-1].get("steps_mean", h[-1]["round"]) for h in histories])
@@ -226,7 +249,9 @@ def figure(results: dict[str, dict[str, list[list[dict[str, Any]]]]], target: fl
     for ax, (setting, runs) in zip(axes.flat, results.items()):
         for algorithm, histories in runs.items():
             points = [[(r["sim_time_s"], r["test_acc"]) for r in h if "test_acc" in r]
-                      for h in histories]
+                      for h in histories if not h[-1].get("diverged")]
+            if not points:
+                continue
             length = min(len(p) for p in points)
             xs = np.mean([[p[i][0] for i in range(length)] for p in points], axis=0)
             ys = np.mean([[p[i][1] for i in range(length)] for p in points], axis=0)

@@ -286,6 +286,8 @@ class Flows:
         for name in _STATE:
             setattr(self, name, getattr(self, name)[keep])
         self.routes = self.routes[keep]
+        if not self.held.any():
+            return
         waiting = np.flatnonzero(self.held & np.isin(self.queue, queues[queues >= 0]))
         if len(waiting):  # the first waiting flow of each queue (flows are in order of adding)
             nxt = waiting[np.unique(self.queue[waiting], return_index=True)[1]]
