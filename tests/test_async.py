@@ -308,3 +308,18 @@ def test_table_and_plot_compare_sync_and_async_runs_on_simulated_seconds(tmp_pat
     assert main(["plot", str(tmp_path / "dpsgd"), str(tmp_path / "adpsgd"), "--x", "time",
                  "--out", str(tmp_path / "curves")]) == 0
     assert (tmp_path / "curves.png").stat().st_size > 0
+
+
+def test_the_study_table_reports_diverged_seeds_apart():
+    from analysis.scripts.async_study import table
+
+    def history(acc: float, diverged: bool = False) -> list[dict]:
+        rows = [{"round": m, "sim_time_s": 0.1 * m, "test_acc": acc * m / 2} for m in (1, 2)]
+        return rows[:-1] + [{**rows[-1], "diverged": True}] if diverged else rows
+
+    results = {"16 nodes": {"D-PSGD": [history(0.8), history(0.8)],
+                            "async SGP": [history(0.7), history(float("nan"), True)]}}
+    lines = table(results, 0.65).splitlines()
+    assert lines[2].startswith("| 16 nodes | D-PSGD | 0.20 ± 0.00 | 1.00 | 80.0 % |")
+    assert lines[3].startswith("| 16 nodes | async SGP | 0.20 ± 0.00 (1 of 2 seeds diverged) | "
+                               "1.00 | 70.0 % |")

@@ -208,7 +208,7 @@ def test_a_node_whose_push_is_in_flight_keeps_its_shares() -> None:
         faults = ctx.faults(t, graph)
         play(algorithm, ctx, t, graph)
         ctx.clock.commit(ctx.clock.plan_round(t, graph, faults))
-        group = ctx.clock.network.group
+        group = ctx.clock.network.in_flight()
         sent_round, sender = group // 36, group // 6 % 6
         for i in np.unique(sender):  # every message a node has in flight is of one push
             assert len(np.unique(sent_round[sender == i])) == 1

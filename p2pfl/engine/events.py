@@ -220,7 +220,7 @@ class Simulation:
             if event is None:
                 return
             time, _, groups = event
-            self.mailbox.deliver(groups[~np.isin(groups, self.network.group)], time)
+            self.mailbox.deliver(groups[~np.isin(groups, self.network.in_flight())], time)
 
     def step(self) -> None:
         """Time 0 (the algorithm's start) if not yet done, else the next instant."""

@@ -157,7 +157,7 @@ class Transfers:
 
 _STATE = {"id": np.int64, "group": np.int64, "ready": np.float64, "bits": np.float64,
           "left": np.float64, "stamp": np.float64, "rate": np.float64, "end": np.float64,
-          "active": bool, "cap": np.float64, "queue": np.int64, "held": bool}
+          "active": bool, "cap": np.float64, "queue": np.int64, "held": bool, "live": bool}
 
 
 class Flows:
@@ -168,8 +168,9 @@ class Flows:
     messages of one connection, one sender to one receiver) go one after the other, a flow
     becoming active when the one before it in its queue has ended (or at its own send time plus
     latency, if later). `advance` runs the events up to a time and stops at the first at which
-    flows finish. Finished flows leave the arrays, so an
-    event costs what is in progress. The whole state is arrays (`state_dict`).
+    flows finish. A finished flow stays in the arrays, inert, until they are compacted
+    (when finished ones are the majority), so an event costs what is in progress. The whole
+    state is arrays (`state_dict`).
 
     Parameters
     ----------
@@ -188,7 +189,12 @@ class Flows:
         self.next_id = 0
 
     def __len__(self) -> int:
-        return len(self.id)
+        """Flows in progress (added, not finished)."""
+        return int(self.live.sum())
+
+    def in_flight(self) -> np.ndarray:
+        """int64 [len(self)], the groups of the flows in progress, in order of adding."""
+        return self.group[self.live]
 
     def add(self, sent: np.ndarray, latency: np.ndarray, bits: np.ndarray, routes: np.ndarray,
             cap: np.ndarray | None = None, group: np.ndarray | None = None,
@@ -224,7 +230,7 @@ class Flows:
                "bits": bits, "left": bits, "stamp": ready, "rate": np.zeros(m),
                "end": np.full(m, np.inf), "active": np.zeros(m, dtype=bool),
                "cap": np.full(m, np.inf) if cap is None else cap, "queue": queue,
-               "held": held}
+               "held": held, "live": np.ones(m, dtype=bool)}
         for name, kind in _STATE.items():
             setattr(self, name, np.concatenate([getattr(self, name),
                                                 np.asarray(new[name], dtype=kind)]))
@@ -257,16 +263,16 @@ class Flows:
                 self._remove(done, now)
                 return now, ids, groups
 
-    def finish(self, flows: np.ndarray, now: float) -> None:
-        """End flows now, whatever they have left (a message taken as arrived): the others
-        share what they leave from now on.
+    def finish(self, groups: np.ndarray, now: float) -> None:
+        """End the flows of `groups` now, whatever they have left (a message taken as arrived):
+        the others share what they leave from now on.
 
         Parameters
         ----------
-        flows : bool [len(self)], the flows to end.
+        groups : int64 [k], groups of flows in progress.
         now : seconds, no earlier than the last event (`advance` up to it first).
         """
-        chosen = np.flatnonzero(flows)
+        chosen = np.flatnonzero(self.live & np.isin(self.group, groups))
         self.end[chosen[self.active[chosen]]] = now
         done = self._event(now)
         self._remove(np.union1d(done, chosen), now)
@@ -279,13 +285,16 @@ class Flows:
         return other
 
     def _remove(self, done: np.ndarray, now: float) -> None:
-        """Take the finished flows out; the next flow of each of their queues may start now."""
-        keep = np.ones(len(self), dtype=bool)
-        keep[done] = False
+        """Make the finished flows inert (compacting the arrays when they are the majority);
+        the next flow of each of their queues may start now."""
         queues = self.queue[done]
-        for name in _STATE:
-            setattr(self, name, getattr(self, name)[keep])
-        self.routes = self.routes[keep]
+        self.live[done], self.active[done], self.held[done] = False, False, False
+        self.ready[done], self.end[done], self.queue[done] = np.inf, np.inf, -1
+        if (~self.live).sum() > max(64, len(self.live) // 2):
+            keep = self.live
+            for name in _STATE:
+                setattr(self, name, getattr(self, name)[keep])
+            self.routes = self.routes[keep]
         if not self.held.any():
             return
         waiting = np.flatnonzero(self.held & np.isin(self.queue, queues[queues >= 0]))

@@ -434,12 +434,13 @@ class Clock:
         groups = []
         while (event := network.advance(end)) is not None:
             groups.append(event[2])
-        overdue = network.group // (n * n) <= t - self.net.max_delay
-        if overdue.any():
-            groups.append(network.group[overdue])
+        flying = network.in_flight()
+        overdue = flying[flying // (n * n) <= t - self.net.max_delay]
+        if len(overdue):
+            groups.append(overdue)
             network.finish(overdue, end)
         taken = np.concatenate(groups) if groups else np.zeros(0, dtype=np.int64)
-        return (taken // n % n, taken % n, taken // (n * n)), int(overdue.sum()), network
+        return (taken // n % n, taken % n, taken // (n * n)), len(overdue), network
 
     def _delays(self, t: int, src: np.ndarray, dst: np.ndarray, late_by: np.ndarray
                 ) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray], int]:
@@ -465,7 +466,7 @@ class Clock:
         network = self.network.copy()
         while network.advance((t + 1) * self.slot_s) is not None:
             pass
-        held[network.group // self.n % self.n] = True
+        held[network.in_flight() // self.n % self.n] = True
         return held
 
     def busy(self, t: int) -> np.ndarray:
