@@ -1,8 +1,10 @@
 """Push-Sum messages in flight (overlap Push-Sum, Assran et al. 2019): a message sent in round t
 that arrives d rounds late is added to its receiver's numerator and weight at the end of round
-t + d. What is in flight is one stacked buffer per arrival round (numerators [N, *shape] in the
-run's dtype, weights [N] in float64), never a Python object per message; the mass
-sum_i w_i + (weights in flight) stays N.
+t + d. When d is known as the message is sent, what is in flight is one stacked buffer per
+arrival round (numerators [N, *shape] in the run's dtype, weights [N] in float64); when it is
+known only on arrival (the flow network), it is the senders' z [N, *shape] and w [N] of every
+round with a message still in flight, with the shares still in flight. Never a Python object
+per message; the mass sum_i w_i + (weights in flight) stays N.
 """
 
 from __future__ import annotations
@@ -137,6 +139,8 @@ class InFlight:
         a_src, a_dst, a_round = arrived
         sources = [(parts[0], params, weights)] if 0 in parts else []
         for s in np.unique(a_round).tolist():
+            if s not in self.sent:  # its messages carry shares of 0 (a weight-0 edge)
+                continue
             z_s, w_s, pending = self.sent[s]
             at = a_round == s
             rows, cols = a_dst[at], a_src[at]
@@ -190,5 +194,5 @@ def _csr_state(A: sp.csr_array) -> dict[str, Any]:
 
 
 def _csr_from(state: dict[str, Any]) -> sp.csr_array:
-    return sp.csr_array((state["data"].numpy(), state["indices"].numpy(),
-                         state["indptr"].numpy()), shape=tuple(state["shape"]))
+    return sp.csr_array((state["data"].cpu().numpy(), state["indices"].cpu().numpy(),
+                         state["indptr"].cpu().numpy()), shape=tuple(state["shape"]))

@@ -101,8 +101,9 @@ def test_a_field_is_read_or_refused(name, variant, key):
         base["compressor"] = "qsgd"  # CHOCO reads the quantization bits only for QSGD
     if key == "personal_epochs" and key in option_names(cls):
         base["personal_fraction"] = 0.3  # the fine-tuning epochs need a personalised split
-    if key in ("clique_averaging", "persistent_momentum") and key in option_names(cls):
-        base["local_steps"] = 1  # dpsgd takes them with one local step a round only
+    if key in ("clique_averaging", "persistent_momentum", "one_push_in_flight") and \
+            key in option_names(cls):
+        base["local_steps"] = 1  # dpsgd and async_sgp take them with one local step only
     if key in READERS and key in option_names(cls):
         base["aggregator"] = READERS[key]  # a robust aggregator's own setting
     other_forms = {k for v, keys in cls.form_options.items() if v != variant for k in keys}

@@ -4,6 +4,7 @@ the uninterrupted run), and refuses a resume with a different object."""
 from __future__ import annotations
 
 import importlib.util
+import os
 import signal
 import subprocess
 import sys
@@ -45,6 +46,7 @@ def test_every_example_is_tested():
     assert {p.stem for p in (ROOT / "examples").glob("*.py")} == set(EXAMPLES)
 
 
+@pytest.mark.usefixtures("one_thread")
 @pytest.mark.parametrize("name", sorted(EXAMPLES))
 def test_example_survives_sigkill_and_refuses_another_object(tmp_path, name):
     example, (rounds, kwargs, options) = _load(name), EXAMPLES[name]
@@ -53,9 +55,12 @@ def test_example_survives_sigkill_and_refuses_another_object(tmp_path, name):
     assert all(len(rows) == rounds for rows in whole.values())
 
     part = tmp_path / "part"
+    # one intra-op thread here and there: with two, float32 runs of a fresh process differ at
+    # 1e-8 in about 1 of 8 processes (an open reproducibility defect, docs/reliability.md)
     proc = subprocess.Popen([sys.executable, str(ROOT / "examples" / f"{name}.py"), str(part),
                              "--rounds", str(rounds), "--data", "synthetic", *options],
-                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=os.environ | {"OMP_NUM_THREADS": "1"})
     wait_mid_round(proc, lambda: sum(p.read_text().count("\n") for p in part.rglob(METRICS)),
                    2)
     proc.send_signal(signal.SIGKILL)

@@ -265,3 +265,26 @@ def test_overlap_on_flows_keeps_the_exact_average_without_gradients() -> None:
                 total += (mass.view(-1, *[1] * (v.dim() - 1)) * z[k]).sum(0)
             assert (total - start[k]).abs().max().item() < 1e-9
     assert algorithm.in_flight.weight() > 0.5 and len(algorithm.in_flight.sent) > 1
+
+
+def test_a_run_saved_before_the_flow_default_resumes_as_it_ran(tmp_path) -> None:
+    """A saved config without network.model (written before "flow" became the default) means
+    "ideal"; one without async_sgp's one_push_in_flight means false. `p2pfl resume` continues
+    such a run as it ran, and a config with the new defaults is refused."""
+    import json
+
+    from p2pfl.engine import read_run_config
+    from p2pfl.engine.checkpoint import as_written, check_resumable
+
+    cfg = small_config(rounds=1, network__enabled=True)
+    run(cfg, tmp_path / "r", figures=False)
+    path = tmp_path / "r" / "config.json"
+    raw = json.loads(path.read_text())
+    del raw["network"]["model"]
+    path.write_text(json.dumps(raw))
+    assert read_run_config(tmp_path / "r").network.model == "ideal"
+    with pytest.raises(ConfigError, match="^resume: .*differing fields: network.model"):
+        check_resumable(raw, cfg, 1, tmp_path / "r")
+    old_async = {"algorithm": {"name": "async_sgp"}, "network": {"enabled": False}}
+    assert as_written(old_async)["algorithm"]["one_push_in_flight"] is False
+    assert "model" not in as_written(old_async)["network"]  # off: nothing to mean

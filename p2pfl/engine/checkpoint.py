@@ -30,7 +30,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -312,6 +312,36 @@ def restore(state: dict[str, Any], population: Any, algorithm: Any, callbacks: S
         callback.load_state_dict(callback_state)
 
 
+# Fields added after runs were first written whose default changes what a run does, each with
+# the value a config written before it meant and when it applies: a run's saved config gets it,
+# so that a resume never silently takes the new behaviour.
+ADDED_FIELDS: tuple[tuple[str, str, Any, Callable[[dict[str, Any]], bool]], ...] = (
+    ("network", "model", "ideal", lambda raw: bool(raw.get("network", {}).get("enabled"))),
+    ("algorithm", "one_push_in_flight", False,
+     lambda raw: raw.get("algorithm", {}).get("name") == "async_sgp"),
+)
+
+
+def as_written(raw: dict[str, Any]) -> dict[str, Any]:
+    """A run's saved config with the fields it predates set to what their absence meant
+    (ADDED_FIELDS).
+
+    Parameters
+    ----------
+    raw : a config as a dict (a run's config.json or its checkpoint's).
+
+    Returns
+    -------
+    dict, a copy where anything was added.
+    """
+    out = raw
+    for section, key, meant, applies in ADDED_FIELDS:
+        table = raw.get(section)
+        if isinstance(table, dict) and key not in table and applies(raw):
+            out = {**out, section: {**out[section], key: meant}}
+    return out
+
+
 def check_resumable(old: dict[str, Any], cfg: Config, rounds_done: int, run_dir: Path) -> None:
     """Refuse to continue a run of config `old` with `cfg`.
 
@@ -328,6 +358,7 @@ def check_resumable(old: dict[str, Any], cfg: Config, rounds_done: int, run_dir:
         naming resume if they differ in any field outside RESUMABLE, compare if their
         [[compare]] variants differ, rounds if `cfg` has fewer rounds than the checkpoint.
     """
+    old = as_written(old)
     old_variants, new_variants = (json.loads(json.dumps(side.get("compare") or []))
                                   for side in (old, cfg.to_dict()))
     _check_same_variants(old_variants, new_variants, run_dir)
@@ -390,7 +421,7 @@ def read_run_config(run_dir: Path, overrides: dict[str, Any] | None = None) -> C
     if not isinstance(raw, dict):
         raise ConfigError("resume", f"{path} holds a JSON {type(raw).__name__}, not a config")
     try:
-        return config_with_overrides(raw, overrides or {})
+        return config_with_overrides(as_written(raw), overrides or {})
     except ConfigError as err:
         record = Path(run_dir) / "algorithm.json"
         if err.field == "algorithm.name" and record.exists():

@@ -274,6 +274,7 @@ class Flows:
         """
         chosen = np.flatnonzero(self.live & np.isin(self.group, groups))
         self.end[chosen[self.active[chosen]]] = now
+        self.ready[chosen[~self.active[chosen]]] = np.inf  # not yet active: never joins
         done = self._event(now)
         self._remove(np.union1d(done, chosen), now)
 
@@ -381,11 +382,11 @@ class Flows:
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         for name, kind in _STATE.items():
-            setattr(self, name, state[name].numpy().astype(kind))
-        self.routes = state["routes"].numpy().astype(np.int64)
-        self.usage = state["usage"].numpy().astype(np.float64)
-        self.capacity = state["capacity"].numpy().astype(np.float64)
-        self.finite = state["finite"].numpy().astype(bool)
+            setattr(self, name, state[name].cpu().numpy().astype(kind))
+        self.routes = state["routes"].cpu().numpy().astype(np.int64)
+        self.usage = state["usage"].cpu().numpy().astype(np.float64)
+        self.capacity = state["capacity"].cpu().numpy().astype(np.float64)
+        self.finite = state["finite"].cpu().numpy().astype(bool)
         self.pad = len(self.capacity) - 1
         self.next_id = int(state["next_id"])
 

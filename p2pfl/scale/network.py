@@ -2,9 +2,12 @@
 
 The `[network]` table (`NetworkConfig`) describes the network: a local step takes `step_s`
 seconds on a node, `slow_factor` times longer on a straggler (a `stragglers` fraction of the
-nodes, fixed for the run); a message takes `latency_s` plus its size over `bandwidth_gbps`,
-`slow_factor` times longer on a slow link (a `slow_links` fraction of the ordered node pairs,
-fixed for the run); `jitter` > 0 multiplies every compute time (per node and round) and transfer
+nodes, fixed for the run); a message waits `latency_s`, then its bits go over the links it
+crosses: on the "flow" model (the default) shared by max-min fairness with every other message
+in progress on its sender's uplink, its receiver's downlink and an underlay's links
+(p2pfl/scale/flows.py), on the "ideal" model alone at `bandwidth_gbps`; a slow link (a
+`slow_links` fraction of the ordered node pairs, fixed for the run) is `slow_factor` times
+slower; `jitter` > 0 multiplies every compute time (per node and round) and transfer
 (per message) by a lognormal factor exp(jitter * N(0, 1)). Edge attributes `latency_s` and
 `bandwidth_gbps` of a round's graph replace the configured values for that link. A message
 carries one model (num_params values of the run's dtype) plus, for Push-Sum, its float64 weight.
@@ -21,9 +24,12 @@ Every draw is a function of (seed, node or link, round), so times never depend o
   normal local phase (the mean K_i * step_s); a node's phases follow one another, and it
   trains, sends and receives in the slot its current phase ends in (nearest slot end), so a
   straggler takes part in one slot of every slow_factor and is offline in the others. A message
-  sent at the end of slot t is added to its receiver at the end of slot t + ceil(transfer /
-  slot) (`delays = "clock"`, at most `max_delay`), or t + a uniform 0..max_delay (`delays =
-  "random"`).
+  sent at the end of slot t is added to its receiver at the end of the first slot that ends
+  after it has arrived (`delays = "clock"`, at most `max_delay` slots; on the flow model its
+  transfer shares the links with the messages still in flight, and a node whose earlier push
+  is still in flight does not push), or t + a uniform 0..max_delay (`delays = "random"`).
+  The event engine's flows (p2pfl/engine/events.py) and overlap's take the nodes' link
+  capacities from round 0's graph.
 """
 
 from __future__ import annotations
