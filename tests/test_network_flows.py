@@ -217,6 +217,26 @@ def test_a_node_whose_push_is_in_flight_keeps_its_shares() -> None:
     assert held > 6
 
 
+def test_a_message_of_weight_zero_arrives_with_nothing() -> None:
+    """Edges of weight 0 (a valid weight) still send a message on the flow network; it carries
+    a share of 0, so its arrival adds nothing (and its round may hold nothing in flight)."""
+    from p2pfl.engine.builder import build
+    from tests.conftest import play
+
+    ctx, algorithm = build(overlap_on_flows())
+    G = nx.DiGraph()
+    G.add_nodes_from(range(6))
+    for i in range(6):
+        G.add_edge(i, (i + 1) % 6, weight=0.0)
+        G.add_edge(i, (i + 2) % 6, weight=0.0)
+    for t in range(8):
+        faults = ctx.faults(t, G)
+        play(algorithm, ctx, t, G)
+        ctx.clock.commit(ctx.clock.plan_round(t, G, faults))
+        assert algorithm.weights.sum().item() + algorithm.in_flight.weight() == \
+            pytest.approx(6, abs=1e-9)
+
+
 def overlap_on_flows(**overrides):
     base = {"algorithm__name": "osgp", "topology__name": "exponential", "topology__directed": True,
             "data__num_nodes": 6, "network__enabled": True, "network__overlap": True,
