@@ -50,9 +50,11 @@ class RoundEnd:
 
     @property
     def evaluating(self) -> bool:
-        """Whether round t is an evaluation round (every `eval.every` rounds, and the last)."""
+        """Whether round t is an evaluation round (every `eval.every` rounds, and the last: the
+        run's `rounds`, or the round that reaches [network] horizon_s)."""
         done = self.t + 1
-        return done % self.cfg.eval.every == 0 or done == self.cfg.rounds
+        return done % self.cfg.eval.every == 0 or done == self.cfg.rounds or \
+            horizon_reached(self.cfg, self.record)
 
     def average_model(self) -> Params:
         """The model whose accuracy is `test_acc`: name -> [*shape]."""
@@ -62,6 +64,23 @@ class RoundEnd:
         """The nodes' own models: name -> [m, *shape]; in a distributed run, those of this
         rank's nodes only (docs/distributed.md, "Callbacks of one's own")."""
         return self.algorithm.local_models(self.ctx)
+
+
+def horizon_reached(cfg: Any, record: Mapping[str, Any]) -> bool:
+    """Whether a round's record reaches the run's simulated-time horizon ([network] horizon_s).
+
+    Parameters
+    ----------
+    cfg : the run's Config.
+    record : the round's metrics (its `sim_time_s`, once the clock has added it).
+
+    Returns
+    -------
+    bool.
+    """
+    net = cfg.network
+    return bool(net.enabled and net.horizon_s > 0
+                and record.get("sim_time_s", 0.0) >= net.horizon_s)
 
 
 class Callback:

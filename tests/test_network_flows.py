@@ -308,3 +308,19 @@ def test_a_run_saved_before_the_flow_default_resumes_as_it_ran(tmp_path) -> None
     old_async = {"algorithm": {"name": "async_sgp"}, "network": {"enabled": False}}
     assert as_written(old_async)["algorithm"]["one_push_in_flight"] is False
     assert "model" not in as_written(old_async)["network"]  # off: nothing to mean
+
+
+@pytest.mark.parametrize("name", ["dpsgd", "adpsgd"])
+def test_a_run_ends_at_its_simulated_time_horizon(tmp_path, name) -> None:
+    """[network] horizon_s: the run ends, evaluated, at the first round (an asynchronous run's
+    mark) whose simulated time reaches it; rounds stays the upper bound, and a resume with a
+    later horizon goes on."""
+    base = {"rounds": 40, "algorithm__name": name, "algorithm__local_steps": 1,
+            "eval__every": 7, "network__enabled": True}
+    first = run(small_config(**base, network__horizon_s=0.1), tmp_path / "r", figures=False)
+    times = [r["sim_time_s"] for r in first]
+    assert len(first) < 40 and times[-1] >= 0.1 > times[-2]
+    assert "test_acc" in first[-1]  # the last round is evaluated, off the every-7 grid
+    more = run(small_config(**base, network__horizon_s=0.2), tmp_path / "r", resume=True,
+               figures=False)
+    assert len(more) > len(first) and more[-1]["sim_time_s"] >= 0.2 > more[-2]["sim_time_s"]

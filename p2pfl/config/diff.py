@@ -11,7 +11,7 @@ from typing import Any
 # (about 1e-8 in float32 parameters after one round), and the checkpoint keeps the chunk sizes
 # an automatic plan chose so that a resume batches as the run did.
 RESUMABLE = ("rounds", "device", "engine.checkpoint_every", "engine.on_divergence",
-             "engine.max_loss")
+             "engine.max_loss", "network.horizon_s")
 
 
 def config_diff(old: dict[str, Any], new: dict[str, Any], prefix: str = "") -> list[str]:

@@ -162,6 +162,9 @@ class NetworkConfig:
                         "per message (random)")
     max_delay: int = option(8, low=0, high=1000, doc="most rounds a message can be in flight "
                            "with overlap (a later one is added at max_delay)")
+    horizon_s: float = option(0.0, low=0, doc="end the run at the first round (an asynchronous "
+                              "run's mark) whose simulated time reaches this many seconds, "
+                              "evaluated (0: rounds only)")
 
 
 @dataclass

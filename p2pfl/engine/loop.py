@@ -32,7 +32,7 @@ from p2pfl.core.guard import cut_links, finite_rows
 from p2pfl.core.population import Params
 from p2pfl.engine.checkpoint import save_checkpoint, save_shard
 from p2pfl.engine.evaluation import Evaluation
-from p2pfl.engine.network_time import NetworkTime
+from p2pfl.engine.network_time import Horizon, NetworkTime
 from p2pfl.engine.rundir import History, finish
 from p2pfl.engine.topology import CONNECTIVITY_WINDOW, check_mixing, unchecked_graphs
 from p2pfl.errors import ConfigError, DivergenceError, PeerLost, RunInterrupted, UserCodeError
@@ -112,7 +112,10 @@ class Runner:
         list of Callback.
         """
         timing = [] if ctx.clock is None else [NetworkTime(ctx.clock, algorithm.mixing == "server")]
-        return [Evaluation(ctx, local_samples), *timing, *algorithm.callbacks(ctx), *callbacks]
+        horizon = [] if ctx.clock is None else [Horizon()]
+        # the clock first: whether a round is evaluated may depend on its simulated time
+        return [*timing, Evaluation(ctx, local_samples), *algorithm.callbacks(ctx), *callbacks,
+                *horizon]
 
     def run(self) -> History:
         cfg = self.cfg

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from p2pfl.callbacks import Callback, RoundEnd
+from p2pfl.callbacks import Callback, RoundEnd, StopRun, horizon_reached
 from p2pfl.scale.network import Clock
 
 
@@ -30,3 +30,13 @@ class NetworkTime(Callback):
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.clock.load_state_dict(state)
+
+
+class Horizon(Callback):
+    """Ends a run with a clock at the first round (mark) whose `sim_time_s` reaches [network]
+    horizon_s; that round is evaluated (`RoundEnd.evaluating`)."""
+
+    def after_round(self, end: RoundEnd) -> None:
+        if horizon_reached(end.cfg, end.record):
+            raise StopRun(f"simulated time {end.record['sim_time_s']:.4g} s reached "
+                          f"network.horizon_s = {end.cfg.network.horizon_s:g}")
