@@ -38,6 +38,7 @@ DECENTRALIZED = (("dpsgd", False, False), ("adpsgd", False, True), ("sgp", True,
 SERVER = (("fedavg", False), ("fedbuff", True))
 STRAGGLERS = (0.0, 0.25)
 EVAL_POINTS = 40  # evaluations over a run
+COLOURS = ("tab:blue", "tab:orange", "tab:green", "tab:red")  # an algorithm's place: its colour
 DIVERGED = "diverged.txt"  # in a run's folder: it diverged (the study keeps it and goes on)
 
 
@@ -247,16 +248,23 @@ def figure(results: dict[str, dict[str, list[list[dict[str, Any]]]]], target: fl
     for ax in axes.flat[len(results):]:
         ax.set_visible(False)
     for ax, (setting, runs) in zip(axes.flat, results.items()):
-        for algorithm, histories in runs.items():
+        for colour, (algorithm, histories) in zip(COLOURS, runs.items()):
             points = [[(r["sim_time_s"], r["test_acc"]) for r in h if "test_acc" in r]
                       for h in histories if not h[-1].get("diverged")]
+            diverged = len(histories) - len(points)
+            label = algorithm if not diverged else (
+                f"{algorithm}: {diverged} of {len(histories)} seeds diverged"
+                + ("" if points else " (not drawn)"))
             if not points:
+                ax.plot([], [], color=colour, linestyle="--", label=label)
                 continue
             length = min(len(p) for p in points)
             xs = np.mean([[p[i][0] for i in range(length)] for p in points], axis=0)
             ys = np.mean([[p[i][1] for i in range(length)] for p in points], axis=0)
-            ax.plot(xs, 100 * ys, label=algorithm)
+            ax.plot(xs, 100 * ys, color=colour, label=label)
         ax.axhline(100 * target, color="0.5", linestyle=":")
+        ax.text(ax.get_xlim()[1], 100 * target, f"{100 * target:g} % ", fontsize=7,
+                color="0.4", ha="right", va="bottom")
         ax.set_title(setting, fontsize=9)
         ax.set_xlabel("simulated time (s)")
         ax.set_ylim(10, 90)
@@ -265,6 +273,9 @@ def figure(results: dict[str, dict[str, list[list[dict[str, Any]]]]], target: fl
         ax.set_ylabel("test accuracy (%)")
     for ax in axes.flat[:len(results)]:
         ax.legend(fontsize=7, loc="lower right")
+    seeds = max(len(h) for runs in results.values() for h in runs.values())
+    fig.suptitle(f"Fashion-MNIST (Dirichlet 0.5), mnist_2NN, simulated network (flow model); "
+                 f"test accuracy of the average (server) model, mean of {seeds} seeds", fontsize=10)
     save(fig, path)
 
 
