@@ -37,6 +37,7 @@ to its number of updates, which this class does not do (docs/async.md, "Unequal 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -47,6 +48,7 @@ import torch
 import topologies as T
 from algorithms.asynchronous import Asynchronous, Instant
 from algorithms.base import require_one_local_step
+from algorithms.weight_collapse import collapsed, warn_collapse, weights_clause
 from p2pfl.context import RunContext
 from p2pfl.core.population import add_rows, row_block, row_scale
 from p2pfl.options import AlgorithmOptions, option
@@ -92,6 +94,7 @@ class AsyncSGP(Asynchronous):
         super().setup(ctx)
         self.weights = torch.ones(ctx.num_nodes, device=ctx.device, dtype=torch.float64)
         self.read_weights = self.weights.clone()  # w when each node's phase read its model
+        self.collapse_warned = False  # a WeightCollapseWarning was given (once per run)
         self._columns: dict[int, sp.csc_array] = {}
         # arrived, not yet added (the receiver adds them when it next reads its model)
         self.inbox = {"dst": np.zeros(0, dtype=np.int64), "slot": np.zeros(0, dtype=np.int64),
@@ -102,11 +105,36 @@ class AsyncSGP(Asynchronous):
 
     def phase_lr(self, ctx: RunContext, nodes: np.ndarray, k: np.ndarray) -> torch.Tensor:
         """lr(k) / w_i: the numerator step expressed on the stored z (w as read now, after what
-        has arrived)."""
+        has arrived; a collapsed weight warned first: `check_collapse`)."""
         self.settle(ctx, self.events, nodes)
         index = torch.as_tensor(nodes, device=ctx.device)
         self.read_weights[index] = self.weights[index]
+        self.check_collapse(ctx, nodes, k)
         return (super().phase_lr(ctx, nodes, k).double() / self.weights[index]).to(ctx.dtype)
+
+    def check_collapse(self, ctx: RunContext, nodes: np.ndarray, k: np.ndarray) -> None:
+        """Warn (WeightCollapseWarning, once per run) when the weight a beginning phase reads is
+        below COLLAPSE_W (algorithms/weight_collapse.py). A node's weight falls only when it
+        pushes, and it begins its next phase then, so every fall is checked.
+
+        Parameters
+        ----------
+        ctx : the run.
+        nodes : int64 [m], the rows whose phases begin.
+        k : int64 [m], their phase indices.
+        """
+        found = None if self.collapse_warned else collapsed(self.read_weights[nodes])
+        if found is None:
+            return
+        self.collapse_warned = True
+        at, w = found
+        now = self.events.now  # in row m when within round-off after mark m (MARK_TOLERANCE)
+        mark = max(1, math.ceil(now / ctx.clock.nominal_s(self.transfers) * (1 - 1e-9)))
+        warn_collapse(int(nodes[at]), w, self.lr(int(k[at])),
+                      f"at mark {mark} ({now:.4g} simulated s, its phase {int(k[at]) + 1})",
+                      "its inbound messages are slow relative to its sends: each push keeps "
+                      "P_ii of its weight while what it is sent is still in flight (stragglers "
+                      "or slow links around it; one_push_in_flight = true bounds its pushes)")
 
     def phase_end(self, ctx: RunContext, ev: Instant, nodes: np.ndarray) -> None:
         self.settle(ctx, ev, nodes)
@@ -237,11 +265,37 @@ class AsyncSGP(Asynchronous):
                 "ps_weight_max": self.weights.max().item(),
                 "ps_weight_sum": self.weights.sum().item(), "ps_weight_in_flight": in_flight}
 
+    def divergence_hint(self, t: int, nodes: list[int]) -> str:
+        """The Push-Sum weights w of `nodes` as their latest local phases read them, and their
+        steps lr(k) / w.
+
+        Parameters
+        ----------
+        t : the mark, from 0.
+        nodes : the nodes that went non-finite.
+
+        Returns
+        -------
+        str, the clause for the divergence message ("" without nodes).
+        """
+        if not nodes or self.events is None:
+            return ""
+        phases = self.events.phase(np.asarray(nodes[:5], dtype=np.int64)).tolist()
+        shown = weights_clause(nodes, self.read_weights[nodes[:5]].tolist(),
+                               [self.lr(max(k, 0)) for k in phases],
+                               self.read_weights.min().item())
+        return (f"Push-Sum weights in their latest local phases: {shown}; a weight falls when "
+                "a node's inbound messages are slow relative to its sends (one_push_in_flight "
+                "= true, fewer stragglers or faster links keep w near 1), a smaller lr or "
+                "algorithm.clip_norm bound the step")
+
     def state_dict(self) -> dict[str, Any]:
         return {"weights": self.weights.clone(), "read_weights": self.read_weights.clone(),
-                "inbox": {k: torch.from_numpy(v.copy()) for k, v in self.inbox.items()}}
+                "inbox": {k: torch.from_numpy(v.copy()) for k, v in self.inbox.items()},
+                "collapse_warned": self.collapse_warned}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.weights = state["weights"].clone()
         self.read_weights = state["read_weights"].clone()
         self.inbox = {k: v.cpu().numpy().copy() for k, v in state["inbox"].items()}
+        self.collapse_warned = bool(state.get("collapse_warned", False))  # older: not yet

@@ -37,6 +37,7 @@ from algorithms.delayed import InFlight
 from algorithms.muffliato import PrivacyLedger, privatize
 from algorithms.options import Robust
 from algorithms.robust import robust_gossip
+from algorithms.weight_collapse import collapsed, warn_collapse, weights_clause
 from p2pfl.context import RunContext
 from p2pfl.core.mixing import diag_scale
 from p2pfl.core.population import Params
@@ -401,9 +402,11 @@ class PushSum(Decentralized):
         self.weights = torch.ones(ctx.num_nodes, device=ctx.device, dtype=torch.float64)
         self.phase_weights = self.weights  # the weights of the latest local phase
         self.in_flight = InFlight()  # overlap ([network] overlap = true): mass sent, not arrived
+        self.collapse_warned = False  # a WeightCollapseWarning was given (once per run)
 
     def node_lr(self, ctx: RunContext, t: int) -> torch.Tensor:
-        """lr / w_i: the numerator step expressed on the stored z.
+        """lr / w_i: the numerator step expressed on the stored z (a collapsed weight warned
+        first: `check_collapse`).
 
         Parameters
         ----------
@@ -414,7 +417,26 @@ class PushSum(Decentralized):
         -------
         [N] tensor in the run's dtype.
         """
+        self.check_collapse(t)
         return (self.step_size(t) / self.weights).to(ctx.dtype)
+
+    def check_collapse(self, t: int) -> None:
+        """Warn (WeightCollapseWarning, once per run) when a node's weight for round t's local
+        phase is below COLLAPSE_W (algorithms/weight_collapse.py).
+
+        Parameters
+        ----------
+        t : round, from 0.
+        """
+        found = None if self.collapse_warned else collapsed(self.weights)
+        if found is None:
+            return
+        self.collapse_warned = True
+        node, w = found
+        warn_collapse(node, w, self.step_size(t), f"in round {t + 1}",
+                      "it received little weight in the last rounds while it kept sending its "
+                      "shares (few in-neighbours in the rounds' graphs, or messages lost or "
+                      "late); more out-neighbours or a balanced schedule keep w near 1")
 
     def divergence_hint(self, t: int, nodes: list[int]) -> str:
         """The Push-Sum weights w of `nodes` in round t's local phase and their step lr / w.
@@ -432,13 +454,12 @@ class PushSum(Decentralized):
         """
         if not nodes:
             return super().divergence_hint(t, nodes)
-        step = self.step_size(t)
-        shown = ", ".join(f"node {i} w = {w:.3g}, lr / w = {step / w:.3g}"
-                          for i, w in zip(nodes[:5], self.phase_weights[nodes[:5]].tolist()))
-        w_min = self.phase_weights.min().item()
-        hint = (f"Push-Sum weights in the local phase: {shown} (lr {step:.3g}; smallest w of "
-                f"any node {w_min:.3g}); more out-neighbours or a balanced schedule keep w near "
-                "1, a smaller lr or algorithm.clip_norm bound the step")
+        shown = weights_clause(nodes, self.phase_weights[nodes[:5]].tolist(),
+                               [self.step_size(t)] * len(nodes[:5]),
+                               self.phase_weights.min().item())
+        hint = (f"Push-Sum weights in the local phase: {shown}; more out-neighbours or a "
+                "balanced schedule keep w near 1, a smaller lr or algorithm.clip_norm bound the "
+                "step")
         momentum = super().divergence_hint(t, nodes)
         return f"{hint}; {momentum}" if momentum else hint
 
@@ -532,9 +553,11 @@ class PushSum(Decentralized):
 
     def state_dict(self) -> dict[str, Any]:
         return {**super().state_dict(), "weights": self.weights.clone(),
-                "in_flight": self.in_flight.state_dict()}
+                "in_flight": self.in_flight.state_dict(),
+                "collapse_warned": self.collapse_warned}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         super().load_state_dict(state)
         self.weights = state["weights"].clone()
         self.in_flight.load_state_dict(state.get("in_flight", {}))
+        self.collapse_warned = bool(state.get("collapse_warned", False))  # older: not yet

@@ -22,7 +22,7 @@ the instant and get the model as it is then. Client i is graph node i + 1 of the
 the server); its population row holds the model it works from (the server's, as downloaded,
 while it trains; then the model it trained). The run records the age of
 each update added (its arrival minus the download's send time) and, as `staleness_mean` /
-`staleness_max`, tau in server steps.
+`staleness_max`, tau in server steps (none of them at a mark where no update arrived).
 
 The server steps on a full buffer only, as the paper's: K updates from any clients (a client
 reports again each time it is drawn, so K may exceed the number of clients), and none is applied
@@ -231,10 +231,12 @@ class FedBuff(Asynchronous):
         return expand(self.server, ctx.population.num_nodes)
 
     def metrics(self, ctx: RunContext) -> dict[str, float]:
+        """The server's version, the updates in its buffer, and the staleness tau (server steps)
+        of the updates added since the previous mark (mean, max; left out when none was)."""
         taus, self.taus, self.tags = self.taus, [], []
-        return {"server_version": self.version, "buffered": self.buffered,
-                "staleness_mean": float(np.mean(taus)) if taus else 0.0,
-                "staleness_max": max(taus, default=0)}
+        stale = {"staleness_mean": float(np.mean(taus)), "staleness_max": max(taus)} \
+            if taus else {}
+        return {"server_version": self.version, "buffered": self.buffered, **stale}
 
     def left_undone(self, ctx: RunContext) -> str:
         """The updates still in the buffer (not applied), and whether the server never stepped.

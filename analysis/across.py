@@ -24,8 +24,9 @@ from pathlib import Path
 import numpy as np
 
 from p2pfl.report.figures import marker, plt, save, series_style
+from p2pfl.report.grouping import group_runs
 from p2pfl.report.labels import parse_names
-from p2pfl.report.table import find_runs, group_runs, summarize
+from p2pfl.report.summary import find_runs, summarize
 
 Cells = dict[str, dict[str, list[float]]]  # variant -> setting -> per-seed accuracies (%)
 

@@ -20,8 +20,10 @@ from typing import Any
 import numpy as np
 
 from p2pfl.report.figures import marker, plt, save, series_style
+from p2pfl.report.grouping import group_runs
 from p2pfl.report.results import read_metrics
-from p2pfl.report.table import comparison_table, find_runs, group_runs
+from p2pfl.report.summary import find_runs
+from p2pfl.report.table import comparison_table
 
 History = list[dict[str, Any]]
 DASHES = ("-", "--", "-.", ":")  # curves that coincide (equal algorithms) stay visible

@@ -6,8 +6,8 @@ time and seconds to a target accuracy against the slow fraction.
         [--vary slow_links,stragglers] [--fractions 0,0.1,0.2,0.4] [--target 0.75] \\
         [--set network.stragglers=0] [--figure docs/figures/network_study.png]
 
-Each fraction's runs go to OUT/<varied fields>-<fraction>/<variant>/; a rerun continues what is
-there.
+Each fraction's runs go to OUT/<varied fields>-<fraction>/<variant>/seed<k>/; a rerun continues
+what is there.
 Prints a Markdown table (one row per variant, seconds to target and simulated seconds per round
 at each fraction) and writes the figure.
 """
@@ -15,7 +15,6 @@ at each fraction) and writes the figure.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import sys
 from pathlib import Path
 from typing import Any
@@ -53,8 +52,7 @@ def run_fractions(cfg: Any, out: Path, fractions: list[float], vary: tuple[str, 
     for fraction in fractions:
         where = out / f"{'+'.join(vary)}-{fraction:g}"
         overrides = {f"network.{field}": fraction for field in vary}
-        fcfg = dataclasses.replace(with_overrides(cfg, overrides), compare=cfg.compare)
-        results[fraction] = run_compare(fcfg, where, progress=progress,
+        results[fraction] = run_compare(with_overrides(cfg, overrides), where, progress=progress,
                                         resume=(where / "config.json").exists())
     return results
 

@@ -8,6 +8,7 @@ p2pfl.report.figures.
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,16 @@ import numpy as np
 
 from analysis.matrices import MatrixLike
 from analysis.spectral import eigenvalues
-from p2pfl.report.figures import legend_outside, log_axis, plt, round_axis, save, series_style
+from p2pfl.report.figures import (
+    keyed_styles,
+    legend_outside,
+    log_axis,
+    plt,
+    round_axis,
+    save,
+    series_style,
+)
+from p2pfl.report.runs import RunFacts
 
 ZERO_FLOOR = 1e-16  # where plot_consensus draws an exact 0
 DRAW_MAX_NODES = 200  # draw_topology refuses larger graphs: nothing readable comes out
@@ -54,14 +64,62 @@ def plot_runs(run_dirs: Sequence[str | Path], path: str | Path, title: str = "")
     return plot_histories(histories, path, title)
 
 
+def _seed_points(histories: Sequence[Sequence[Mapping[str, Any]]], metric: str, x: str
+                 ) -> tuple[np.ndarray, list[list[float]]]:
+    """The x values of a label's curve and the seeds' values (x 100) at each.
+
+    Against the round, the rounds some seed evaluated; against simulated time, the union of the
+    seeds' evaluation times, each seed interpolated linearly between its own evaluations (a
+    seed counts only within the time it covers)."""
+    key = "round" if x == "round" else "sim_time_s"
+    seeds = []
+    for history in histories:
+        points = [(r[key], 100 * r[metric]) for r in history
+                  if metric in r and key in r and math.isfinite(r[metric])]
+        if points:
+            seeds.append(np.array(points, dtype=float))
+    if not seeds:
+        return np.array([]), []
+    if x == "round":
+        by_round: dict[float, list[float]] = {}
+        for p in seeds:
+            for t, value in p:
+                by_round.setdefault(t, []).append(float(value))
+        rounds = sorted(by_round)
+        return np.array(rounds), [by_round[t] for t in rounds]
+    grid = np.unique(np.concatenate([p[:, 0] for p in seeds]))
+    values: list[list[float]] = [[] for _ in grid]
+    for p in seeds:
+        inside = np.flatnonzero((grid >= p[0, 0]) & (grid <= p[-1, 0]))
+        for i, value in zip(inside, np.interp(grid[inside], p[:, 0], p[:, 1])):
+            values[i].append(float(value))
+    return grid, values
+
+
+def _seed_label(label: str, facts: Sequence[RunFacts]) -> str:
+    """A legend entry: the label, its seeds, and those that diverged (and where)."""
+    entry = f"{label}, {len(facts)} seeds" if len(facts) > 1 else label
+    diverged = sorted(f.diverged_at for f in facts if f.diverged_at is not None)
+    if diverged:
+        unit = facts[0].unit
+        where = ", ".join(map(str, diverged))
+        entry += (f" (diverged at {unit} {where})" if len(diverged) == len(facts) else
+                  f" ({len(diverged)} of {len(facts)} seeds diverged, at {unit} {where})")
+    return entry
+
+
 def plot_seed_bands(groups: Mapping[str, Sequence[Sequence[Mapping[str, Any]]]],
                     path: str | Path, title: str = "", metric: str = "test_acc",
-                    ylabel: str = "test accuracy of the average / server model (%)"
+                    ylabel: str = "test accuracy of the average / server model (%)",
+                    x: str = "round", facts: Mapping[str, Sequence[RunFacts]] | None = None
                     ) -> list[Path]:
-    """One curve per label: the mean over its seeds of `metric` (x 100) at each evaluated round.
+    """One curve per label: the mean over its seeds of `metric` (x 100) against the round or the
+    simulated time.
 
     A band goes from the lowest to the highest seed where there are several. A seed that stopped
-    early (diverged, or still running) counts only in the rounds it reached.
+    early (diverged, or still running) counts only where it reached. A label keeps its colour
+    across figures (`keyed_styles`); the legend says which seeds diverged and which curves draw
+    exactly over another.
 
     Parameters
     ----------
@@ -70,38 +128,43 @@ def plot_seed_bands(groups: Mapping[str, Sequence[Sequence[Mapping[str, Any]]]],
     title : the figure's title.
     metric : the metrics key drawn.
     ylabel : the y axis' label.
+    x : "round", or "time" (simulated seconds, `sim_time_s`).
+    facts : {label: the RunFacts of its seeds} (diverged seeds, the colour's key), or None.
 
     Returns
     -------
     list of the Paths written.
     """
     fig, ax = plt.subplots(figsize=(9.5, 5))
-    curves: list[tuple[np.ndarray, np.ndarray]] = []  # (rounds, mean) of each label
+    facts = facts or {}
+    keys = [facts[label][0].key if facts.get(label) else label for label in groups]
+    styles = keyed_styles(keys)
+    curves: list[tuple[np.ndarray, np.ndarray]] = []  # (x, mean) of each label
     shown: list[str] = []  # the labels of `curves`
+    drawn: dict[tuple, str] = {}  # a curve's points -> the label that drew it first
     banded = False
-    for i, (label, histories) in enumerate(groups.items()):
-        by_round: dict[int, list[float]] = {}
-        for history in histories:
-            for r in history:
-                if metric in r and math.isfinite(r[metric]):
-                    by_round.setdefault(r["round"], []).append(100 * r[metric])
-        if not by_round:
+    for style, (label, histories) in zip(styles, groups.items()):
+        xs, values = _seed_points(histories, metric, x)
+        entry = _seed_label(label, facts.get(label) or [RunFacts(label, "", "round")]
+                            * len(histories))
+        if not len(xs):  # e.g. every seed diverged before its first evaluation: named only
+            ax.plot([], [], color=style["color"], linestyle=style["linestyle"],
+                    label=f"{entry}, nothing evaluated")
             continue
-        rounds = np.array(sorted(by_round))
-        values = [by_round[t] for t in rounds]
         mean = np.array([np.mean(v) for v in values])
-        seeds = f", {len(histories)} seeds" if len(histories) > 1 else ""
-        curves.append((rounds, mean))
+        same = drawn.setdefault((tuple(xs), tuple(mean)), label)
+        if same != label:
+            entry += f" (same curve as {same}, drawn under it)"
+        curves.append((xs, mean))
         shown.append(label)
-        style = series_style(i)
-        (line,) = ax.plot(rounds, mean, color=style["color"], linestyle=style["linestyle"],
-                          label=f"{label}{seeds}", linewidth=1.2)
+        (line,) = ax.plot(xs, mean, color=style["color"], linestyle=style["linestyle"],
+                          label=entry, linewidth=1.2)
         if len(histories) > 1:
             banded = True
-            ax.fill_between(rounds, [min(v) for v in values], [max(v) for v in values],
+            ax.fill_between(xs, [min(v) for v in values], [max(v) for v in values],
                             color=line.get_color(), alpha=0.15, linewidth=0)
-    if curves:  # the y axis starts below every curve after its first tenth of the rounds and
-        # over the second half of the plot: the first rounds' climb would squeeze the end
+    if curves:  # the y axis starts below every curve after its first tenth and over the
+        # second half of the plot: the first rounds' climb would squeeze the end
         half = max(r[-1] for r, _ in curves) / 2
         low = [min(m[len(m) // 10], m[r >= half].min(initial=np.inf)) for r, m in curves]
         bottom = max(0.0, min(low) - 3)
@@ -109,18 +172,22 @@ def plot_seed_bands(groups: Mapping[str, Sequence[Sequence[Mapping[str, Any]]]],
         cut = [label for label, (_, m) in zip(shown, curves) if m.min() < bottom]
         notes = ["bands: lowest to highest seed"] if banded else []
         if cut:
-            notes.append(f"the first rounds of {', '.join(cut)} lie below the axis")
+            which = ("every curve" if len(cut) == len(shown) else ", ".join(cut) if len(cut) < 4
+                     else f"{len(cut)} curves")
+            notes.append(f"the first {'rounds' if x == 'round' else 'seconds'} of {which} lie "
+                         "below the axis")
         if notes:
             ax.text(0.99, 0.02, "; ".join(notes), transform=ax.transAxes, ha="right",
                     va="bottom", fontsize=8, color="0.3")
-    ax.set_xlabel("round")
-    round_axis(ax)
-    ax.set_ylabel(ylabel)
+    ax.set_xlabel("round" if x == "round" else "simulated time (s)")
+    if x == "round":
+        round_axis(ax)
+    ax.set_ylabel("\n".join(textwrap.wrap(ylabel, 50)))
     if title:
         ax.set_title(title, fontsize=10)
     ax.grid(alpha=0.3)
     handles, labels = ax.get_legend_handles_labels()
-    ends = [h.get_ydata()[-1] for h in handles]
+    ends = [h.get_ydata()[-1] if len(h.get_ydata()) else -np.inf for h in handles]
     order = sorted(range(len(handles)), key=lambda i: -ends[i])  # legend in the final order
     legend_outside(ax, [handles[i] for i in order], [labels[i] for i in order])
     return save(fig, path)

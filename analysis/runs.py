@@ -142,7 +142,8 @@ def run_records(paths: Sequence[str | Path], measure: bool = True) -> list[dict[
     list of dict.
     """
     from p2pfl.report.results import read_metrics
-    from p2pfl.report.table import find_runs, read_config
+    from p2pfl.report.runs import read_config
+    from p2pfl.report.summary import find_runs
 
     measured: dict[str, dict[str, Any]] = {}
     studies = Studies()

@@ -67,8 +67,9 @@ def main(out: Path, rounds: int = 20, data: str = "fashion_mnist", resume: bool 
          other: bool = False) -> dict[str, float]:
     """Run (or continue) both variants into `out`; `other` resumes with another class."""
     if other:
-        return {"test_acc": p2pfl.run(p2pfl.with_overrides(config(data, rounds), {}),
-                                      out / "lazy-beta-0.5", resume=True,
+        return {"test_acc": p2pfl.run(p2pfl.with_overrides(config(data, rounds),
+                                                           {"compare": None}),
+                                      out / "lazy-beta-0.5" / "seed0", resume=True,
                                       algorithm=HalfLazyGossip)[-1]["test_acc"]}
     histories = p2pfl.run_compare(config(data, rounds), out, resume=resume)
     return {label: h[-1]["test_acc"] for label, h in histories.items()}

@@ -42,7 +42,7 @@ def test_the_command_prints_the_table_and_draws_the_figure(tmp_path, capsys):
     assert main([str(tmp_path / "runs"), "--target", "0.8",
                  "--figure", str(tmp_path / "fig.png")]) == 0
     out = capsys.readouterr().out
-    assert "| a | 1 | 2 (1 unfinished) | 70.00 | 90.00 | 2.0 | 2.0 | 2 |" in out
+    assert "| a | 1 | 2 (1 unfinished) | 90.00 | 90.00 | 2.0 | 2.0 | 2 |" in out  # final
     assert (tmp_path / "fig.png").is_file() and (tmp_path / "fig.pdf").is_file()
     assert main([str(tmp_path / "none")]) == 2
     assert "communication: error: runs: " in capsys.readouterr().err

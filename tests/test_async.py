@@ -12,8 +12,9 @@ import pytest
 import torch
 
 from algorithms.adpsgd import random_neighbours, successive_matchings
+from algorithms.weight_collapse import WeightCollapseWarning
 from p2pfl.config import ConfigError
-from p2pfl.engine import run
+from p2pfl.engine import DivergenceError, run
 from p2pfl.engine.builder import build, check_variants
 from p2pfl.engine.events import Simulation
 from p2pfl.report.results import METRICS, read_metrics
@@ -248,6 +249,131 @@ def test_each_node_runs_on_its_own_clock():
     slow = ctx.clock.step_s > cfg.network.step_s
     assert ctx.clock.nominal_s() == 1.0 and slow.any() and not slow.all()
     assert sim.phases.steps.tolist() == np.where(slow, 2, 20).tolist()
+
+
+def queued_pushes():
+    """async_sgp pushing at every phase end (queues of pushes), stragglers and jitter, after 60
+    instants: (config, run, algorithm, simulation)."""
+    cfg = small_config(algorithm__name="async_sgp", topology__name="exponential",
+                       topology__directed=True, algorithm__local_steps=1, network__enabled=True,
+                       network__stragglers=0.3, network__jitter=0.2,
+                       algorithm__one_push_in_flight=False)
+    ctx, algorithm = build(cfg)
+    sim = Simulation(ctx, algorithm)
+    for _ in range(60):
+        sim.step()
+    return cfg, ctx, algorithm, sim
+
+
+def loaded(cfg, ctx, algorithm, state: dict) -> Simulation:
+    """A new run's simulation loaded from `state`, as a resume restores it (population first)."""
+    ctx2, algorithm2 = build(cfg)
+    ctx2.population.load_state_dict(ctx.population.state_dict())
+    algorithm2.load_state_dict(algorithm.state_dict())
+    sim = Simulation(ctx2, algorithm2)
+    sim.load_state_dict(state)
+    return sim
+
+
+def assert_same_rows(sim: Simulation, sim2: Simulation, slots: np.ndarray) -> None:
+    """The payloads of `slots` and the phases' buffers, bit for bit (float64 runs)."""
+    index = torch.as_tensor(slots)
+    for k, v in sim.mailbox.pool.items():
+        assert torch.equal(sim2.mailbox.pool[k][index].view(torch.int64),
+                           v[index].view(torch.int64))
+        assert torch.equal(sim2.phases.buffer[k].view(torch.int64),
+                           sim.phases.buffer[k].view(torch.int64))
+
+
+def test_the_checkpoint_holds_each_payload_once_and_resumes_bitwise():
+    """The saved payload table has one entry per distinct send still needed (in flight, or
+    arrived and held), not one per message and none for the pool's free slots; a payload or a
+    phase snapshot that is still its node's model is saved as the population's row, not again.
+    A simulation loaded from the state holds the same payloads and snapshots bit for bit and
+    goes on identically."""
+    cfg, ctx, algorithm, sim = queued_pushes()
+    state, box = sim.state_dict(), sim.mailbox
+    table = state["mailbox"]
+    sends = {(int(i), float(t)) for i, t in zip(box.src, box.sent, strict=True)}
+    used = np.unique(np.concatenate([box.slot, algorithm.inbox["slot"]]))
+    assert len(np.unique(box.slot)) == len(sends) < len(box)  # the messages of a send share
+    assert table["payload_slots"].tolist() == used.tolist() and len(used) < len(box.refs)
+    from_rows = table["payload_rows"] >= 0
+    stored = next(iter(table["payloads"].values()))
+    assert len(stored) == (~from_rows).sum() and from_rows.any()
+    assert 0 < len(state["phases"]["stored"]) < ctx.num_nodes
+
+    sim2 = loaded(cfg, ctx, algorithm, state)
+    assert_same_rows(sim, sim2, used)
+    for _ in range(40):
+        sim.step()
+        sim2.step()
+    for k, v in ctx.population.params.items():
+        assert torch.equal(sim2.ctx.population.params[k].view(torch.int64), v.view(torch.int64))
+
+
+def test_a_checkpoint_from_before_the_payload_table_loads():
+    """The state as the previous code saved it (the whole payload pool, no slot rows, the whole
+    phase buffer) loads to the same payloads and snapshots."""
+    cfg, ctx, algorithm, sim = queued_pushes()
+    state = sim.state_dict()
+    state["mailbox"] = {k: v for k, v in state["mailbox"].items() if k not in (
+        "payload_slots", "payload_rows", "payloads", "row")} | {
+        "pool": {k: v.clone() for k, v in sim.mailbox.pool.items()}}
+    state["phases"] = {k: v for k, v in state["phases"].items() if k != "stored"} | {
+        "buffer": {k: v.clone() for k, v in sim.phases.buffer.items()}}
+    assert_same_rows(sim, loaded(cfg, ctx, algorithm, state), np.flatnonzero(sim.mailbox.refs))
+
+
+def test_a_collapsing_push_sum_weight_is_warned_once_and_named_when_it_diverges(tmp_path):
+    """A directed ring of 4 with one node 30x slower (stragglers 0.3 draws one), pushes at every
+    phase end, no transfer time: the node after the straggler pushes every second, keeps half
+    its weight each time and hears nothing for 30 s, so its weight is 2^-k after k pushes. The
+    run warns once, at mark 7 (w = 2^-7 < 1e-2, read by its 8th phase), then diverges at
+    mark 14 and names that node's weight 2^-14 and its step lr(14) / w."""
+    cfg = small_config(algorithm__name="async_sgp", topology__name="directed_ring", rounds=14,
+                       data__num_nodes=4, eval__every=100, network__stragglers=0.3,
+                       network__slow_factor=30.0, algorithm__one_push_in_flight=False, **INSTANT)
+    ctx, _ = build(cfg)
+    slow = np.flatnonzero(ctx.clock.step_s > 1.0)
+    node = int(slow[0] + 1) % 4
+    assert len(slow) == 1
+    with pytest.warns(WeightCollapseWarning) as said, pytest.raises(DivergenceError) as err:
+        run(cfg, tmp_path / "r", figures=False)
+    collapses = [w for w in said if issubclass(w.category, WeightCollapseWarning)]
+    assert len(collapses) == 1
+    line = str(collapses[0].message)
+    assert "\n" not in line and line.startswith(
+        f"Push-Sum weight collapse: node {node} has w = {2**-7:.3g} at mark 7 (7 simulated "
+        f"s, its phase 8)")
+    assert "likely cause: its inbound messages are slow relative to its sends" in line
+    message = str(err.value)
+    assert message.startswith("round 14: non-finite training loss in a local phase at nodes ")
+    assert ("Push-Sum weights in their latest local phases: " in message
+            and f"node {node} w = {2**-14:.3g}, lr / w = {0.1 * 0.998**14 * 2**14:.3g}"
+            in message)
+
+
+@pytest.mark.parametrize("name", ["adpsgd", "async_sgp", "fedbuff"])
+def test_a_mark_where_nothing_arrived_records_no_staleness(tmp_path, name):
+    """Every node 10x slower (10 s phases, nominal rounds of 1 s, no transfer time): nothing is
+    mixed in before the phases end at 10 s, so rows 1 to 9 have no staleness key (not 0.0, which
+    reads as fresh updates) and row 10, where the first messages or updates arrive, has them:
+    the age of a gradient read at 0 (adpsgd) or of an update downloaded at 0 (fedbuff, tau 0),
+    and a real 0 for async_sgp's pushes, which take no time."""
+    extra = {"algorithm__concurrency": 2, "algorithm__buffer_size": 2} if name == "fedbuff" \
+        else {}
+    cfg = small_config(algorithm__name=name, rounds=10, eval__every=10, data__num_nodes=4,
+                       topology__name={"adpsgd": "ring", "async_sgp": "exponential",
+                                       "fedbuff": "star"}[name],
+                       network__stragglers=1.0, network__slow_factor=10.0, **INSTANT, **extra)
+    rows = run(cfg, tmp_path / name, figures=False)
+    keys = ["staleness_s_mean", "staleness_s_max"] + (
+        ["staleness_mean", "staleness_max"] if name == "fedbuff" else [])
+    assert [[k in row for k in keys] for row in rows] == [[False] * len(keys)] * 9 + [
+        [True] * len(keys)]
+    age = 0.0 if name == "async_sgp" else 10.0
+    assert rows[-1]["staleness_s_mean"] == rows[-1]["staleness_s_max"] == age
 
 
 def test_pairs_split_into_successive_matchings_and_neighbours_are_uniform():

@@ -175,7 +175,7 @@ def test_cli_run_and_plot(tmp_path, capsys):
     out = capsys.readouterr().out
     assert out.count("final test_acc") == 4
     assert (tmp_path / "demo" / "comparison.png").exists()
-    runs = sorted(p for p in (tmp_path / "demo").iterdir() if p.is_dir())
+    runs = sorted((tmp_path / "demo").glob("*/seed0"))  # OUT/<variant>/seed<k>, as compare
     assert len(runs) == 4
     assert main(["plot", *map(str, runs), "--out", str(tmp_path / "cmp")]) == 0
     assert (tmp_path / "cmp.png").exists()
@@ -215,6 +215,19 @@ def test_every_package_imports_first_in_a_fresh_interpreter(module):
     assert proc.returncode == 0, proc.stderr
 
 
+def test_with_overrides_keeps_the_compare_variants_and_none_drops_them():
+    """Overriding `rounds` of a comparison leaves a comparison (it used to empty [[compare]]);
+    {"compare": None} removes them, as each variant's own config does."""
+    variants = [{"label": "a", "algorithm.lr": 0.05}, {"label": "b", "topology.name": "torus"}]
+    cfg = config_from_dict({**small_config().to_dict(), "compare": variants})
+    longer = p2pfl.with_overrides(cfg, {"rounds": 5})
+    assert longer.rounds == 5 and longer.compare == variants
+    one = with_overrides(longer, {**variant_overrides(variants[1]), "compare": None})
+    assert (one.compare, one.topology.name, one.rounds) == ([], "torus", 5)
+    with pytest.raises(ConfigError, match=r"^compare\[1\]\.topology\.name: .*'tours'"):
+        with_overrides(cfg, {"compare": [variants[0], {"topology.name": "tours"}]})
+
+
 def test_a_dotted_key_in_a_compare_table_or_set_merges_into_the_table(tmp_path):
     """TOML reads an unquoted `algorithm.lr = 0.05` in [[compare]] as {algorithm = {lr = 0.05}}:
     it changes lr only; the table's other fields (local_steps, batch_size) keep their values."""
@@ -225,7 +238,7 @@ def test_a_dotted_key_in_a_compare_table_or_set_merges_into_the_table(tmp_path):
                     'batch_size = 16\n'
                     '[[compare]]\nlabel = "a"\nalgorithm.lr = 0.05\n')
     cfg = load_config(path)
-    variant = with_overrides(cfg, variant_overrides(cfg.compare[0]))
+    variant = with_overrides(cfg, {**variant_overrides(cfg.compare[0]), "compare": None})
     assert (variant.algorithm.lr, variant.algorithm.local_steps, variant.algorithm.batch_size,
             variant.algorithm.local_epochs) == (0.05, 3, 16, 0)
     merged = load_config(path, parse_overrides(["algorithm={lr=0.2}"]))
@@ -257,7 +270,7 @@ def test_compare_labels_stay_inside_the_root_and_are_distinct(tmp_path):
         root = tmp_path / f"case{i}" / "root"
         run_compare(config_from_dict({**base, "compare": [{"label": label}]}), root)
         assert sorted(p.name for p in root.parent.iterdir()) == ["root"]
-        assert (root / folder_name(label) / "metrics.jsonl").exists()
+        assert (root / folder_name(label) / "seed3" / "metrics.jsonl").exists()
         assert folder_name(label) in ("run", "hidden")
     with pytest.raises(ConfigError, match=r"^compare\[1\]\.label: 'A b' runs in the folder "
                                           r"'a-b' of compare\[0\]"):

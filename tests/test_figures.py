@@ -373,3 +373,88 @@ def test_network_study_figure(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -
     assert [line.get_linestyle() for line in right.get_lines()] == ["-", "--"]
     assert [t.get_text() for t in fig.legends[0].get_texts()] == ["sgp", "sgp overlap"]
     assert_readable(fig)
+
+
+def test_a_name_keeps_its_colour_across_figures_and_its_seeds_differ_in_style() -> None:
+    one = figures.keyed_styles(["AD-PSGD", "D-PSGD", "D-PSGD"])
+    other = figures.keyed_styles(["FedBuff", "D-PSGD", "async SGP", "AD-PSGD"])
+    colour = {k: s["color"] for k, s in zip(["FedBuff", "D-PSGD", "async SGP", "AD-PSGD"], other)}
+    assert one[0]["color"] == colour["AD-PSGD"] and one[1]["color"] == colour["D-PSGD"]
+    assert len(set(colour.values())) == 4  # a collision takes the next free colour
+    assert one[1]["color"] == one[2]["color"] and one[1]["linestyle"] != one[2]["linestyle"]
+
+
+def test_run_curves_say_what_diverged_and_what_hides_what(monkeypatch: pytest.MonkeyPatch,
+                                                         tmp_path: Path) -> None:
+    """A diverged run's huge loss leaves the loss panel to the others' range and its legend entry
+    says where it diverged; a run identical to another says it is drawn under it; FedBuff's
+    test_acc is named its server's model; with attackers the honest nodes' metrics are drawn."""
+    from p2pfl.report.runs import RunFacts
+
+    calm = history(8, 0.3, 1.0)
+    wild = [{**r, "train_loss": 5e25 if r["round"] > 5 else r["train_loss"]} for r in calm[:6]]
+    runs = {"calm": calm, "twin": [dict(r) for r in calm], "wild": wild}
+    facts = {"calm": RunFacts("calm", "server model", "mark"),
+             "twin": RunFacts("twin", "server model", "mark"),
+             "wild": RunFacts("wild", "server model", "mark", diverged_at=7)}
+    fig = drawn(monkeypatch, lambda: plot_histories(runs, tmp_path / "c", facts=facts))
+    acc, local, loss, _ = fig.axes[:4]
+    assert acc.get_ylabel() == "test accuracy of the server model (%)"
+    assert loss.get_ylim()[1] < 10  # not 5e25
+    assert any("leaves the axis (diverged): wild" in t.get_text() for t in loss.texts)
+    entries = [t.get_text() for t in local.get_legend().get_texts()]
+    assert entries == ["calm", "twin (same curves as calm, drawn under it)",
+                       "wild (diverged at mark 7)"]
+    attacked = {"a": [{**r, "test_acc_honest_mean": 0.1} for r in calm], "b": calm}
+    fig = drawn(monkeypatch, lambda: plot_histories(attacked, tmp_path / "h"))
+    assert fig.axes[1].get_ylabel().replace("\n", " ") == (
+        "test accuracy, mean of the honest nodes' own models (%) (all nodes in runs without "
+        "attackers)")
+    assert list(fig.axes[1].get_lines()[0].get_ydata()) == [100 * 0.1] * 8
+
+
+def test_seed_bands_against_simulated_time_interpolate_each_seed_within_its_span() -> None:
+    seeds = [[{"round": 1, "sim_time_s": 1.0, "test_acc": 0.2},
+              {"round": 2, "sim_time_s": 3.0, "test_acc": 0.6}],
+             [{"round": 1, "sim_time_s": 2.0, "test_acc": 0.5},
+              {"round": 2, "sim_time_s": 4.0, "test_acc": 0.7}]]
+    xs, values = plots._seed_points(seeds, "test_acc", "time")
+    assert list(xs) == [1.0, 2.0, 3.0, 4.0]
+    assert [[round(v, 9) for v in at] for at in values] == [[20.0], [40.0, 50.0], [60.0, 60.0],
+                                                             [70.0]]
+    xs, values = plots._seed_points(seeds, "test_acc", "round")
+    assert list(xs) == [1, 2]
+    assert [[round(v, 9) for v in at] for at in values] == [[20.0, 50.0], [60.0, 70.0]]
+
+
+def test_a_title_says_what_its_runs_share() -> None:
+    """A run's curves name its aggregator and attack; several runs' figure names what they
+    share and how many seeds a curve averages."""
+    from p2pfl.report.runs import title_of
+
+    run = {"data": {"name": "fashion_mnist", "num_nodes": 20, "partition": "dirichlet",
+                    "alpha": 0.5}, "model": {"name": "mlp"},
+           "algorithm": {"name": "dpsgd", "aggregator": "median"},
+           "topology": {"name": "random_geometric"},
+           "byzantine": {"nodes": 0.2, "attack": "alie"}}
+    assert title_of([run]) == ("Fashion-MNIST, 20 nodes, Dirichlet(0.5) labels, mlp;\ndpsgd, "
+                               "median aggregator, random_geometric, 4 alie attackers")
+    other = {**run, "algorithm": {"name": "dpsgd", "aggregator": "mean"},
+             "byzantine": {"nodes": 0.2, "attack": "none"},
+             "network": {"enabled": True, "stragglers": 0.25, "slow_factor": 10.0}}
+    assert title_of([run, other], seeds=2).replace("\n", " ") == (
+        "Fashion-MNIST, 20 nodes, Dirichlet(0.5) labels, mlp; dpsgd, random_geometric, 4 "
+        "Byzantine nodes (attack: per curve); mean of 2 seeds")
+
+
+def test_reports_know_every_built_in_algorithm_without_importing_it() -> None:
+    """The names a report reads without torch agree with the registry."""
+    import algorithms
+    from p2pfl.report import runs
+
+    registry = {n: c for n, c in algorithms.ALGORITHMS.items()
+                if c.__module__.split(".")[0] == "algorithms"}  # not one registered by a test
+    assert {n for n, c in registry.items() if c.mixing == "server"} == runs.SERVER
+    assert {n for n, c in registry.items() if c.mixing != "server"} == runs.DECENTRALIZED
+    assert {n for n, c in registry.items()
+                                 if issubclass(c, algorithms.Asynchronous)} == runs.ASYNCHRONOUS

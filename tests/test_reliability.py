@@ -20,11 +20,13 @@ import torch
 import p2pfl.engine as engine
 import p2pfl.engine.loop as loop
 import topologies as T
-from algorithms import ALGORITHMS, Asynchronous
+from algorithms import ALGORITHMS, Asynchronous, PushSum
+from algorithms.weight_collapse import WeightCollapseWarning
 from p2pfl.cli import main
 from p2pfl.config import ConfigError, with_overrides
 from p2pfl.core.guard import finite_rows
 from p2pfl.engine import DivergenceError, run, run_compare
+from p2pfl.engine.builder import build
 from p2pfl.engine.checkpoint import CHECKPOINT
 from p2pfl.report.results import METRICS, read_metrics
 from tests.conftest import skip_plots, small_config, strip_times, tiny_toml, wait_mid_round
@@ -209,8 +211,8 @@ label = "SGP exp"
                  "--quiet"]) == 0
     assert main(["run", str(path), "--resume", str(tmp_path / "part"), "--quiet"]) == 0
     for variant in ("dfedavg-ring", "sgp-exp"):
-        a = read_metrics(tmp_path / "whole" / variant / METRICS)
-        b = read_metrics(tmp_path / "part" / variant / METRICS)
+        a = read_metrics(tmp_path / "whole" / variant / "seed3" / METRICS)
+        b = read_metrics(tmp_path / "part" / variant / "seed3" / METRICS)
         assert len(a) == 2 and strip_times(a) == strip_times(b)
 
 
@@ -368,6 +370,30 @@ def test_push_sum_divergence_names_the_weight_and_step_of_each_diverged_node(tmp
         w = weights[i].item()
         assert f"node {i} w = {w:.3g}, lr / w = {step / w:.3g}" in message
     assert f"smallest w of any node {weights.min().item():.3g}" in message
+
+
+@pytest.mark.parametrize("name", sorted(n for n, c in ALGORITHMS.items() if issubclass(c, PushSum)))
+def test_a_collapsed_push_sum_weight_is_warned_once_and_named(name):
+    """Every synchronous Push-Sum algorithm, by hand: node 2's weight at 1e-4 warns once (the
+    rounds after it say nothing), naming the node, its weight, the round and its step lr / w; the
+    divergence clause names the weight and step; the warning is kept in the state."""
+    topology = {"topology__name": "random_out", "topology__k": 2} if name == "dfedsgpsm_s" \
+        else {"topology__name": "exponential"}
+    ctx, algorithm = build(small_config(algorithm__name=name, algorithm__local_steps=1,
+                                        **topology))
+    algorithm.weights = algorithm.phase_weights = torch.tensor([1, 1, 1e-4, 1, 1, 1.0],
+                                                               dtype=torch.float64)
+    step = algorithm.step_size(4)
+    with pytest.warns(WeightCollapseWarning) as said:
+        for t in (4, 5, 6):
+            algorithm.node_lr(ctx, t)
+    assert len(said) == 1 and str(said[0].message).startswith(
+        f"Push-Sum weight collapse: node 2 has w = 0.0001 in round 5 (every weight starts at 1; "
+        f"this warning is at 0.01), so its local step lr / w = {step / 1e-4:.3g} is 1e+04 "
+        "times lr; likely cause: it received little weight")
+    assert (f"node 2 w = 0.0001, lr / w = {step / 1e-4:.3g} (lr {step:.3g}; smallest w of any "
+            "node 0.0001)") in algorithm.divergence_hint(4, [2])
+    assert algorithm.state_dict()["collapse_warned"]
 
 
 def test_momentum_divergence_names_the_heavy_ball_step(tmp_path):
@@ -535,6 +561,59 @@ def test_run_compare_refuses_an_existing_root_without_resume(tmp_path):
     variants.compare = [{"label": "a", "algorithm.name": "dfedavg"}]
     with pytest.raises(ConfigError, match="already holds a run"):
         run_compare(variants, tmp_path / "root")
+
+
+def _three_variants(rounds: int, middle: dict[str, Any]) -> Any:
+    """A tiny float64 comparison whose variant b sets `middle`."""
+    return with_overrides(tiny(rounds=rounds), {"compare": [
+        {"label": "a"}, {"label": "b", **middle}, {"label": "c", "algorithm.lr": 0.05}]})
+
+
+def _files_but_the_lock(root: Path) -> dict[Path, bytes]:
+    return {p: p.read_bytes() for p in root.rglob("*") if p.is_file() and p.name != ".lock"}
+
+
+def test_run_compare_runs_every_variant_past_a_divergence(tmp_path):
+    """Variant b (lr 20: a loss of about 2.5e3 in round 1, 2e21 in round 2, above max_loss 1e4)
+    diverges in round 2; c still runs, and the one DivergenceError at the end names b and holds
+    every variant's history, b's up to its last logged round (as `p2pfl compare` goes on)."""
+    cfg = _three_variants(2, {"algorithm.lr": 20.0, "engine.max_loss": 1e4})
+    with pytest.raises(DivergenceError) as err:
+        run_compare(cfg, tmp_path / "out")
+    message = str(err.value)
+    assert message.startswith("1 of 3 variants diverged") and "\n" not in message
+    assert message.endswith("): b: round 2: training loss above engine.max_loss = 10000 at "
+                            "nodes [0, 1, 2, 3] (last finite mean loss 2480)")  # b's tail cut
+    assert {k: len(h) for k, h in err.value.histories.items()} == {"a": 2, "b": 1, "c": 2}
+    assert (tmp_path / "out" / "c" / "seed3" / "summary.json").exists()
+    summary = json.loads((tmp_path / "out" / "comparison.json").read_text())
+    assert [summary[k]["diverged"] for k in "abc"] == [False, True, False]
+
+
+def test_run_compare_writes_seed_folders_and_refuses_to_resume_the_old_layout(tmp_path,
+                                                                               monkeypatch):
+    """OUT/<variant>/seed<seed>/, as `p2pfl compare`; a resume of a root whose variant's files
+    lie in OUT/<variant>/ (the layout before) is one line saying where to move them, and once
+    they are moved it continues them."""
+    skip_plots(monkeypatch)
+    cfg, out = _three_variants(1, {"algorithm.lr": 0.2}), tmp_path / "out"
+    run_compare(cfg, out)
+    assert sorted(p.relative_to(out).as_posix() for p in out.glob("*/seed*")) == [
+        "a/seed3", "b/seed3", "c/seed3"]
+    for path in (out / "b" / "seed3").iterdir():  # b as the layout before wrote it
+        path.rename(out / "b" / path.name)
+    (out / "b" / "seed3").rmdir()
+    before = _files_but_the_lock(out)
+    with pytest.raises(ConfigError, match=r"^out: \S+/out/b holds variant 'b' in the layout "
+                                          r"before seed folders: move its files into "
+                                          r"\S+/out/b/seed3 to continue it there$"):
+        run_compare(with_overrides(cfg, {"rounds": 2}), out, resume=True)
+    assert _files_but_the_lock(out) == before
+    (out / "b" / "seed3").mkdir()
+    for path in [p for p in (out / "b").iterdir() if p.name != "seed3"]:
+        path.rename(out / "b" / "seed3" / path.name)
+    histories = run_compare(with_overrides(cfg, {"rounds": 2}), out, resume=True)
+    assert [len(h) for h in histories.values()] == [2, 2, 2]
 
 
 def test_resume_refuses_a_checkpoint_whose_streams_were_derived_differently(tmp_path):

@@ -10,7 +10,8 @@ import pytest
 from p2pfl.cli import main
 from p2pfl.config import ConfigError
 from p2pfl.report.labels import distinct_labels, unique_paths
-from p2pfl.report.table import comparison_table, find_runs, parse_target, summarize
+from p2pfl.report.summary import find_runs, summarize
+from p2pfl.report.table import comparison_table, parse_target
 from tests.conftest import tiny_toml
 
 
@@ -38,7 +39,8 @@ def _config(lr: float = 0.1, seed: int = 0, **top: object) -> dict:
 
 def _rows(table: str) -> dict[str, list[str]]:
     """The table's rows as label -> cells (the header row included, under "run")."""
-    lines = [line.strip("|").split(" | ") for line in table.splitlines() if "---" not in line]
+    lines = [line.strip("|").split(" | ") for line in table.splitlines()
+             if line.startswith("|") and "---" not in line]
     return {cells[0].strip(): [c.strip() for c in cells[1:]] for cells in lines}
 
 
@@ -101,13 +103,17 @@ def test_a_run_given_twice_counts_once(tmp_path, capsys):
 
 def test_the_header_names_the_evaluations_averaged(tmp_path):
     _fake_run(tmp_path / "long", [0.1] * 8)
-    assert "test_acc % (mean of last 8 evaluations)" in _rows(
-        comparison_table([tmp_path / "long"], last=10))["run"]
+    rows = _rows(comparison_table([tmp_path / "long"], last=10))
+    assert rows["run"][2:4] == ["test_acc % (mean of last 10 evaluations)",
+                                "evaluations averaged (rounds)"]
+    assert rows["long"][3] == "1 to 8"
     _fake_run(tmp_path / "short" / "seed0", [0.1] * 3)
-    _fake_run(tmp_path / "short" / "seed1", [0.1] * 9)
+    _fake_run(tmp_path / "short" / "seed1", [0.1] * 12)
     rows = _rows(comparison_table(find_runs([tmp_path]), last=10))
-    assert rows["run"][2:4] == ["test_acc % (mean of last k evaluations)", "k"]
-    assert rows["long"][3] == "8" and rows["short"][3] == "3-9"
+    assert rows["short"][3] == "1-3 to 3-12"
+    final = comparison_table(find_runs([tmp_path]))  # by default: each run's final evaluation
+    assert _rows(final)["run"][2] == "test_acc % (final)"
+    assert "Accuracies: each run's final evaluation" in final
 
 
 def test_an_algorithms_own_accuracies_get_columns(tmp_path):
@@ -116,8 +122,8 @@ def test_an_algorithms_own_accuracies_get_columns(tmp_path):
     _fake_run(tmp_path / "fedfsa" / "seed1", [0.5, 0.6, 0.7], test_acc_personal=[0.2, 0.8, 0.7])
     _fake_run(tmp_path / "dfedavg", [0.5, 0.6, 0.8])
     rows = _rows(comparison_table(find_runs([tmp_path]), last=2))
-    assert rows["run"][3] == "test_acc_personal %" and rows["run"][4] == "best %"
-    assert rows["fedfsa"][3] == "80.00 ± 5.00" and rows["dfedavg"][3] == "-"
+    assert rows["run"][4] == "test_acc_personal %" and rows["run"][5] == "best test_acc %"
+    assert rows["fedfsa"][4] == "80.00 ± 5.00" and rows["dfedavg"][4] == "-"
     assert "test_acc_personal" not in comparison_table([tmp_path / "dfedavg"])
 
 
@@ -125,7 +131,7 @@ def test_plot_draws_one_curve_per_run_labelled_by_its_distinct_path(tmp_path, mo
                                                                     capsys):
     drawn = {}
     monkeypatch.setattr("p2pfl.report.plots.plot_histories",
-                        lambda histories, path, title, x: drawn.update(histories) or [path])
+                        lambda histories, path, title, x, facts: drawn.update(histories) or [path])
     runs = [_fake_run(tmp_path / "x" / name / "seed0", [0.5]) for name in ("ring", "exp")]
     assert main(["plot", *map(str, runs), str(runs[0]), "--out", str(tmp_path / "f")]) == 0
     assert list(drawn) == ["ring/seed0", "exp/seed0"]
@@ -136,7 +142,7 @@ def test_plot_draws_one_curve_per_run_labelled_by_its_distinct_path(tmp_path, mo
 def test_plot_seeds_pools_the_seed_folders_of_each_variant(tmp_path, monkeypatch, capsys):
     drawn = {}
 
-    def bands(groups, path, title, metric, ylabel):
+    def bands(groups, path, title, metric, ylabel, x, facts):
         drawn.update(groups, metric=metric)
         return [path]
 
@@ -149,7 +155,8 @@ def test_plot_seeds_pools_the_seed_folders_of_each_variant(tmp_path, monkeypatch
                  "--metric", "test_acc_personal"]) == 0
     assert drawn.pop("metric") == "test_acc_personal"
     assert {k: [h[-1]["test_acc"] for h in v] for k, v in drawn.items()} == {
-        "fedavg": [0.0, 0.1], "fedfsa": [0.0, 0.1], "single": [0.4]}
+        "fedavg": [0.0, 0.1], "fedfsa": [0.0, 0.1]}
+    assert "not drawn, no 'test_acc_personal' logged: single" in capsys.readouterr().err
     assert main(["plot", "--seeds", str(alone), "--out", out, "--metric", "test_acc_x"]) == 2
     assert "no run logged 'test_acc_x'" in capsys.readouterr().err
 
@@ -159,7 +166,7 @@ def test_plot_metric_names_its_axis_and_its_curves(tmp_path, monkeypatch, capsys
     of analysis.across); without --seeds a curve per run."""
     drawn = {}
 
-    def bands(groups, path, title, metric, ylabel):
+    def bands(groups, path, title, metric, ylabel, x, facts):
         drawn.update(labels=list(groups), metric=metric, ylabel=ylabel)
         return [path]
 
@@ -176,11 +183,40 @@ def test_plot_metric_names_its_axis_and_its_curves(tmp_path, monkeypatch, capsys
     _fake_run(tmp_path / "x", [0.4], test_acc_local_x=[0.1])
     assert main(["plot", *map(str, runs[:2]), str(tmp_path / "x"), "--out", out, "--metric",
                  "test_acc_local_x", "--ylabel", "mine (%)", "--names", "seed1=second"]) == 0
-    assert drawn == {"labels": ["seed0", "second", "x"], "metric": "test_acc_local_x",
-                     "ylabel": "mine (%)"}  # a curve per run
+    assert drawn == {"labels": ["x"], "metric": "test_acc_local_x",
+                     "ylabel": "mine (%)"}  # a curve per run that logged it
+    assert "not drawn, no 'test_acc_local_x' logged: seed0, second" in capsys.readouterr().err
     assert main(["plot", str(runs[0]), "--out", out, "--ylabel", "y"]) == 2
     assert main(["plot", str(runs[0]), "--out", out, "--seeds", "--names", "fedavg"]) == 2
     assert "--names: is a comma-separated list of label=name" in capsys.readouterr().err
+
+
+def test_plot_seeds_of_an_honest_metric_draw_a_baseline_without_attackers_over_all_nodes(
+        tmp_path, monkeypatch, capsys):
+    """--metric test_acc_honest_mean: a run without attackers is drawn with its nodes' own models
+    (all honest) and says so; a run with attackers but without the key is named as not drawn;
+    --x time is accepted with --seeds."""
+    drawn = {}
+
+    def bands(groups, path, title, metric, ylabel, x, facts):
+        drawn.update(groups=groups, x=x, title=title)
+        return [path]
+
+    monkeypatch.setattr("analysis.plots.plot_seed_bands", bands)
+    attacked = {**_config(), "data": {"name": "fashion_mnist", "num_nodes": 8},
+                "byzantine": {"nodes": 2, "attack": "alie"}}
+    runs = [_fake_run(tmp_path / "median" / "seed0", [0.5], config=attacked,
+                      test_acc_honest_mean=[0.4], sim_time_s=[1.0]),
+            _fake_run(tmp_path / "clean" / "seed0", [0.6], config={**attacked, "byzantine": {}},
+                      test_acc_local_mean=[0.55], sim_time_s=[1.0]),
+            _fake_run(tmp_path / "old" / "seed0", [0.6], config=attacked, sim_time_s=[1.0])]
+    assert main(["plot", "--seeds", *map(str, runs), "--out", str(tmp_path / "f"), "--metric",
+                 "test_acc_honest_mean", "--x", "time"]) == 0
+    assert "not drawn, no 'test_acc_honest_mean' logged: old" in capsys.readouterr().err
+    groups = drawn["groups"]
+    assert list(groups) == ["median", "clean (no attackers: all nodes)"]
+    assert groups["clean (no attackers: all nodes)"][0][0]["test_acc_honest_mean"] == 0.55
+    assert drawn["x"] == "time" and drawn["title"].startswith("Fashion-MNIST, 8 nodes")
 
 
 def test_bad_inputs_give_one_line_errors(tmp_path, capsys):
@@ -216,6 +252,8 @@ label = "fedavg"
     assert "| dfedavg | 2 | 2 |" in table.replace("DFedAvg", "dfedavg")
     assert "| fedavg | 2 | 2 |" in table
     assert main(args) == 0  # finished runs are kept, not rerun
+    assert main([*args[:3], "fedavg", *args[4:]]) == 0  # a later --only adds to table.md
+    assert (out / "table.md").read_text() == table
     assert main(["compare", str(config), "--only", "nope", "--out", str(out)]) == 2
     assert "no variant named 'nope'" in capsys.readouterr().err
 
@@ -266,5 +304,74 @@ label = "tame"
     assert err.count("\n") == 1 and "1 of 2 runs diverged" in err and "wild (seed 0)" in err
     assert (out / "tame" / "seed0" / "summary.json").exists()
     table = (out / "table.md").read_text()
-    assert "| tame | 1 | 2 |" in table and "wild" not in table  # diverged before its first eval
+    assert "| tame | 1 | 2 |" in table  # and the one that diverged before its first eval:
+    assert "| wild | 1 | diverged at round 2 | - |" in table
     assert main(["compare", str(config), "--quiet", "--out", str(out)]) == 3  # the same again
+
+
+def _attacked(accs: list[float], honest: list[float], attack: str = "alie") -> dict:
+    """A config with Byzantine nodes and the honest metrics of its records."""
+    return {"config": {**_config(), "algorithm": {"name": "dpsgd"},
+                       "byzantine": {"nodes": 2, "attack": attack}},
+            "test_acc_honest_mean": honest, "test_acc_honest_min": [h - 0.1 for h in honest],
+            "consensus_dist_honest": [0.5] * len(accs), "consensus_dist": [9.0] * len(accs)}
+
+
+def test_with_attackers_the_honest_nodes_lead_and_a_baseline_counts_all_its_nodes(tmp_path):
+    """Rows sort by the honest mean, not by the average model (attackers included); a run
+    without attackers shows its nodes' own models there; consensus is the honest nodes'."""
+    _fake_run(tmp_path / "mean-alie", [0.9, 0.9], **_attacked([0.9] * 2, [0.3, 0.4]))
+    _fake_run(tmp_path / "median-alie", [0.5, 0.6], **_attacked([0.5] * 2, [0.6, 0.7]))
+    _fake_run(tmp_path / "clean", [0.7, 0.8], config={**_config(), "algorithm": {
+        "name": "dpsgd"}}, test_acc_local_mean=[0.5, 0.65], test_acc_local_min=[0.4, 0.45],
+        consensus_dist=[0.1, 0.2])
+    table = comparison_table(find_runs([tmp_path]))
+    rows = _rows(table)
+    assert list(rows) == ["run", "median-alie", "clean", "mean-alie"]
+    assert rows["run"][2:5] == ["honest nodes, mean % (final)", "honest nodes, worst %",
+                                "average model of all nodes %"]
+    assert rows["median-alie"][2:5] == ["70.00", "60.00", "60.00"]
+    assert rows["clean"][2:5] == ["65.00", "45.00", "80.00"]
+    assert rows["run"][6] == "honest consensus distance (final)"
+    assert rows["mean-alie"][6] == "0.5" and rows["clean"][6] == "0.2"
+    assert "attackers excluded" in table
+
+
+def test_server_models_and_clock_marks_are_named(tmp_path):
+    """FedBuff's test_acc is its server's model and its records are marks; seconds and rounds to
+    the target have their spread over seeds."""
+    for seed, times in ((0, [1.0, 2.0]), (1, [1.5, 3.0])):
+        _fake_run(tmp_path / "fedbuff" / f"seed{seed}", [0.5, 0.8],
+                  config={**_config(seed=seed), "algorithm": {"name": "fedbuff"}},
+                  sim_time_s=times)
+    _fake_run(tmp_path / "dpsgd", [0.7, 0.9], config={**_config(), "algorithm": {
+        "name": "dpsgd"}}, sim_time_s=[2.0, 4.0])
+    rows = _rows(comparison_table(find_runs([tmp_path]), target=0.75))
+    header = rows["run"]
+    assert header[1] == "rounds / marks"
+    assert header[2] == "average or server model % (final)" and header[3] == "model"
+    assert rows["fedbuff"][1:4] == ["2 marks (2 unfinished)", "80.00 ± 0.00", "server model"]
+    assert rows["dpsgd"][1:4] == ["2 rounds (1 unfinished)", "90.00", "average model"]
+    at = header.index("rounds / marks to 75% (average or server model)")
+    assert rows["fedbuff"][at] == "2.0 ± 0.0 marks" and rows["dpsgd"][at] == "2.0 rounds"
+    seconds = header.index("simulated s to 75%")
+    assert rows["fedbuff"][seconds] == "2.5 ± 0.5" and rows["dpsgd"][seconds] == "4"
+
+
+def test_a_diverged_run_is_shown_where_it_diverged(tmp_path, capsys):
+    """A run that diverged before its first evaluation has a row; one that diverged later keeps
+    its accuracies out of its row's mean."""
+    early = tmp_path / "wild" / "seed0"
+    early.mkdir(parents=True)
+    (early / "diverged.json").write_text(json.dumps({"round": 1, "message": "m"}))
+    late = _fake_run(tmp_path / "shaky" / "seed0", [0.5, 0.1])
+    (late / "diverged.json").write_text(json.dumps({"round": 3, "message": "m"}))
+    _fake_run(tmp_path / "shaky" / "seed1", [0.5, 0.7])
+    assert main(["table", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    rows = _rows(out)
+    assert list(rows)[1:] == ["shaky", "wild"]
+    assert rows["wild"][1:3] == ["diverged at round 1", "-"]
+    assert rows["shaky"][1:3] == ["2 (1/2 runs diverged at round 3; 1 unfinished)",
+                                  "70.00 (1/2 runs)"]
+    assert "left out of its row" in out

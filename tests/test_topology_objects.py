@@ -13,7 +13,7 @@ import torch
 
 import topologies as T
 from p2pfl import engine
-from p2pfl.config import ConfigError, config_from_dict
+from p2pfl.config import ConfigError, config_from_dict, load_config, with_overrides
 from p2pfl.engine import build
 from p2pfl.objects import resolve
 from p2pfl.report.results import METRICS, read_metrics
@@ -138,6 +138,26 @@ def test_a_config_naming_object_without_one_is_refused(tmp_path):
         engine.run(_sgp(topology__name="object"), tmp_path / "run")
 
 
+def test_an_override_of_none_frees_a_file_topology_for_an_object(tmp_path):
+    """A config naming an edge file is refused beside a topology object; None removes
+    topology.path (back to its default) in with_overrides, load_config and a table override,
+    and the object then runs. A misspelt table is still refused."""
+    edges = tmp_path / "ring.txt"
+    edges.write_text("".join(f"{i} {(i + 1) % 6}\n" for i in range(6)))
+    cfg = _sgp(rounds=2, topology__name="from_edges", topology__path=str(edges))
+    with pytest.raises(ConfigError, match="^topology.path: is set"):
+        engine.run(cfg, tmp_path / "refused", topology=_hand_built())
+    freed = with_overrides(cfg, {"topology.path": None})
+    assert (freed.topology.name, freed.topology.path) == ("from_edges", "")
+    assert len(engine.run(freed, tmp_path / "run", topology=_hand_built())) == 2
+    toml = tmp_path / "c.toml"
+    toml.write_text(f'[topology]\nname = "from_edges"\npath = "{edges}"\n')
+    assert load_config(toml, {"topology": {"path": None}}).topology.path == ""
+    assert with_overrides(cfg, {"topology.name": None}).topology.name == "random_out"  # default
+    with pytest.raises(ConfigError, match="^topolgy: did you mean 'topology'"):
+        with_overrides(cfg, {"topolgy.path": None})
+
+
 def test_compare_runs_every_variant_on_the_object(tmp_path):
     cfg = config_from_dict({**_sgp().to_dict(), "compare": [
         {"label": "sgp", "algorithm.name": "osgp"},
@@ -145,9 +165,9 @@ def test_compare_runs_every_variant_on_the_object(tmp_path):
     histories = engine.run_compare(cfg, tmp_path / "cmp", topology=_hand_built())
     assert set(histories) == {"sgp", "momentum"}
     for label in histories:
-        assert json.loads((tmp_path / "cmp" / label / "config.json").read_text())["topology"][
-            "name"] == "object"
-        assert all(r["messages"] == 8 for r in read_metrics(tmp_path / "cmp" / label / METRICS))
+        run_dir = tmp_path / "cmp" / label / f"seed{cfg.seed}"
+        assert json.loads((run_dir / "config.json").read_text())["topology"]["name"] == "object"
+        assert all(r["messages"] == 8 for r in read_metrics(run_dir / METRICS))
     bad = config_from_dict({**_sgp().to_dict(), "compare": [
         {"label": "exponential", "topology.name": "exponential", "topology.directed": False}]})
     with pytest.raises(ConfigError, match="topology.directed: is set"):

@@ -37,7 +37,7 @@ def sweep(path: str) -> list[dict[str, object]]:
     for variant in cfg.compare:
         for node_drop in NODE_DROPS:
             for link_drop in LINK_DROPS:
-                run_cfg = with_overrides(cfg, {**variant_overrides(variant),
+                run_cfg = with_overrides(cfg, {**variant_overrides(variant), "compare": None,
                                                "topology.link_drop": link_drop,
                                                "topology.node_drop": node_drop})
                 history = run(run_cfg)

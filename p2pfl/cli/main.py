@@ -9,13 +9,12 @@ import argparse
 import errno
 import importlib
 import json
-import re
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from p2pfl.cli import analysis as analysis_cli
-from p2pfl.cli import listing
+from p2pfl.cli import listing, plotting
 from p2pfl.cli.starting import EXIT_INTERRUPTED, interrupted_while_starting
 from p2pfl.errors import ConfigError, DivergenceError, PeerLost, RunInterrupted
 from p2pfl.scale.launch import launched, prints
@@ -85,13 +84,14 @@ def _add_table_parsers(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--only", help="comma-separated variant labels or algorithm names")
     c.add_argument("--seeds", help="comma-separated seeds (default: the config's seed)")
     c.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                   help="override a field of every variant (repeatable)")
+                   help="override a field of the config's root (a variant that sets it "
+                   "keeps its own; repeatable)")
     c.add_argument("--out", required=True, help="folder for the runs and table.md")
     c.add_argument("--quiet", action="store_true", help="no progress bar")
     for q in (t, c):
-        q.add_argument("--last", type=int, default=10,
-                       help="evaluated rounds averaged for the accuracy columns (default 10; "
-                       "fewer where a run has fewer)")
+        q.add_argument("--last", type=int, default=1,
+                       help="evaluations averaged for the accuracy columns (default 1: each "
+                       "run's final evaluation; fewer where a run has fewer)")
         q.add_argument("--target", help="accuracy for the rounds-to-target column (0.8 or 80)")
 
 
@@ -114,7 +114,8 @@ def _bench(args: argparse.Namespace) -> int:
 
 
 def _table(args: argparse.Namespace) -> int:
-    from p2pfl.report.table import comparison_table, find_runs, parse_target
+    from p2pfl.report.summary import find_runs
+    from p2pfl.report.table import comparison_table, parse_target
 
     if args.last < 1:
         raise ConfigError("--last", f"must be at least 1, got {args.last}")
@@ -155,14 +156,24 @@ def _execute(cfg: Config, out: str | None, progress: bool, resume: bool) -> int:
     from p2pfl.engine import run, run_compare
 
     if cfg.compare:
-        histories = run_compare(cfg, out, progress=progress, resume=resume)
-        for label, history in histories.items():
-            print(f"{label}: final test_acc {history[-1].get('test_acc', float('nan')):.4f}")
+        try:
+            histories = run_compare(cfg, out, progress=progress, resume=resume)
+        except DivergenceError as err:  # the other variants ran: their results first
+            _print_finals(err.histories)
+            raise
+        _print_finals(histories)
     else:
         history = run(cfg, out, progress=progress, resume=resume)
         if prints():  # every rank of a distributed run has the same history
             print(json.dumps(history[-1], sort_keys=True))
     return 0
+
+
+def _print_finals(histories: dict[str, list[dict]]) -> None:
+    """Each variant's final test accuracy (a variant that diverged before a record: nan)."""
+    for label, history in histories.items():
+        final = history[-1] if history else {}
+        print(f"{label}: final test_acc {final.get('test_acc', float('nan')):.4f}")
 
 
 def _spawn(args: argparse.Namespace, cfg: Config) -> int | None:
@@ -222,66 +233,6 @@ def _resume(args: argparse.Namespace) -> int:
     return _execute(cfg, args.run_dir, not args.quiet, resume=True)
 
 
-def _plot_history(run_dir: Path, x: str) -> list[dict]:
-    """The metrics of one run directory to plot against `x` ("round" or "time")."""
-    from p2pfl.report.results import read_metrics
-
-    metrics = run_dir / "metrics.jsonl"
-    if not metrics.exists():
-        raise ConfigError("runs", f"{run_dir} holds no metrics.jsonl")
-    history = read_metrics(metrics)
-    if x == "time" and not any("sim_time_s" in r for r in history):
-        raise ConfigError("--x", f"{run_dir} has no simulated time (run it with "
-                          "network.enabled = true)")
-    return history
-
-
-def _plot(args: argparse.Namespace) -> int:
-    """One curve per run directory (a directory given twice is drawn once), labelled by the
-    fewest trailing path parts that tell the runs apart (or by `--names`): "ring/seed0"."""
-    from p2pfl.report.labels import distinct_labels, parse_names, unique_paths
-    from p2pfl.report.plots import plot_histories
-
-    run_dirs = unique_paths(args.runs)
-    names = parse_names(args.names)
-    if args.seeds or args.metric is not None:
-        return _plot_seeds(run_dirs, args, names)
-    if args.ylabel is not None:
-        raise ConfigError("--ylabel", "labels the one axis of --metric or --seeds; the four "
-                          "panels name their own")
-    histories = {names.get(label, label): _plot_history(run_dir, args.x)
-                 for label, run_dir in zip(distinct_labels(run_dirs), run_dirs)}
-    for path in plot_histories(histories, Path(args.out), args.title, x=args.x):
-        print(path)
-    return 0
-
-
-def _plot_seeds(run_dirs: list[Path], args: argparse.Namespace, names: dict[str, str]) -> int:
-    """`p2pfl plot --metric` / `--seeds`: one curve of `--metric` per run or, with `--seeds`, per
-    group of runs: the folder above their seed<k> folder (a run not in one is its own group),
-    the mean over its seeds."""
-    from analysis.plots import plot_seed_bands
-    from p2pfl.report.labels import distinct_labels
-    from p2pfl.report.plots import metric_name
-
-    if args.x != "round":
-        raise ConfigError("--x", "--metric and --seeds draw against the round only")
-    metric = args.metric or "test_acc"
-    groups: dict[Path, list[list[dict]]] = {}
-    for run_dir in run_dirs:
-        seeded = args.seeds and re.fullmatch(r"seed\d+", run_dir.name) is not None
-        groups.setdefault(run_dir.parent if seeded else run_dir, []).append(
-            _plot_history(run_dir, args.x))
-    if not any(metric in r for histories in groups.values() for h in histories for r in h):
-        raise ConfigError("--metric", f"no run logged {metric!r}")
-    labelled = {names.get(label, label): histories
-                for label, histories in zip(distinct_labels(list(groups)), groups.values())}
-    ylabel = args.ylabel or metric_name(metric)
-    for path in plot_seed_bands(labelled, Path(args.out), args.title, metric, ylabel):
-        print(path)
-    return 0
-
-
 def _start(command: str) -> None:
     """Import the engine for a command that trains, before it does anything: a Ctrl-C meanwhile
     (torch takes seconds) is then "interrupted while starting"."""
@@ -327,7 +278,7 @@ def main(argv: list[str] | None = None) -> int:
         args.argv = [*rest, *args.argv]
     elif rest:
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
-    commands = {"run": _run, "resume": _resume, "plot": _plot, "table": _table,
+    commands = {"run": _run, "resume": _resume, "plot": plotting.plot, "table": _table,
                 "compare": _table, "bench": _bench, **analysis_cli.COMMANDS,
                 **listing.COMMANDS}
     try:

@@ -109,7 +109,7 @@ def config_from_dict(raw: dict[str, Any]) -> Config:
     folders: dict[str, int] = {}
     for i, variant in enumerate(cfg.compare):
         try:
-            validate(with_overrides(cfg, variant_overrides(variant)))
+            validate(with_overrides(cfg, {**variant_overrides(variant), "compare": None}))
         except ConfigError as err:
             raise ConfigError(f"compare[{i}].{err.field}", err.message) from None
         folder = folder_name(variant_label(variant))
@@ -267,17 +267,21 @@ def _parse_value(text: str) -> Any:
 
 
 def _set_path(raw: dict[str, Any], dotted: str, value: Any) -> None:
-    """Set `dotted` in `raw`; a table value merges into the table there, key by key (as TOML's
-    `algorithm.lr = 0.05` in a [[compare]] table, or --set 'algorithm={lr=0.05}', mean), so the
-    table's other fields keep their values."""
+    """Set `dotted` in `raw`; None removes it (its field goes back to its default); a table value
+    merges into the table there, key by key (as TOML's `algorithm.lr = 0.05` in a [[compare]]
+    table, or --set 'algorithm={lr=0.05}', mean), so the table's other fields keep their
+    values."""
     *parents, leaf = dotted.split(".")
     node = raw
     for part in parents:
-        child = node.setdefault(part, {})
+        child = node.setdefault(part, {})  # an empty table: a misspelt one is still refused
         if not isinstance(child, dict):
             raise ConfigError(dotted, f"'{part}' is not a table")
         node = child
-    if isinstance(value, dict) and isinstance(node.get(leaf), dict):
+    if value is None:
+        node.pop(leaf, None)
+        return
+    if isinstance(value, dict) and isinstance(node.setdefault(leaf, {}), dict):
         for key, inner in value.items():
             _set_path(node[leaf], str(key), inner)
         return
@@ -311,8 +315,17 @@ def _at_old_defaults(table: dict[str, Any], name: str) -> list[str]:
     return [k for k, v in table.items() if k != "name" and k in defaults and v == defaults[k]]
 
 
+def _names_given(section: str, key: str, value: Any) -> list[Any]:
+    """The name the override `key = value` gives [section]: [name], [None] where it removes the
+    name, [] where it names none."""
+    if key == f"{section}.name":
+        return [value]
+    return [value["name"]] if key == section and isinstance(value, dict) and (
+        "name" in value) else []
+
+
 def _apply_overrides(raw: dict[str, Any], overrides: dict[str, Any]) -> None:
-    """Set every dotted override in `raw`, after two resets.
+    """Set every dotted override in `raw` (None removes the key), after two resets.
 
     One that names another topology replaces the [topology] table but for
     KEPT_ACROSS_TOPOLOGIES and the keys the new topology takes and the old one does not (a
@@ -320,17 +333,14 @@ def _apply_overrides(raw: dict[str, Any], overrides: dict[str, Any]) -> None:
     the new one's. One that names another algorithm unsets what the config resolved for the
     algorithm before (IMPLIED_BY_ALGORITHM) and the [algorithm] fields at the defaults of the
     algorithm before (`_at_old_defaults`), unless the overrides set them: the new algorithm
-    runs at its own defaults (its paper's rho, momentum, ...), not at the other's.
+    runs at its own defaults (its paper's rho, momentum, ...), not at the other's. A name
+    removed (None) names the default topology or algorithm.
     """
-    def new_name(section: str, key: str, value: Any) -> Any:
-        if key == f"{section}.name":
-            return value
-        return value.get("name") if key == section and isinstance(value, dict) else None
-
     for section in ("topology", "algorithm"):
-        names = [n for k, v in overrides.items() if (n := new_name(section, k, v)) is not None]
-        table = raw.get(section)
         default = TopologyConfig.name if section == "topology" else AlgorithmOptions.name
+        names = [default if n is None else n for k, v in overrides.items()
+                 for n in _names_given(section, k, v)]
+        table = raw.get(section)
         if not (names and isinstance(table, dict) and table.get("name", default) != names[-1]):
             continue
         if section == "topology":
@@ -400,6 +410,7 @@ def parse_overrides(items: list[str]) -> dict[str, Any]:
     Parameters
     ----------
     items : ['algorithm.lr=0.05', ...]; each value is parsed as a TOML value (else a string).
+        TOML has no null, so no item removes a key (the Python API's None does).
 
     Returns
     -------
@@ -420,12 +431,18 @@ def parse_overrides(items: list[str]) -> dict[str, Any]:
 
 
 def with_overrides(cfg: Config, overrides: dict[str, Any]) -> Config:
-    """A new validated config with dotted-key overrides applied ([[compare]] variants dropped).
+    """A new validated config with dotted-key overrides applied.
+
+    [[compare]] variants are kept (each checked against the new root): overriding `rounds` of a
+    comparison leaves a comparison. A value of None removes the key, so its field goes back to its
+    default: {"topology.path": None} before `p2pfl.run(cfg, topology=G)`, whose object replaces
+    what the config names; {"compare": None} drops the variants (one variant's config is
+    `with_overrides(cfg, {**variant_overrides(v), "compare": None})`).
 
     Parameters
     ----------
     cfg : the config.
-    overrides : {dotted key: value}.
+    overrides : {dotted key: value, or None to remove it}; a table value merges key by key.
 
     Returns
     -------
@@ -437,7 +454,6 @@ def with_overrides(cfg: Config, overrides: dict[str, Any]) -> Config:
         naming the field an override makes invalid.
     """
     raw = cfg.to_dict()
-    raw.pop("compare")
     _apply_overrides(raw, overrides)
     return config_from_dict(raw)
 
@@ -445,12 +461,12 @@ def with_overrides(cfg: Config, overrides: dict[str, Any]) -> Config:
 def config_with_overrides(raw: dict[str, Any], overrides: dict[str, Any]) -> Config:
     """A validated config from a plain nested dict with dotted-key overrides applied.
 
-    Unlike `with_overrides`, [[compare]] variants are kept.
+    As `with_overrides` (None removes a key; [[compare]] variants are kept), from a dict.
 
     Parameters
     ----------
     raw : a config dict (e.g. a run's config.json); not changed.
-    overrides : {dotted key: value}.
+    overrides : {dotted key: value, or None to remove it}.
 
     Returns
     -------
@@ -501,7 +517,7 @@ def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> Co
     Parameters
     ----------
     path : the TOML file.
-    overrides : {dotted key: value}, or None.
+    overrides : {dotted key: value, or None to remove it}, or None.
 
     Returns
     -------

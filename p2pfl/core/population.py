@@ -192,6 +192,36 @@ def copy_rows(dst: Params, dst_rows: torch.Tensor, src: Params, src_rows: torch.
             v.index_copy_(0, to, src[k].index_select(0, of).to(v.dtype))
 
 
+_INTEGER_OF_SIZE = {1: torch.int8, 2: torch.int16, 4: torch.int32, 8: torch.int64}  # bit views
+
+
+def same_rows(a: Params, a_rows: torch.Tensor, b: Params, b_rows: torch.Tensor) -> torch.Tensor:
+    """Whether rows hold the same bits, `row_block` rows compared at a time: a[k][a_rows[e]]
+    and b[k][b_rows[e]] for every k (NaNs and signed zeros compared by their bits, so that a row
+    that is the same may be restored from the other exactly).
+
+    Parameters
+    ----------
+    a : name -> [rows, *shape].
+    a_rows : int64 [m], rows of `a`.
+    b : name -> [rows', *shape], the same names, shapes and dtypes.
+    b_rows : int64 [m], rows of `b`.
+
+    Returns
+    -------
+    bool tensor [m], on `a_rows`' device.
+    """
+    same = torch.ones(len(a_rows), dtype=torch.bool, device=a_rows.device)
+    block = row_block(a) if len(a_rows) else 1  # an empty `a` has no row to size a block
+    for start in range(0, len(a_rows), block):
+        i, j = a_rows[start:start + block], b_rows[start:start + block]
+        for k, v in a.items():
+            x, y = v.index_select(0, i), b[k].index_select(0, j)
+            bits = _INTEGER_OF_SIZE[x.element_size()]
+            same[start:start + len(i)] &= (x.view(bits) == y.view(bits)).flatten(1).all(1)
+    return same
+
+
 def add_rows(params: Params, rows: np.ndarray, coef: torch.Tensor,
              read: Callable[[slice], Params]) -> None:
     """Add scaled rows in place by index, `row_block` at a time: params[k][rows[e]] +=

@@ -1,12 +1,14 @@
 """Run a chosen subset of a config's [[compare]] variants over several seeds, then tabulate.
 
 Layout: OUT/<variant label>/seed<k>/ per run (the layout `p2pfl.report.table` groups by), and
-OUT/table.md. The same command continues what is there: a finished run with at least the
+OUT/table.md, which shows every variant of the config run into OUT so far (a call with `--only`
+adds its variants to those of earlier calls), diverged runs included.
+The same command continues what is there: a finished run with at least the
 configured rounds is kept, a killed or interrupted one resumes from its checkpoint, and a finished
 one with fewer rounds is extended (`--set rounds=300` after a first pass at 100; the extended run
 keeps the evaluation of its old last round even where that round is off the `eval.every` grid).
 A run that diverges does not stop the others; the comparison then ends with a DivergenceError
-naming it.
+naming it, and table.md shows where it diverged.
 """
 
 from __future__ import annotations
@@ -28,7 +30,8 @@ from p2pfl.engine.builder import check_variants
 from p2pfl.engine.checkpoint import check_resumable, read_run_config
 from p2pfl.objects.inputs import with_absolute_paths
 from p2pfl.objects.topology import resolve_topology
-from p2pfl.report.results import METRICS, read_metrics
+from p2pfl.report.results import METRICS, atomic_file, read_metrics
+from p2pfl.report.summary import is_run
 from p2pfl.report.table import comparison_table
 
 
@@ -99,7 +102,8 @@ def run_subset(cfg: Config, out: Path, only: list[str] | None = None,
     plans = []
     for variant in variants:  # validate every run before the first one starts
         for seed in seeds:
-            run_cfg = with_overrides(cfg, {**variant_overrides(variant), "seed": seed})
+            run_cfg = with_overrides(cfg, {**variant_overrides(variant), "seed": seed,
+                                            "compare": None})
             plans.append((variant_label(variant), seed, run_cfg))
     check_variants([(f"compare[{cfg.compare.index(v)}] ({label}, seed {seed})", run_cfg)
                     for v in variants for label, seed, run_cfg in plans
@@ -113,16 +117,34 @@ def run_subset(cfg: Config, out: Path, only: list[str] | None = None,
                     resume=(run_dir / "config.json").exists())
             except DivergenceError as err:
                 diverged.append(f"{label} (seed {seed}): {err}")
-        if evaluated(run_dir):
-            run_dirs.append(run_dir)
-    table = comparison_table(run_dirs, last, target) if run_dirs else ""
+        run_dirs.append(run_dir)
+    table = comparison_table(run_dirs + earlier_runs(cfg, out, variants), last, target)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "table.md").write_text(table)
+    with atomic_file(out / "table.md") as f:
+        f.write(table)
     if diverged:
-        raise DivergenceError(f"{len(diverged)} of {len(plans)} runs diverged (table.md lists "
-                              f"those that reached an evaluation as unfinished); first: "
-                              f"{diverged[0]}")
+        raise DivergenceError(f"{len(diverged)} of {len(plans)} runs diverged (table.md shows "
+                              f"where); first: {diverged[0]}")
     return table
+
+
+def earlier_runs(cfg: Config, out: Path, ran: list[dict[str, Any]]) -> list[Path]:
+    """The runs in `out` of the config's variants not run this time (an earlier `--only`), so
+    that table.md shows every variant run so far.
+
+    Parameters
+    ----------
+    cfg : the config with [[compare]] variants.
+    out : the output folder.
+    ran : the variants run this time.
+
+    Returns
+    -------
+    list of run directories (OUT/<variant>/seed<k>).
+    """
+    others = [folder_name(variant_label(v)) for v in cfg.compare if v not in ran]
+    return [run_dir for name in others for run_dir in sorted((out / name).glob("seed*"))
+            if is_run(run_dir)]
 
 
 def evaluated(run_dir: Path) -> bool:

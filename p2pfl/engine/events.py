@@ -26,7 +26,9 @@ algorithm's draws are functions of (seed, stream, keys), so a run is a function 
 
 The state (the time, the phases, the messages and their payloads, the interval's counts) is a
 checkpoint's, through `EventClock`, the round callback that also writes each row's event
-metrics.
+metrics. It holds each model row once: a payload shared by the messages of one send is one
+row, and a phase's snapshot or a payload that is still its node's model is the population's
+row (restored before the callbacks).
 """
 
 from __future__ import annotations
@@ -261,16 +263,16 @@ class Simulation:
         Returns
         -------
         dict: steps per node so far (min, mean, max), the staleness (s) of what was mixed in
-        the interval (mean, max; 0 when nothing was), the events (phase ends and message
-        arrivals) and the instants simulated, and for the runner: the ended phases' nodes and
-        losses, the copies and scalars sent.
+        the interval (mean, max; left out when nothing was: no age to report), the events
+        (phase ends and message arrivals) and the instants simulated, and for the runner: the
+        ended phases' nodes and losses, the copies and scalars sent.
         """
         steps, ages = self.phases.steps, self.ages
         trained = np.asarray(self.trained).reshape(-1, 2)
+        stale = {"staleness_s_mean": float(np.mean(ages)),
+                 "staleness_s_max": float(np.max(ages))} if ages else {}
         out = {"steps_min": int(steps.min()), "steps_mean": float(steps.mean()),
-               "steps_max": int(steps.max()),
-               "staleness_s_mean": float(np.mean(ages)) if ages else 0.0,
-               "staleness_s_max": float(np.max(ages)) if ages else 0.0,
+               "steps_max": int(steps.max()), **stale,
                "events": self.events, "instants": self.instants,
                "_nodes": trained[:, 0].astype(np.int64), "_losses": trained[:, 1],
                "_copies": self.copies, "_scalars": self.scalars}
@@ -282,15 +284,22 @@ class Simulation:
             if self.network is not None else {}
         return flows | {"now": self.now, "started": self.started,
                 "phases": self.phases.state_dict(),
-                "mailbox": self.mailbox.state_dict(), "instants": self.instants,
-                "events": self.events,
+                "mailbox": self.mailbox.state_dict(self.ctx.population.params),
+                "instants": self.instants, "events": self.events,
                 "copies": self.copies, "scalars": self.scalars, "trained": list(self.trained),
                 "ages": list(self.ages)}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Put a `state_dict` back, once the population is restored (the phases' snapshots and
+        the payloads that were still its rows are read from it).
+
+        Parameters
+        ----------
+        state : what `state_dict` returned.
+        """
         self.now, self.started = float(state["now"]), bool(state["started"])
         self.phases.load_state_dict(state["phases"])
-        self.mailbox.load_state_dict(state["mailbox"])
+        self.mailbox.load_state_dict(state["mailbox"], self.ctx.population.params)
         self.instants, self.copies = int(state["instants"]), int(state["copies"])
         self.events = int(state["events"])
         self.scalars, self.trained = int(state["scalars"]), list(state["trained"])

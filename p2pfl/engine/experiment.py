@@ -1,5 +1,5 @@
 """Running experiments: `run` (one run into its directory, or its continuation) and `run_compare`
-(every [[compare]] variant, then one comparison figure).
+(every [[compare]] variant into OUT/<variant>/seed<k>/, then one comparison figure).
 
 The pieces: p2pfl.objects (what was given as Python objects, and its records), build
 (everything a run needs, validated before training), loop (the rounds, the divergence
@@ -9,6 +9,7 @@ guard, callbacks, Ctrl-C and checkpoints) and rundir (the run directory).
 from __future__ import annotations
 
 import copy
+import re
 import sys
 import threading
 from collections.abc import Mapping, Sequence
@@ -42,13 +43,15 @@ from p2pfl.engine.rundir import (
 )
 from p2pfl.engine.stacked import Stack
 from p2pfl.engine.threats import byzantine_record
-from p2pfl.errors import RunInterrupted
+from p2pfl.errors import DivergenceError, RunInterrupted
 from p2pfl.objects import DATA_RECORD, check_partition_record, describe_partition, resolve
 from p2pfl.objects.inputs import INPUTS_RECORD, check_inputs, describe_inputs, with_absolute_paths
 from p2pfl.report.plots import plot_histories
-from p2pfl.report.results import write_json_atomic
+from p2pfl.report.results import METRICS, read_metrics, write_json_atomic
 from p2pfl.scale.launch import launched
 from p2pfl.scale.processes import agreed, init, rank0_value
+
+_OUTER_SEMICOLON = re.compile(r";(?![^()]*\))")  # a ';' not inside parentheses
 
 
 def say_baseline(algorithm: Algorithm) -> None:
@@ -112,7 +115,8 @@ def run(cfg: Config, out_dir: str | Path | None = None, progress: bool | Observe
         when a Ctrl-C stops the run before its last round (after a checkpoint).
     """
     if cfg.compare:
-        raise ConfigError("compare", "this config lists [[compare]] variants: use run_compare")
+        raise ConfigError("compare", "this config lists [[compare]] variants: use run_compare, "
+                          "or run the root without them: with_overrides(cfg, {'compare': None})")
     out = Path(out_dir) if out_dir is not None else default_out_dir(cfg)
     if launched() and stack is not None:
         raise ConfigError("stack", "a distributed run is not stacked with others")
@@ -158,12 +162,14 @@ def run_compare(cfg: Config, out_dir: str | Path | None = None, progress: bool =
                 model: object | None = None, data: object | None = None,
                 partition: object | None = None,
                 callbacks: list[Callback] | None = None) -> dict[str, History]:
-    """Run every [[compare]] variant (same seed and data) into its own subdirectory of `out_dir`.
+    """Run every [[compare]] variant (same seed and data) into OUT/<variant folder>/seed<seed>/.
 
-    The variants are drawn on one comparison figure. Objects given (as for `run`) are every
-    variant's (each variant gets its own copy of the callbacks); a variant that sets what an
-    object replaces is refused. An algorithm of one's own is named by a variant once it is
-    registered (`algorithms.register`).
+    The layout of `p2pfl compare` (`p2pfl table OUT` groups a variant's seed folders); the
+    variants are drawn on one comparison figure (OUT/comparison.png) and summed up in
+    OUT/comparison.json. A variant that diverges does not stop the others. Objects given (as for
+    `run`) are every variant's (each variant gets its own copy of the callbacks); a variant that
+    sets what an object replaces is refused. An algorithm of one's own is named by a variant once
+    it is registered (`algorithms.register`).
 
     Parameters
     ----------
@@ -180,7 +186,14 @@ def run_compare(cfg: Config, out_dir: str | Path | None = None, progress: bool =
     Raises
     ------
     ConfigError
-        naming compare for a config without variants or a distributed launch, and as `run`.
+        naming compare for a config without variants or a distributed launch, naming out for a
+        resume of a folder written before the seed folders (OUT/<variant>/config.json; the line
+        says where to move it), and as `run`.
+    DivergenceError
+        after every variant ran, when any diverged: the line names each diverged variant (its
+        label and the first part of its run's message), and its attribute `histories` is the
+        {variant label: History} of every variant, a diverged one's up to its last logged round
+        (the comparison figure and comparison.json are written first).
     """
     if not cfg.compare:
         raise ConfigError("compare", "the config lists no [[compare]] variants")
@@ -202,27 +215,65 @@ def _run_variants(cfg: Config, out: Path, progress: bool, resume: bool, topology
                   model: object | None, data: object | None, partition: object | None,
                   callbacks: list[Callback] | None) -> dict[str, History]:
     """run_compare's work, under the root's lock."""
-    variants = [(f"compare[{i}] ({variant_label(v)})", with_overrides(cfg, variant_overrides(v)))
-                for i, v in enumerate(cfg.compare)]
-    check_variants(variants, topology is None, data is None and partition is None)
+    variants = {variant_label(v): with_overrides(cfg, {**variant_overrides(v), "compare": None})
+                for v in cfg.compare}
+    check_variants([(f"compare[{i}] ({label})", c) for i, (label, c) in
+                    enumerate(variants.items())], topology is None,
+                   data is None and partition is None)
+    run_dirs = {label: _variant_dir(out, label, c.seed, resume) for label, c in variants.items()}
     write_json_atomic(out / "config.json", cfg.to_dict())
     histories: dict[str, History] = {}
-    for variant in cfg.compare:
-        overrides = variant_overrides(variant)
-        label = variant_label(variant)
-        histories[label] = run(with_overrides(cfg, overrides), out / folder_name(label), progress,
-                               label, resume, topology, model, data, partition,
-                               callbacks=copy.deepcopy(callbacks))
+    diverged: dict[str, str] = {}
+    for label, variant_cfg in variants.items():
+        try:
+            histories[label] = run(variant_cfg, run_dirs[label], progress, label, resume,
+                                   topology, model, data, partition,
+                                   callbacks=copy.deepcopy(callbacks))
+        except DivergenceError as err:
+            diverged[label] = str(err)
+            metrics = run_dirs[label] / METRICS
+            histories[label] = read_metrics(metrics) if metrics.exists() else []
+    _write_comparison(cfg, out, histories, diverged)
+    if diverged:
+        raise _divergence(out, histories, diverged)
+    return histories
+
+
+def _variant_dir(out: Path, label: str, seed: int, resume: bool) -> Path:
+    """OUT/<label folder>/seed<seed>; a resume refuses a variant folder in the layout before the
+    seed folders (its config.json in the variant folder), rather than start it over."""
+    folder = out / folder_name(label)
+    run_dir = folder / f"seed{seed}"
+    if resume and (folder / "config.json").exists():
+        raise ConfigError("out", f"{folder} holds variant {label!r} in the layout before seed "
+                          f"folders: move its files into {run_dir} to continue it there")
+    return run_dir
+
+
+def _write_comparison(cfg: Config, out: Path, histories: dict[str, History],
+                      diverged: dict[str, str]) -> None:
+    """OUT/comparison.png / .pdf (a curve per variant) and OUT/comparison.json."""
     d = cfg.data
     reads = PARTITIONS[d.partition].params if d.partition in PARTITIONS else ()
     split = f"{d.partition}({d.alpha})" if "alpha" in reads else d.partition
     plot_histories(histories, out / "comparison",
                    title=f"{d.name}, {d.num_nodes} nodes, {split}, {cfg.model.name}")
     write_json_atomic(out / "comparison.json", {
-        label: {"final_test_acc": h[-1].get("test_acc"), "rounds": len(h),
-                "total_wall_s": sum(r["wall_s"] for r in h)}
+        label: {"final_test_acc": h[-1].get("test_acc") if h else None, "rounds": len(h),
+                "total_wall_s": sum(r["wall_s"] for r in h), "diverged": label in diverged}
         for label, h in histories.items()})
-    return histories
+
+
+def _divergence(out: Path, histories: dict[str, History],
+                diverged: dict[str, str]) -> DivergenceError:
+    """One DivergenceError naming each diverged variant, the part of its message before the
+    first ';' outside parentheses (the round, what and where); all `histories` attached."""
+    named = "; ".join(f"{label}: {_OUTER_SEMICOLON.split(message, maxsplit=1)[0]}"
+                      for label, message in diverged.items())
+    err = DivergenceError(f"{len(diverged)} of {len(histories)} variants diverged (every variant "
+                          f"ran; results in {out}): {named}")
+    err.histories = histories
+    return err
 
 
 def run_stacked(jobs: Sequence[Mapping[str, Any]]) -> list[Any]:

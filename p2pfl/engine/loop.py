@@ -33,7 +33,7 @@ from p2pfl.core.population import Params
 from p2pfl.engine.checkpoint import save_checkpoint, save_shard
 from p2pfl.engine.evaluation import Evaluation
 from p2pfl.engine.network_time import Horizon, NetworkTime
-from p2pfl.engine.rundir import History, finish
+from p2pfl.engine.rundir import History, finish, record_divergence
 from p2pfl.engine.topology import CONNECTIVITY_WINDOW, check_mixing, unchecked_graphs
 from p2pfl.errors import ConfigError, DivergenceError, PeerLost, RunInterrupted, UserCodeError
 from p2pfl.objects.topology import schedule_name
@@ -152,6 +152,10 @@ class Runner:
                 if self.root:
                     finish(self.out, cfg, self.ctx, self.algorithm, self.history, final,
                            self.stopped, self.figures)
+        except DivergenceError as err:
+            if self.root:
+                record_divergence(self.out, len(self.history) + 1, str(err))
+            raise
         finally:
             bar.close()
         return self.history

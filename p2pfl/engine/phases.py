@@ -9,7 +9,8 @@ computation runs. So the engine computes phases only when an offset is needed, a
 phase that has begun and is not computed yet, in one batched call of the run's trainer (rows of
 different phase indices take their own round's minibatches): with nodes of near-equal speeds a
 batch holds nearly every node even when no two events coincide. The buffer then holds the offset
-in place of the snapshot. The state (buffer, flags, times, step sizes, losses) is a checkpoint's.
+in place of the snapshot. The state (buffer, flags, times, step sizes, losses) is a checkpoint's;
+a snapshot that is still its node's model is saved once, as the population's row.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import torch
 from algorithms.asynchronous import Asynchronous
 from p2pfl.context import RunContext
 from p2pfl.core.federated import BatchPlan
-from p2pfl.core.population import Params, copy_rows, row_block
+from p2pfl.core.population import Params, copy_rows, row_block, same_rows
 
 
 def mixed_plan(plans: dict[int, BatchPlan], nodes: np.ndarray, k: np.ndarray) -> BatchPlan:
@@ -153,11 +154,36 @@ class Phases:
         return {name: b[index] for name, b in self.buffer.items()}
 
     def state_dict(self) -> dict[str, Any]:
+        """The phases' arrays, and the buffer rows that are not the nodes' models: a snapshot
+        still holding the same bits as its node's population row (nothing has changed the row
+        since the phase read it) is not saved again (`stored`: the rows saved, in `buffer`).
+
+        Returns
+        -------
+        dict of tensors.
+        """
         arrays = {k: torch.from_numpy(getattr(self, k).copy())
                   for k in ("phase", "read", "due", "computed", "lr", "loss", "steps")}
-        return arrays | {"buffer": {k: v.clone() for k, v in self.buffer.items()}}
+        rows = torch.arange(len(self.phase), device=self.ctx.device)
+        stored = rows[~same_rows(self.buffer, rows, self.ctx.population.params, rows)]
+        return arrays | {"stored": stored.cpu(),
+                         "buffer": {k: v.index_select(0, stored) for k, v in self.buffer.items()}}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Put a `state_dict` back, once the population is restored: the rows not stored are
+        the population's (a checkpoint from before `stored` holds the whole buffer).
+
+        Parameters
+        ----------
+        state : what `state_dict` returned.
+        """
         for k in ("phase", "read", "due", "computed", "lr", "loss", "steps"):
             setattr(self, k, state[k].cpu().numpy().copy())
-        self.buffer = {k: v.to(self.ctx.device).clone() for k, v in state["buffer"].items()}
+        saved = {k: v.to(self.ctx.device) for k, v in state["buffer"].items()}
+        if "stored" not in state:  # the whole buffer
+            self.buffer = {k: v.clone() for k, v in saved.items()}
+            return
+        self.buffer = {k: v.clone() for k, v in self.ctx.population.params.items()}
+        stored = state["stored"].to(self.ctx.device)
+        for k, v in self.buffer.items():
+            v.index_copy_(0, stored, saved[k])

@@ -4,6 +4,7 @@
     metrics.jsonl   one record per round (p2pfl.report.results)
     checkpoint.pt   the state to continue from (p2pfl.engine.checkpoint)
     summary.json    written when the run's rounds are done, with final.pt and the curves
+    diverged.json   written when the run diverged: the round and the message (removed on resume)
     privacy.json    with [privacy]: the pairwise privacy loss (the algorithm's `files`)
     byzantine.json  with [byzantine]: the Byzantine nodes, their attack and where the aggregator's
                     assumption fails (rewritten by the algorithm's `files` when the run finishes)
@@ -25,7 +26,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from p2pfl.config import OBJECT, Config, ConfigError
+from p2pfl.config import Config, ConfigError
 from p2pfl.context import RunContext
 from p2pfl.engine.checkpoint import (
     CHECKPOINT,
@@ -35,7 +36,8 @@ from p2pfl.engine.checkpoint import (
     save_tensors,
 )
 from p2pfl.report.plots import plot_histories
-from p2pfl.report.results import METRICS, atomic_file, rewrite_metrics, write_json_atomic
+from p2pfl.report.results import DIVERGED, METRICS, atomic_file, rewrite_metrics, write_json_atomic
+from p2pfl.report.runs import run_facts, title_of
 
 History = list[dict[str, Any]]
 
@@ -181,6 +183,7 @@ def start(out: Path, cfg: Config, records: dict[str, dict[str, Any]],
                               "cannot be continued")
         # Finished again only when its rounds are done (an extension may be killed or diverge).
         (out / "summary.json").unlink(missing_ok=True)
+        (out / DIVERGED).unlink(missing_ok=True)
         # Drops a torn last line and the rounds after the checkpoint: they are recomputed.
         rewrite_metrics(out / METRICS, checkpoint["metrics"] if checkpoint else [])
     else:
@@ -189,6 +192,20 @@ def start(out: Path, cfg: Config, records: dict[str, dict[str, Any]],
     write_json_atomic(out / "config.json", cfg.to_dict())
     for name, record in records.items():
         write_json_atomic(out / name, record)
+
+
+def record_divergence(out: Path, round_: int, message: str) -> None:
+    """Write diverged.json: the round in which the run diverged and why.
+
+    Reports (`p2pfl table`, `p2pfl plot`) read it to show the run as diverged.
+
+    Parameters
+    ----------
+    out : the run directory.
+    round_ : the round (1-based, as metrics.jsonl counts) that diverged.
+    message : the DivergenceError's message.
+    """
+    write_json_atomic(out / DIVERGED, {"round": round_, "message": message})
 
 
 def finish(out: Path, cfg: Config, ctx: RunContext, algorithm: Any, history: History,
@@ -229,13 +246,13 @@ def finish(out: Path, cfg: Config, ctx: RunContext, algorithm: Any, history: His
     with atomic_file(out / "final.pt", "wb") as f:
         save_tensors(state, f, out / "final.pt")
     if figures:
-        plot_histories({cfg.algorithm.name: history}, out / "curves",
-                       title=f"{cfg.algorithm.name} on {topology_title(cfg)}, "
-                       f"{cfg.data.num_nodes} nodes, seed {cfg.seed}")
+        plot_histories({cfg.algorithm.name: history}, out / "curves", title=run_title(cfg),
+                       facts={cfg.algorithm.name: run_facts(out)})
 
 
-def topology_title(cfg: Config) -> str:
-    """How a figure's title names the run's topology.
+def run_title(cfg: Config) -> str:
+    """The title of a run's curves: what was run (data, algorithm, aggregator, attackers,
+    topology, network) and its seed.
 
     Parameters
     ----------
@@ -243,7 +260,6 @@ def topology_title(cfg: Config) -> str:
 
     Returns
     -------
-    str, the topology's name, or a phrase for a topology given as an object.
+    str.
     """
-    name = cfg.topology.name
-    return "a topology given as a Python object" if name == OBJECT else name
+    return f"{title_of([cfg.to_dict()])}; seed {cfg.seed}"

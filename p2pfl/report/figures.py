@@ -2,6 +2,8 @@
 
 - `series_style(i)`: the i-th series' colour, line style and marker; past the 10 colours of the
   cycle the line style changes, so two series never look alike.
+- `keyed_styles(keys)`: the same by name: a name (an algorithm, a variant) keeps its colour in
+  every figure, its seeds differ in line style.
 - `round_axis(ax)`: integer ticks on an axis that counts rounds.
 - `log_axis(ax, "x" | "y")`, `log_ticks(axis, low, high)`: a log scale whose tick labels never
   collide (under three decades 1-2-5 labels, above one label per decade).
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import math
 import os
+import zlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -70,6 +73,38 @@ def series_style(i: int) -> dict[str, Any]:
     return {"color": COLORS[i % len(COLORS)],
             "linestyle": LINESTYLES[i // len(COLORS) % len(LINESTYLES)],
             "marker": MARKERS[i // len(COLORS) % len(MARKERS)]}
+
+
+def keyed_styles(keys: Sequence[str]) -> list[dict[str, Any]]:
+    """Colour, line style and marker of each series from its name, so that a name keeps its
+    colour across figures.
+
+    A name's colour is the cycle's colour at the name's CRC-32 (stable across processes), or,
+    where another name of this figure holds it, the next free one (names are placed in sorted
+    order, so the figures of one study agree). Series that share a colour (a name's seeds, or
+    names past the 10 colours) take successive line styles and markers.
+
+    Parameters
+    ----------
+    keys : each series' name, in drawing order (repeated for the seeds of one name).
+
+    Returns
+    -------
+    list of dicts with color, linestyle and marker, one per series.
+    """
+    colour: dict[str, str] = {}
+    for key in sorted(set(keys)):
+        start = zlib.crc32(key.encode())
+        free = [COLORS[(start + k) % len(COLORS)] for k in range(len(COLORS))]
+        colour[key] = next((c for c in free if c not in colour.values()), free[0])
+    used: dict[str, int] = {}
+    styles = []
+    for key in keys:
+        k = used.get(colour[key], 0)
+        used[colour[key]] = k + 1
+        styles.append({"color": colour[key], "linestyle": LINESTYLES[k % len(LINESTYLES)],
+                       "marker": MARKERS[k % len(MARKERS)]})
+    return styles
 
 
 def round_axis(ax: Axes, axis: str = "x") -> None:

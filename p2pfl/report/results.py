@@ -21,6 +21,7 @@ from typing import IO, Any
 from p2pfl.config import ConfigError
 
 METRICS = "metrics.jsonl"
+DIVERGED = "diverged.json"  # written by a run that diverged: {"round": r, "message": ...}
 _UMASK = os.umask(0o022)
 os.umask(_UMASK)
 
@@ -203,3 +204,24 @@ def rewrite_metrics(path: Path, records: list[dict[str, Any]]) -> None:
     with atomic_file(path) as f:
         for record in records:
             f.write(dumps(record) + "\n")
+
+
+def read_divergence(run_dir: Path) -> dict[str, Any] | None:
+    """The divergence record of a run (diverged.json), or None for a run that did not diverge.
+
+    Parameters
+    ----------
+    run_dir : the run directory.
+
+    Returns
+    -------
+    dict with "round" (1-based, the round that diverged) and "message", or None.
+    """
+    path = Path(run_dir) / DIVERGED
+    if not path.exists():
+        return None
+    try:
+        record = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return None
+    return record if isinstance(record, dict) and isinstance(record.get("round"), int) else None

@@ -1,311 +1,52 @@
-"""Comparison tables of finished runs (any algorithm, centralized or not).
+"""Comparison tables of finished runs (any algorithm, centralized or not, asynchronous or not).
 
-A run directory holds `metrics.jsonl` (and, written by p2pfl, `config.json`). Runs are grouped
-by label: the directory name, or the parent's name for directories named `seed<k>` (the layout
-`p2pfl compare` writes), so the seeds of one variant form one row. Runs that share a label but
-were run with configs that differ in more than the seed (and the fields a resume may change,
-`RESUMABLE`) are not pooled: each config gets its own row, labelled by the fewest trailing path
-parts that tell the folders apart ("a/ring", "b/ring").
-
-Per row: the mean over seeds of the mean `test_acc` of the last k evaluated rounds, k =
-min(`last`, evaluated rounds) (with its standard deviation over seeds), likewise for an
-algorithm's own accuracies (`test_acc_*` keys, e.g. FedFSA's `test_acc_personal`), the best
-round, the rounds to reach `target` and the communication.
+One row per label (`p2pfl.report.grouping`), best first; per row, over its seeds (mean ±
+standard deviation): the final accuracy (or the mean of the last k evaluations) of the model the
+header names (the average model, a server's model; with attackers the honest nodes' own models
+lead), an algorithm's own accuracies (`test_acc_*` keys, e.g. FedFSA's `test_acc_personal`), the
+best evaluation, the rounds (or an asynchronous run's clock marks), bytes and simulated seconds
+to a target, the final consensus distance and the communication. A run that diverged is shown
+where it diverged and left out of the means. Notes beneath the table say what the cells measure.
 """
 
 from __future__ import annotations
 
-import copy
-import json
 import math
-import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from p2pfl.config import ConfigError
-from p2pfl.config.diff import RESUMABLE, config_diff
-from p2pfl.report.labels import separating_depth, suffix, unique_paths
-from p2pfl.report.results import read_metrics
-
-_SEED_DIR = re.compile(r"seed\d+")
-POOLED = ("seed", *RESUMABLE)  # fields in which the runs of one row may differ
-BUILT_IN = ("test_acc_local_mean", "test_acc_local_min")  # test_acc_* that are no extra column
+from p2pfl.report.grouping import group_runs
+from p2pfl.report.labels import unique_paths
+from p2pfl.report.runs import algorithm_kind
+from p2pfl.report.summary import Rows, RunSummary, summarize
 
 
-@dataclass(frozen=True)
-class RunSummary:
-    """The numbers of one run; accuracies are fractions in [0, 1]."""
-
-    label: str
-    rounds: int
-    evals_averaged: int  # k = min(last, evaluated rounds)
-    last_mean: float  # mean test_acc over the last k evaluated rounds
-    best: float
-    rounds_to_target: int | None  # first round with test_acc >= target; None if never
-    seconds_to_target: float | None  # its simulated time (runs with [network]); None if never
-    bytes_to_target: float | None  # bytes sent up to and including that round; None if never
-    messages_per_round: float
-    bytes_sent: float
-    finished: bool  # the run wrote summary.json
-    extra: dict[str, float] = field(default_factory=dict)  # other test_acc_*: mean of last k
+def _model(rows: Rows) -> str:
+    return algorithm_kind(rows[0].algorithm)[0]
 
 
-Rows = list[RunSummary]  # the runs of one row of the table
-
-
-def find_runs(paths: list[str | Path]) -> list[Path]:
-    """Every run directory (holding metrics.jsonl) at or below `paths`, in sorted order.
-
-    Parameters
-    ----------
-    paths : run directories or folders holding them.
-
-    Returns
-    -------
-    list of Path.
-
-    Raises
-    ------
-    ConfigError
-        naming runs for a path that is not a directory, or when no run is found.
-    """
-    found: list[Path] = []
-    for path in map(Path, paths):
-        if (path / "metrics.jsonl").exists():
-            found.append(path)
-        elif path.is_dir():
-            found.extend(sorted(p.parent for p in path.rglob("metrics.jsonl")))
-        else:
-            raise ConfigError("runs", f"{path} is not a directory")
-    if not found:
-        where = ", ".join(map(str, paths))
-        raise ConfigError("runs", f"no run directory (metrics.jsonl) under {where}")
-    return found
-
-
-def variant_dir(run_dir: Path) -> Path:
-    """The folder that names a run: its parent for a `seed<k>` directory, else itself.
-
-    Parameters
-    ----------
-    run_dir : a run directory.
-
-    Returns
-    -------
-    Path.
-    """
-    return run_dir.parent if _SEED_DIR.fullmatch(run_dir.name) else run_dir
-
-
-def run_label(run_dir: Path) -> str:
-    """The label of a run: the name of its `variant_dir`.
-
-    Parameters
-    ----------
-    run_dir : a run directory.
-
-    Returns
-    -------
-    str.
-    """
-    return variant_dir(Path(run_dir)).name
-
-
-def extra_metrics(history: list[dict[str, Any]]) -> list[str]:
-    """The accuracy keys beyond the built-in ones (`test_acc_*`, e.g. `test_acc_personal`).
-
-    Parameters
-    ----------
-    history : the run's metrics records.
-
-    Returns
-    -------
-    list of str, sorted.
-    """
-    return sorted({k for r in history for k in r
-                   if k.startswith("test_acc_") and k not in BUILT_IN})
-
-
-def _last_mean(history: list[dict[str, Any]], key: str, last: int) -> float:
-    """The mean of `key` over the last `last` records that hold it."""
-    return float(np.mean([r[key] for r in history if key in r][-last:]))
-
-
-def summarize(run_dir: Path, last: int = 10, target: float | None = None) -> RunSummary:
-    """The numbers of one run.
-
-    Parameters
-    ----------
-    run_dir : the run directory.
-    last : k, the evaluated rounds averaged for `last_mean`.
-    target : accuracy in (0, 1] whose first reach is reported, or None.
-
-    Returns
-    -------
-    RunSummary, accuracies as fractions in [0, 1].
-
-    Raises
-    ------
-    ConfigError
-        naming runs when the run has no evaluated round (and as `read_metrics`).
-    """
-    history = read_metrics(run_dir / "metrics.jsonl")
-    evaluated = [r for r in history if "test_acc" in r]
-    if not evaluated:
-        raise ConfigError("runs", f"{run_dir} has no evaluated round (test_acc)")
-    accs = [r["test_acc"] for r in evaluated]
-    first = next((r for r in evaluated if target is not None and r["test_acc"] >= target), {})
-    sent = (float(sum(r["bytes_sent"] for r in history if r["round"] <= first["round"]))
-            if first else None)
-    return RunSummary(run_label(run_dir), len(history), min(last, len(accs)),
-                      _last_mean(evaluated, "test_acc", last), max(accs),
-                      first.get("round"), first.get("sim_time_s"), sent,
-                      float(np.mean([r["messages"] for r in history])),
-                      float(sum(r["bytes_sent"] for r in history)),
-                      (run_dir / "summary.json").exists(),
-                      {k: _last_mean(history, k, last) for k in extra_metrics(history)})
-
-
-def read_config(run_dir: Path) -> dict[str, Any] | None:
-    """The run's config.json as a dict.
-
-    Parameters
-    ----------
-    run_dir : the run directory.
-
-    Returns
-    -------
-    dict, or None for a directory without one.
-
-    Raises
-    ------
-    ConfigError
-        naming runs when the file is not a JSON object.
-    """
-    path = run_dir / "config.json"
-    if not path.exists():
-        return None
-    try:
-        raw = json.loads(path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise ConfigError("runs", f"{path} is not valid JSON: {err}") from None
-    if not isinstance(raw, dict):
-        raise ConfigError("runs", f"{path} holds a JSON {type(raw).__name__}, not a config")
-    return raw
-
-
-def experiment(config: dict[str, Any] | None) -> dict[str, Any] | None:
-    """A config without the fields in which runs of one experiment may differ (POOLED).
-
-    Parameters
-    ----------
-    config : a config dict, or None.
-
-    Returns
-    -------
-    dict (a copy), or None.
-    """
-    if config is None:
-        return None
-    out = copy.deepcopy(config)
-    for name in POOLED:
-        *parents, leaf = name.split(".")
-        node = out
-        for part in parents:
-            node = node.get(part) if isinstance(node, dict) else None
-        if isinstance(node, dict):
-            node.pop(leaf, None)
-    return out
-
-
-def split_by_config(runs: list[Path]) -> list[list[Path]]:
-    """The runs in groups of equal experiment (config up to POOLED), in order of appearance.
-
-    Parameters
-    ----------
-    runs : run directories.
-
-    Returns
-    -------
-    list of groups (lists of Path).
-    """
-    groups: list[tuple[dict[str, Any] | None, list[Path]]] = []
-    for run_dir in runs:
-        key = experiment(read_config(run_dir))
-        match = next((members for k, members in groups if k == key), None)
-        if match is None:
-            groups.append((key, [run_dir]))
-        else:
-            match.append(run_dir)
-    return [members for _, members in groups]
-
-
-def _differences(a: Path, b: Path) -> str:
-    """The fields two runs' configs differ in (beyond POOLED), as one phrase."""
-    old, new = experiment(read_config(a)), experiment(read_config(b))
-    if old is None or new is None:
-        return f"{(a if old is None else b).name} has no config.json"
-    return ", ".join(config_diff(old, new))
-
-
-def _shared_folder(groups: list[list[Path]]) -> tuple[Path, Path]:
-    """Two runs of different groups whose folder (variant_dir) is the same."""
-    home: dict[Path, tuple[int, Path]] = {}
-    for i, group in enumerate(groups):
-        for run_dir in group:
-            home.setdefault(variant_dir(run_dir), (i, run_dir))
-    return next((home[variant_dir(r)][1], r) for i, group in enumerate(groups) for r in group
-                if home[variant_dir(r)][0] != i)
-
-
-def _mixed_folder(groups: list[list[Path]]) -> ConfigError:
-    """The error for a folder whose seed directories hold runs of different configs."""
-    a, b = _shared_folder(groups)
-    return ConfigError("runs", f"{a.parent} holds runs of different configs ({a.name} and "
-                       f"{b.name} differ in {_differences(a, b)}); the seed folders of one "
-                       "variant may differ only in the seed: move the others to their own folder")
-
-
-def group_runs(runs: list[Path]) -> dict[str, list[Path]]:
-    """The rows of the table.
-
-    Runs that share a label pool when they differ only in POOLED fields; otherwise each config is
-    one row, labelled by the fewest trailing path parts that tell the folders apart.
-
-    Parameters
-    ----------
-    runs : run directories.
-
-    Returns
-    -------
-    dict {label: run directories}.
-    """
-    by_label: dict[str, list[Path]] = {}
-    for run_dir in runs:
-        by_label.setdefault(run_label(run_dir), []).append(run_dir)
-    rows: dict[str, list[Path]] = {}
-    for label, members in by_label.items():
-        groups = split_by_config(members) if len(members) > 1 else [members]
-        if len(groups) == 1:
-            rows[label] = members
-            continue
-        folders = [[variant_dir(r) for r in group] for group in groups]
-        depth = separating_depth(folders)
-        if depth is None:
-            raise _mixed_folder(groups)
-        for group, where in zip(groups, folders):
-            rows[" + ".join(sorted({suffix(f, depth) for f in where}))] = group
-    return rows
+def _unit(rows: Rows) -> str:
+    return algorithm_kind(rows[0].algorithm)[1]
 
 
 def _pct(values: list[float]) -> str:
+    if not values:
+        return "-"
     mean = 100 * float(np.mean(values))
     return f"{mean:.2f} ± {100 * float(np.std(values)):.2f}" if len(values) > 1 else f"{mean:.2f}"
+
+
+def _spread(values: list[float], digits: str) -> str:
+    """'12.5', or '12.5 ± 1.5' (standard deviation over the runs) where there are several."""
+    mean = f"{float(np.mean(values)):{digits}}"
+    sd = float(np.std(values))
+    spread = f"{sd:.2g}" if digits.endswith("g") else f"{sd:{digits}}"  # 0.0042, not 0
+    return f"{mean} ± {spread}" if len(values) > 1 else mean
 
 
 def _span(values: list[int]) -> str:
@@ -314,9 +55,30 @@ def _span(values: list[int]) -> str:
     return f"{low}" if low == high else f"{low}-{high}"
 
 
-def _rounds_cell(rows: Rows) -> str:
-    unfinished = sum(not s.finished for s in rows)
-    return _span([s.rounds for s in rows]) + (f" ({unfinished} unfinished)" if unfinished else "")
+def _alive(rows: Rows) -> Rows:
+    """The runs of a row that did not diverge (their accuracies are what the row reports)."""
+    return [s for s in rows if s.diverged_at is None and s.last_mean is not None]
+
+
+def _rounds_cell(rows: Rows, units: bool) -> str:
+    """The records of the row's runs, 'marks' named where the table mixes units; diverged and
+    unfinished runs said."""
+    alive = [s for s in rows if s.diverged_at is None]
+    cell = _span([s.rounds for s in alive]) if alive else ""
+    if units and alive:
+        cell += f" {_unit(rows)}s"
+    notes = []
+    diverged = sorted(s.diverged_at for s in rows if s.diverged_at is not None)
+    if diverged:
+        at = _span(diverged)
+        notes.append(f"diverged at {_unit(rows)} {at}" if len(diverged) == len(rows) else
+                     f"{len(diverged)}/{len(rows)} runs diverged at {_unit(rows)} {at}")
+    unfinished = sum(not s.finished and s.diverged_at is None for s in rows)
+    if unfinished:
+        notes.append(f"{unfinished} unfinished")
+    if not cell:
+        return "; ".join(notes)
+    return cell + (f" ({'; '.join(notes)})" if notes else "")
 
 
 def _of_runs(found: int, rows: Rows) -> str:
@@ -324,75 +86,183 @@ def _of_runs(found: int, rows: Rows) -> str:
     return "" if found == len(rows) else f" ({found}/{len(rows)} runs)"
 
 
-def _extra_cell(rows: Rows, key: str) -> str:
-    values = [s.extra[key] for s in rows if key in s.extra]
+def _accuracy_cell(rows: Rows, value: Callable[[RunSummary], float | None]) -> str:
+    """Mean ± sd over the runs that did not diverge; '-' where none has the value."""
+    alive = _alive(rows)
+    values = [v for v in map(value, alive) if v is not None and not math.isnan(v)]
     return _pct(values) + _of_runs(len(values), rows) if values else "-"
 
 
-def _target_cell(rows: Rows, target: float | None) -> str:
-    if target is None:
-        return "-"
+def _target_cell(rows: Rows, target: float, units: bool) -> str:
     reached = [s.rounds_to_target for s in rows if s.rounds_to_target is not None]
-    return f"{np.mean(reached):.1f}" + _of_runs(len(reached), rows) if reached else "not reached"
+    if not reached:
+        return "not reached"
+    return (_spread(reached, ".1f") + (f" {_unit(rows)}s" if units else "")
+            + _of_runs(len(reached), rows))
 
 
 def _seconds_cell(rows: Rows) -> str:
     seconds = [s.seconds_to_target for s in rows if s.seconds_to_target is not None]
-    return f"{np.mean(seconds):.3g}" + _of_runs(len(seconds), rows) if seconds else "not reached"
+    return _spread(seconds, ".3g") + _of_runs(len(seconds), rows) if seconds else "not reached"
 
 
 def _megabytes_cell(rows: Rows) -> str:
-    sent = [s.bytes_to_target for s in rows if s.bytes_to_target is not None]
-    return f"{np.mean(sent) / 1e6:.1f}" + _of_runs(len(sent), rows) if sent else "not reached"
+    sent = [s.bytes_to_target / 1e6 for s in rows if s.bytes_to_target is not None]
+    return _spread(sent, ".1f") + _of_runs(len(sent), rows) if sent else "not reached"
 
 
-def _columns(summaries: Rows, target: float | None) -> list[tuple[str, Callable[[Rows], str]]]:
-    """The table's columns after the label: header and cell of a row's runs. The averaged k
-    (evaluations) is in the accuracy header, or in a column k where the runs differ in it."""
-    ks = {s.evals_averaged for s in summaries}
-    k = f"{next(iter(ks))}" if len(ks) == 1 else "k"
-    at = f"{100 * target:g}%" if target is not None else "target"
+def _consensus_cell(rows: Rows) -> str:
+    values = [s.consensus for s in _alive(rows) if s.consensus is not None]
+    return (f"{float(np.mean(values)):.3g}" + _of_runs(len(values), rows)) if values else "-"
+
+
+def _averaged_cell(rows: Rows) -> str:
+    spans = [s.averaged for s in _alive(rows) if s.averaged is not None]
+    if not spans:
+        return "-"
+    return f"{_span([a for a, _ in spans])} to {_span([b for _, b in spans])}"
+
+
+@dataclass(frozen=True)
+class Layout:
+    """What the table's headers must say, from all of its runs."""
+
+    last: int  # k: the evaluations averaged (1: a run's final evaluation)
+    models: tuple[str, ...]  # what test_acc measures, over the rows ("average model", ...)
+    units: tuple[str, ...]  # what the rows' records count ("round", "mark")
+    byzantine: bool  # some run had attackers: the honest nodes' columns lead
+    target: float | None
+
+    @property
+    def final(self) -> bool:
+        """Whether every accuracy is a run's final evaluation (k = 1)."""
+        return self.last == 1
+
+    @property
+    def when(self) -> str:
+        """How an accuracy column is taken: 'final' or 'mean of last k evaluations'."""
+        return "final" if self.final else f"mean of last {self.last} evaluations"
+
+    @property
+    def unit(self) -> str:
+        """The records' unit for a header: 'rounds', 'marks' or 'rounds / marks'."""
+        return " / ".join(f"{u}s" for u in self.units)
+
+    @property
+    def mixed_units(self) -> bool:
+        return len(self.units) > 1
+
+    @property
+    def model(self) -> str:
+        """test_acc's model for a header (a column says it per row where runs differ)."""
+        return self.models[0] if len(self.models) == 1 else "average or server model"
+
+
+def _layout(groups: dict[str, Rows], last: int, target: float | None) -> Layout:
+    summaries = [s for rows in groups.values() for s in rows]
+    return Layout(last=last,
+                  models=tuple(sorted({_model(rows) for rows in groups.values()})),
+                  units=tuple(sorted({_unit(rows) for rows in groups.values()}, reverse=True)),
+                  byzantine=any(s.byzantine for s in summaries), target=target)
+
+
+def _columns(summaries: Rows, layout: Layout) -> list[tuple[str, Callable[[Rows], str]]]:
+    """The table's columns after the label: header and cell of a row's runs."""
+    at = f"{100 * layout.target:g}%" if layout.target is not None else ""
     columns: list[tuple[str, Callable[[Rows], str]]] = [
-        ("seeds", lambda rows: str(len(rows))), ("rounds", _rounds_cell),
-        (f"test_acc % (mean of last {k} evaluations)",
-         lambda rows: _pct([s.last_mean for s in rows]))]
-    if len(ks) > 1:
-        columns.append(("k", lambda rows: _span([s.evals_averaged for s in rows])))
-    columns += [(f"{key} %", partial(_extra_cell, key=key))
+        ("seeds", lambda rows: str(len(rows))),
+        (layout.unit, partial(_rounds_cell, units=layout.mixed_units))]
+    if layout.byzantine:
+        columns += [(f"honest nodes, mean % ({layout.when})",
+                     partial(_accuracy_cell, value=lambda s: s.honest and s.honest[0])),
+                    ("honest nodes, worst %",
+                     partial(_accuracy_cell, value=lambda s: s.honest and s.honest[1])),
+                    (f"{layout.model} of all nodes %", partial(_accuracy_cell,
+                                                               value=lambda s: s.last_mean))]
+    else:
+        columns.append((f"{layout.model} % ({layout.when})",
+                        partial(_accuracy_cell, value=lambda s: s.last_mean)))
+    if len(layout.models) > 1:
+        columns.append(("model", _model))
+    if not layout.final:
+        columns.append((f"evaluations averaged ({layout.unit})", _averaged_cell))
+    columns += [(f"{key} %", partial(_accuracy_cell, value=lambda s, key=key: s.extra.get(key)))
                 for key in sorted({key for s in summaries for key in s.extra})]
-    columns += [("best %", lambda rows: _pct([s.best for s in rows])),
-                (f"rounds to {at}", partial(_target_cell, target=target))]
-    if target is not None:
-        columns.append((f"MB to {at}", _megabytes_cell))
-    if target is not None and any(s.seconds_to_target is not None for s in summaries):
+    columns.append((f"best {layout.model} %", partial(_accuracy_cell, value=lambda s: s.best)))
+    if layout.target is not None:
+        measured = "" if layout.model == "test_acc" else f" ({layout.model})"
+        columns += [(f"{layout.unit} to {at}{measured}",
+                     partial(_target_cell, target=layout.target, units=layout.mixed_units)),
+                    (f"MB to {at}", _megabytes_cell)]
+    if layout.target is not None and any(s.seconds_to_target is not None for s in summaries):
         columns.append((f"simulated s to {at}", _seconds_cell))
+    consensus = "honest consensus distance" if layout.byzantine else "consensus distance"
+    if any(s.consensus is not None for s in summaries):
+        columns.append((f"{consensus} (final)", _consensus_cell))
     return columns + [
-        ("messages/round", lambda rows: f"{np.mean([s.messages_per_round for s in rows]):.0f}"),
+        (f"messages per {layout.unit.replace('s', '').replace(' / ', ' or ')}",
+         lambda rows: f"{np.mean([s.messages_per_round for s in rows]):.0f}"),
         ("MB sent", lambda rows: f"{np.mean([s.bytes_sent for s in rows]) / 1e6:.1f}")]
 
 
-def comparison_table(runs: list[Path], last: int = 10, target: float | None = None) -> str:
-    """A Markdown table, one row per label (`group_runs`), best mean of the last k first.
+def _notes(layout: Layout, seeds: bool, diverged: bool) -> list[str]:
+    """What the table's cells mean, beneath it."""
+    taken = ("each run's final evaluation" if layout.final else
+             f"the mean of each run's last {layout.last} evaluations (fewer where a run has "
+             "fewer; the rounds they cover in their column)")
+    notes = [f"Accuracies: {taken}"
+             + (", mean ± standard deviation over the seeds" if seeds else "") + "."]
+    if layout.byzantine:
+        notes.append("Honest nodes: their own models (attackers excluded; a run without "
+                     "attackers counts every node); the average model averages all nodes, "
+                     "attackers included. Rows are sorted by the honest mean.")
+    if "server model" in layout.models:
+        notes.append("Server model: the model a centralized or buffered algorithm's server "
+                     "holds; average model: the mean of the nodes' models.")
+    if "mark" in layout.units:
+        notes.append("Marks: an asynchronous run's records, one per nominal round of simulated "
+                     "time; rounds: a synchronous run's rounds.")
+    if diverged:
+        notes.append("A diverged run's accuracies are left out of its row (the row says where "
+                     "it diverged).")
+    return notes
+
+
+def comparison_table(runs: list[Path], last: int = 1, target: float | None = None) -> str:
+    """A Markdown table, one row per label (`group_runs`), best first, and notes on its cells.
+
+    The leading accuracy is the honest nodes' mean where any run had attackers, else test_acc
+    (the average model, or a server's). Rows whose every run diverged come last.
 
     Parameters
     ----------
     runs : run directories.
-    last : k, the evaluated rounds averaged.
+    last : k, the evaluated rounds averaged (1: each run's final evaluation).
     target : accuracy in (0, 1] to reach, or None (no target columns).
 
     Returns
     -------
-    str, the table's lines.
+    str, the table's lines, then a blank line and its notes.
     """
     groups = {label: [summarize(r, last, target) for r in members]
               for label, members in group_runs(unique_paths(runs)).items()}
-    columns = _columns([s for rows in groups.values() for s in rows], target)
+    layout = _layout(groups, last, target)
+    columns = _columns([s for rows in groups.values() for s in rows], layout)
     lines = ["| run | " + " | ".join(header for header, _ in columns) + " |",
              "|---" * (len(columns) + 1) + "|"]
-    for label in sorted(groups, key=lambda k: -np.mean([s.last_mean for s in groups[k]])):
+
+    def lead(label: str) -> float:
+        alive = _alive(groups[label])
+        values = [(s.honest[0] if layout.byzantine and s.honest else s.last_mean) or 0.0
+                  for s in alive]
+        return -float(np.mean(values)) if values else math.inf
+
+    for label in sorted(groups, key=lead):
         cells = [cell(groups[label]) for _, cell in columns]
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
+    seeds = any(len(rows) > 1 for rows in groups.values())
+    diverged = any(s.diverged_at is not None for rows in groups.values() for s in rows)
+    return "\n".join(lines) + "\n\n" + "\n".join(_notes(layout, seeds, diverged)) + "\n"
 
 
 def parse_target(text: str | None) -> float | None:

@@ -8,7 +8,8 @@ model snapshot taken when it was sent: one row of a stacked pool (name -> [capac
 the models' dtype) with a float64 scalar (e.g. the sender's Push-Sum weight), the time its
 parameters were read and an integer tag (e.g. a model version). The messages of one send
 share one slot, which is free again once the last of them is released. There is no Python
-object per message, and the whole state is tensors and arrays (a checkpoint holds it).
+object per message, and the whole state is tensors and arrays (a checkpoint holds it: the
+messages, and each payload still needed once, not the pool's free slots).
 """
 
 from __future__ import annotations
@@ -21,11 +22,12 @@ import numpy as np
 import torch
 
 from p2pfl.core.mixing import INT32_ELEMENTS
-from p2pfl.core.population import Params, copy_rows
+from p2pfl.core.population import Params, copy_rows, same_rows
 
 _FIELDS = {"due": np.float64, "src": np.int64, "dst": np.int64, "share": np.float64,
            "sent": np.float64, "slot": np.int64, "group": np.int64}
-_SLOT_FIELDS = {"scalar": np.float64, "read": np.float64, "tag": np.int64, "refs": np.int64}
+_SLOT_FIELDS = {"scalar": np.float64, "read": np.float64, "tag": np.int64, "refs": np.int64,
+                "row": np.int64}  # row: the source row a snapshot was copied from (-1: none)
 
 
 @dataclass(frozen=True)
@@ -92,6 +94,7 @@ class Mailbox:
                 v.index_copy_(0, index, source[k].to(v.dtype))
         self.scalar[slots], self.read[slots], self.tag[slots] = scalar, read, tag
         self.refs[slots] = refs
+        self.row[slots] = -1 if rows is None else rows
         return slots
 
     def _grow(self, capacity: int) -> None:
@@ -209,17 +212,68 @@ class Mailbox:
         has = self.slot >= 0
         return float((self.share[has] * self.scalar[self.slot[has]]).sum())
 
-    def state_dict(self) -> dict[str, Any]:
+    def state_dict(self, source: Params | None = None) -> dict[str, Any]:
+        """The messages and the payload table, which holds each payload still needed (by a
+        message in flight or a held delivery) once: `payload_slots` [u], the slots in use;
+        `payload_rows` [u], the row of `source` a slot's payload still equals bit for bit (a
+        snapshot of a model that has not changed since), or -1; `payloads`, name -> [s, *shape],
+        the rows of the others, in order. The free slots' rows are not saved.
+
+        Parameters
+        ----------
+        source : name -> [rows, *shape], the models snapshots were copied from (`store`'s
+            `source` with `rows`), or None.
+
+        Returns
+        -------
+        dict of tensors.
+        """
         state: dict[str, Any] = {name: torch.from_numpy(getattr(self, name).copy())
                                  for name in {**_FIELDS, **_SLOT_FIELDS}}
-        return state | {"pool": {k: v.clone() for k, v in self.pool.items()}}
+        used = np.flatnonzero(self.refs > 0)
+        index = torch.as_tensor(used, device=next(iter(self.pool.values())).device)
+        rows = self._unchanged_rows(index, source)
+        return state | {"payload_slots": torch.from_numpy(used), "payload_rows": rows.cpu(),
+                        "payloads": {k: v.index_select(0, index[rows < 0])
+                                     for k, v in self.pool.items()}}
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        for name, kind in {**_FIELDS, **_SLOT_FIELDS}.items():
-            value = state[name].cpu().numpy() if name in state else np.full(len(state["due"]), -1)
-            setattr(self, name, value.astype(kind))  # no group: a checkpoint from before groups
+    def _unchanged_rows(self, slots: torch.Tensor, source: Params | None) -> torch.Tensor:
+        """int64 [u]: the row of `source` each slot's payload was copied from and still equals
+        bit for bit, or -1."""
+        rows = torch.as_tensor(self.row[slots.cpu().numpy()], device=slots.device)
+        if source is None:
+            return torch.full_like(rows, -1)
+        copied = torch.nonzero(rows >= 0).squeeze(1)
+        changed = ~same_rows(self.pool, slots[copied], source, rows[copied])
+        rows[copied[changed]] = -1
+        return rows
+
+    def load_state_dict(self, state: dict[str, Any], source: Params | None = None) -> None:
+        """Put a `state_dict` back: the pool at its saved capacity, the used slots' rows from
+        `payloads` or from `source` (free slots zero: `store` writes a slot before it is read).
+        A checkpoint written before the payload table holds the whole pool (`pool`), which
+        loads as it is.
+
+        Parameters
+        ----------
+        state : what `state_dict` returned (or the older form).
+        source : the models as `state_dict` was given them (restored first), or None.
+        """
+        for name, kind in {**_FIELDS, **_SLOT_FIELDS}.items():  # a field added since: -1
+            size = len(state["due"] if name in _FIELDS else state["refs"])
+            setattr(self, name, (state[name].cpu().numpy() if name in state
+                                 else np.full(size, -1)).astype(kind))
         device = next(iter(self.pool.values())).device
-        self.pool = {k: v.to(device).clone() for k, v in state["pool"].items()}
+        if "pool" in state:  # the whole pool, free slots too (before the payload table)
+            self.pool = {k: v.to(device).clone() for k, v in state["pool"].items()}
+            return
+        used, rows = (state[k].to(device) for k in ("payload_slots", "payload_rows"))
+        copied = rows >= 0
+        self.pool = {k: v.new_zeros((len(self.refs), *v.shape[1:])) for k, v in self.pool.items()}
+        for k, v in self.pool.items():
+            v.index_copy_(0, used[~copied], state["payloads"][k].to(device, v.dtype))
+        if copied.any():
+            copy_rows(self.pool, used[copied], source, rows[copied])
 
 
 def _add_product(out: torch.Tensor, W: torch.Tensor, source: torch.Tensor) -> None:
