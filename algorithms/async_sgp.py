@@ -94,6 +94,7 @@ class AsyncSGP(Asynchronous):
         super().setup(ctx)
         self.weights = torch.ones(ctx.num_nodes, device=ctx.device, dtype=torch.float64)
         self.read_weights = self.weights.clone()  # w when each node's phase read its model
+        self.lowest_weights = self.weights.clone()  # the smallest w each node's phases read
         self.collapse_warned = False  # a WeightCollapseWarning was given (once per run)
         self._columns: dict[int, sp.csc_array] = {}
         # arrived, not yet added (the receiver adds them when it next reads its model)
@@ -109,6 +110,8 @@ class AsyncSGP(Asynchronous):
         self.settle(ctx, self.events, nodes)
         index = torch.as_tensor(nodes, device=ctx.device)
         self.read_weights[index] = self.weights[index]
+        self.lowest_weights[index] = torch.minimum(self.lowest_weights[index],
+                                                   self.weights[index])
         self.check_collapse(ctx, nodes, k)
         return (super().phase_lr(ctx, nodes, k).double() / self.weights[index]).to(ctx.dtype)
 
@@ -284,7 +287,9 @@ class AsyncSGP(Asynchronous):
         shown = weights_clause(nodes, self.read_weights[nodes[:5]].tolist(),
                                [self.lr(max(k, 0)) for k in phases],
                                self.read_weights.min().item())
-        return (f"Push-Sum weights in their latest local phases: {shown}; a weight falls when "
+        low, at = torch.min(self.lowest_weights, 0)
+        return (f"Push-Sum weights in their latest local phases: {shown}; the lowest any phase "
+                f"read: node {int(at)} w = {float(low):.3g}; a weight falls when "
                 "a node's inbound messages are slow relative to its sends (one_push_in_flight "
                 "= true, fewer stragglers or faster links keep w near 1), a smaller lr or "
                 "algorithm.clip_norm bound the step")
@@ -292,10 +297,13 @@ class AsyncSGP(Asynchronous):
     def state_dict(self) -> dict[str, Any]:
         return {"weights": self.weights.clone(), "read_weights": self.read_weights.clone(),
                 "inbox": {k: torch.from_numpy(v.copy()) for k, v in self.inbox.items()},
+                "lowest_weights": self.lowest_weights.clone(),
                 "collapse_warned": self.collapse_warned}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.weights = state["weights"].clone()
         self.read_weights = state["read_weights"].clone()
+        self.lowest_weights = state.get("lowest_weights", self.read_weights).clone()  # older:
+        # the lowest since the checkpoint
         self.inbox = {k: v.cpu().numpy().copy() for k, v in state["inbox"].items()}
         self.collapse_warned = bool(state.get("collapse_warned", False))  # older: not yet

@@ -234,8 +234,8 @@ class FedBuff(Asynchronous):
         """The server's version, the updates in its buffer, and the staleness tau (server steps)
         of the updates added since the previous mark (mean, max; left out when none was)."""
         taus, self.taus, self.tags = self.taus, [], []
-        stale = {"staleness_mean": float(np.mean(taus)), "staleness_max": max(taus)} \
-            if taus else {}
+        stale = ({"staleness_mean": float(np.mean(taus)), "staleness_max": max(taus)}
+                 if taus else {})
         return {"server_version": self.version, "buffered": self.buffered, **stale}
 
     def left_undone(self, ctx: RunContext) -> str:

@@ -35,6 +35,7 @@ _HOMES = {
         "algebraic_connectivity", "eigenvalues", "ergodicity_coefficient", "mixing_time",
         "perron_vector", "slem", "spectral_gap"),
     "analysis.summary": ("summary",),
+    "topologies.throughput": ("cycle_time", "delay_graph", "max_cycle_mean", "silo_links"),
     "analysis.timevarying": (
         "exact_averaging_rounds", "per_round_rate", "product", "schedule_mixing_time"),
 }

@@ -96,6 +96,12 @@ def _seed_points(histories: Sequence[Sequence[Mapping[str, Any]]], metric: str, 
     return grid, values
 
 
+def _last_finite(values: Sequence[float]) -> float:
+    """The last finite value of a drawn curve (-inf if none): where the legend ranks it."""
+    finite = [v for v in np.asarray(values, dtype=float) if np.isfinite(v)]
+    return finite[-1] if finite else -np.inf
+
+
 def _seed_label(label: str, facts: Sequence[RunFacts]) -> str:
     """A legend entry: the label, its seeds, and those that diverged (and where)."""
     entry = f"{label}, {len(facts)} seeds" if len(facts) > 1 else label
@@ -142,7 +148,7 @@ def plot_seed_bands(groups: Mapping[str, Sequence[Sequence[Mapping[str, Any]]]],
     curves: list[tuple[np.ndarray, np.ndarray]] = []  # (x, mean) of each label
     shown: list[str] = []  # the labels of `curves`
     drawn: dict[tuple, str] = {}  # a curve's points -> the label that drew it first
-    banded = False
+    banded = partial = False
     for style, (label, histories) in zip(styles, groups.items()):
         xs, values = _seed_points(histories, metric, x)
         entry = _seed_label(label, facts.get(label) or [RunFacts(label, "", "round")]
@@ -157,8 +163,13 @@ def plot_seed_bands(groups: Mapping[str, Sequence[Sequence[Mapping[str, Any]]]],
             entry += f" (same curve as {same}, drawn under it)"
         curves.append((xs, mean))
         shown.append(label)
-        (line,) = ax.plot(xs, mean, color=style["color"], linestyle=style["linestyle"],
-                          label=entry, linewidth=1.2)
+        counts = np.array([len(v) for v in values])
+        every = counts == counts.max()  # the mean of every seed with values: drawn solid
+        (line,) = ax.plot(xs, np.where(every, mean, np.nan), color=style["color"],
+                          linestyle=style["linestyle"], label=entry, linewidth=1.2)
+        if not every.all():  # where only some seeds have values (one stopped, or has not
+            partial = True  # begun): dotted, a change of seeds, not of learning
+            ax.plot(xs, mean, color=style["color"], linestyle=":", linewidth=1.0)
         if len(histories) > 1:
             banded = True
             ax.fill_between(xs, [min(v) for v in values], [max(v) for v in values],
@@ -171,6 +182,8 @@ def plot_seed_bands(groups: Mapping[str, Sequence[Sequence[Mapping[str, Any]]]],
         ax.set_ylim(bottom=bottom)
         cut = [label for label, (_, m) in zip(shown, curves) if m.min() < bottom]
         notes = ["bands: lowest to highest seed"] if banded else []
+        if partial:
+            notes.append("dotted: where only some seeds have a value")
         if cut:
             which = ("every curve" if len(cut) == len(shown) else ", ".join(cut) if len(cut) < 4
                      else f"{len(cut)} curves")
@@ -187,7 +200,7 @@ def plot_seed_bands(groups: Mapping[str, Sequence[Sequence[Mapping[str, Any]]]],
         ax.set_title(title, fontsize=10)
     ax.grid(alpha=0.3)
     handles, labels = ax.get_legend_handles_labels()
-    ends = [h.get_ydata()[-1] if len(h.get_ydata()) else -np.inf for h in handles]
+    ends = [_last_finite(h.get_ydata()) for h in handles]
     order = sorted(range(len(handles)), key=lambda i: -ends[i])  # legend in the final order
     legend_outside(ax, [handles[i] for i in order], [labels[i] for i in order])
     return save(fig, path)

@@ -15,7 +15,10 @@ class ConfigError(ValueError):
 
 class DivergenceError(RuntimeError):
     """Training produced a non-finite loss or parameters; the message (one line) names the round,
-    the nodes and the last finite loss."""
+    the nodes and the last finite loss. `histories`: from `run_compare`, every variant's records
+    ({label: list of dicts}, a diverged variant's as far as it got); None otherwise."""
+
+    histories: dict | None = None
 
 
 class UserCodeError(RuntimeError):

@@ -348,10 +348,10 @@ def test_a_collapsing_push_sum_weight_is_warned_once_and_named_when_it_diverges(
         f"s, its phase 8)")
     assert "likely cause: its inbound messages are slow relative to its sends" in line
     message = str(err.value)
-    assert message.startswith("round 14: non-finite training loss in a local phase at nodes ")
+    assert message.startswith("mark 14: non-finite training loss in a local phase at nodes ")
     assert ("Push-Sum weights in their latest local phases: " in message
             and f"node {node} w = {2**-14:.3g}, lr / w = {0.1 * 0.998**14 * 2**14:.3g}"
-            in message)
+            in message and f"the lowest any phase read: node {node} w = {2**-14:.3g}" in message)
 
 
 @pytest.mark.parametrize("name", ["adpsgd", "async_sgp", "fedbuff"])

@@ -325,9 +325,11 @@ def test_with_attackers_the_honest_nodes_lead_and_a_baseline_counts_all_its_node
     _fake_run(tmp_path / "clean", [0.7, 0.8], config={**_config(), "algorithm": {
         "name": "dpsgd"}}, test_acc_local_mean=[0.5, 0.65], test_acc_local_min=[0.4, 0.45],
         consensus_dist=[0.1, 0.2])
+    _fake_run(tmp_path / "bare", [0.99, 0.99], config={**_config(), "algorithm": {
+        "name": "dpsgd"}})  # no nodes' own accuracy: ranked last, not as NaN
     table = comparison_table(find_runs([tmp_path]))
     rows = _rows(table)
-    assert list(rows) == ["run", "median-alie", "clean", "mean-alie"]
+    assert list(rows) == ["run", "median-alie", "clean", "mean-alie", "bare"]
     assert rows["run"][2:5] == ["honest nodes, mean % (final)", "honest nodes, worst %",
                                 "average model of all nodes %"]
     assert rows["median-alie"][2:5] == ["70.00", "60.00", "60.00"]

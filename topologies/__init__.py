@@ -39,6 +39,12 @@ Adversaries and privacy: placement(G, count, rule="random", seed=None) (PLACEMEN
     gaussian_coefficient(sensitivity, sigma)
 Underlays (physical networks, docs/network.md): underlay(name) (UNDERLAYS: gaia, amazon_us,
     geant, exodus, ebone), underlay_routes(U, n)
+Overlays for throughput on an underlay (docs/topology-research.md): silo_links(U, n=None,
+    latency_s=0.0, capacity_gbps=None) -> Links; mst_overlay(links, model_bits, compute_s),
+    mbst_overlay(links, model_bits, compute_s, access_gbps=inf, delta=None),
+    ring_overlay(links, model_bits, compute_s, access_gbps=inf), star_overlay(links, center=None);
+    cycle_time(overlay, links, model_bits, compute_s, access_gbps=inf, server=None) (seconds a
+    synchronous round takes: the max-plus model of Marfoq et al. 2020)
 Connectivity: is_strongly_connected(G), union_graph(schedule, t0, t1),
     union_is_strongly_connected(n, graphs)
 Neighbour selection ``(losses, candidates, k, rng) -> [n, k]``: select_random,
@@ -131,6 +137,15 @@ from topologies.selection import (
     select_loss_based,
     select_random,
 )
+from topologies.throughput import (
+    Links,
+    cycle_time,
+    mbst_overlay,
+    mst_overlay,
+    ring_overlay,
+    silo_links,
+    star_overlay,
+)
 from topologies.underlays import UNDERLAYS, underlay, underlay_routes
 from topologies.windows import UnionWindow, union_window
 
@@ -164,7 +179,8 @@ __all__ = [
     "placement", "PLACEMENTS", "gossip_exposure", "rdp_to_dp", "gaussian_coefficient",
     "PRIVACY_ACCOUNTINGS",
     # physical networks under an overlay
-    "underlay", "UNDERLAYS", "underlay_routes",
+    "underlay", "UNDERLAYS", "underlay_routes", "Links", "silo_links", "mst_overlay",
+    "mbst_overlay", "ring_overlay", "star_overlay", "cycle_time",
     # by name, for configs
     "TOPOLOGIES", "REGISTRY", "NamedTopology", "register", "named", "build_schedule",
     "ParameterError", "did_you_mean", "messages",

@@ -11,9 +11,12 @@ import argparse
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from p2pfl.errors import ConfigError
+
+if TYPE_CHECKING:
+    from p2pfl.report.runs import RunFacts
 
 History = list[dict[str, Any]]
 HONEST_FALLBACK = {  # an honest metric -> the same over all nodes, in a run without attackers
@@ -94,7 +97,7 @@ def _attacked(config: dict[str, Any] | None) -> bool:
     return nodes not in (0, 0.0, [], None)
 
 
-def _with_metric(histories: list[History], facts: list[Any], metric: str
+def _with_metric(histories: list[History], facts: list[RunFacts], metric: str
                  ) -> tuple[list[History], bool]:
     """A group's histories holding `metric`: as logged, or, for an honest metric in runs
     without attackers, the same metric over all nodes. Also whether that stand-in was taken;
@@ -139,8 +142,8 @@ def plot_seeds(run_dirs: list[Path], args: argparse.Namespace, names: dict[str, 
     for run_dir in run_dirs:
         grouped.setdefault(variant_dir(run_dir) if args.seeds else run_dir, []).append(run_dir)
     groups: dict[str, list[History]] = {}
-    facts: dict[str, list[Any]] = {}
-    dropped, stand_ins = [], []
+    facts: dict[str, list[RunFacts]] = {}
+    dropped = []
     for label, members in zip(distinct_labels(list(grouped)), grouped.values()):
         name = names.get(label, label)
         runs = [replace(f, key=names.get(f.key, f.key)) for f in map(run_facts, members)]
@@ -152,7 +155,6 @@ def plot_seeds(run_dirs: list[Path], args: argparse.Namespace, names: dict[str, 
             dropped.append(name)
             continue
         if stood_in:
-            stand_ins.append(name)
             name += " (no attackers: all nodes)"
         groups[name], facts[name] = histories, runs
     if not groups:
@@ -168,7 +170,7 @@ def plot_seeds(run_dirs: list[Path], args: argparse.Namespace, names: dict[str, 
     return 0
 
 
-def _ylabel(metric: str, facts: list[Any]) -> str:
+def _ylabel(metric: str, facts: list[RunFacts]) -> str:
     """The y label: test_acc named by the model it measures, else the metric's readable name."""
     from p2pfl.report.plots import metric_name
 

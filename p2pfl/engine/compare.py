@@ -70,7 +70,7 @@ def select_variants(cfg: Config, only: list[str] | None) -> list[dict[str, Any]]
 
 
 def run_subset(cfg: Config, out: Path, only: list[str] | None = None,
-               seeds: list[int] | None = None, last: int = 10, target: float | None = None,
+               seeds: list[int] | None = None, last: int = 1, target: float | None = None,
                progress: bool = False) -> str:
     """Run the chosen variants for every seed into `out`.
 
@@ -118,7 +118,7 @@ def run_subset(cfg: Config, out: Path, only: list[str] | None = None,
             except DivergenceError as err:
                 diverged.append(f"{label} (seed {seed}): {err}")
         run_dirs.append(run_dir)
-    table = comparison_table(run_dirs + earlier_runs(cfg, out, variants), last, target)
+    table = comparison_table(run_dirs + every_run(cfg, out), last, target)
     out.mkdir(parents=True, exist_ok=True)
     with atomic_file(out / "table.md") as f:
         f.write(table)
@@ -128,30 +128,27 @@ def run_subset(cfg: Config, out: Path, only: list[str] | None = None,
     return table
 
 
-def earlier_runs(cfg: Config, out: Path, ran: list[dict[str, Any]]) -> list[Path]:
-    """The runs in `out` of the config's variants not run this time (an earlier `--only`), so
-    that table.md shows every variant run so far.
+def every_run(cfg: Config, out: Path) -> list[Path]:
+    """Every run in `out` of the config's variants, any seed, so that table.md shows every run
+    so far (an earlier `--only`, other `--seeds`).
 
     Parameters
     ----------
     cfg : the config with [[compare]] variants.
     out : the output folder.
-    ran : the variants run this time.
 
     Returns
     -------
     list of run directories (OUT/<variant>/seed<k>).
     """
-    others = [folder_name(variant_label(v)) for v in cfg.compare if v not in ran]
-    return [run_dir for name in others for run_dir in sorted((out / name).glob("seed*"))
+    names = [folder_name(variant_label(v)) for v in cfg.compare]
+    return [run_dir for name in names for run_dir in sorted((out / name).glob("seed*"))
             if is_run(run_dir)]
 
 
 def evaluated(run_dir: Path) -> bool:
-    """Whether `run_dir` logged a test accuracy.
-
-    A run that diverged before its first evaluation has none: the DivergenceError names it, the
-    table cannot.
+    """Whether `run_dir` logged a test accuracy (a run that diverged before its first evaluation
+    has none; bench.reproduce draws only the runs that have).
 
     Parameters
     ----------

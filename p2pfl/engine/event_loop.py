@@ -43,6 +43,8 @@ class EventRunner(Runner):
     """The marks of one built asynchronous run, from where `history` ends to `cfg.rounds`
     (module docstring); everything else is `Runner`'s."""
 
+    unit = "mark"
+
     def __init__(self, cfg: Config, out: Path, ctx: RunContext, algorithm: Asynchronous,
                  history: History | None = None, progress: bool | Observer = False,
                  label: str = "", callbacks: list[Callback] | None = None,

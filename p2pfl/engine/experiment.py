@@ -14,6 +14,7 @@ import sys
 import threading
 from collections.abc import Mapping, Sequence
 from contextlib import ExitStack
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +29,6 @@ from p2pfl.config import (
     variant_overrides,
     with_overrides,
 )
-from p2pfl.data import PARTITIONS
 from p2pfl.engine.builder import build, check_variants, resolve_device
 from p2pfl.engine.checkpoint import check_resumable, read_run_config, restore
 from p2pfl.engine.event_loop import EventRunner
@@ -48,6 +48,7 @@ from p2pfl.objects import DATA_RECORD, check_partition_record, describe_partitio
 from p2pfl.objects.inputs import INPUTS_RECORD, check_inputs, describe_inputs, with_absolute_paths
 from p2pfl.report.plots import plot_histories
 from p2pfl.report.results import METRICS, read_metrics, write_json_atomic
+from p2pfl.report.runs import run_facts, title_of
 from p2pfl.scale.launch import launched
 from p2pfl.scale.processes import agreed, init, rank0_value
 
@@ -233,7 +234,7 @@ def _run_variants(cfg: Config, out: Path, progress: bool, resume: bool, topology
             diverged[label] = str(err)
             metrics = run_dirs[label] / METRICS
             histories[label] = read_metrics(metrics) if metrics.exists() else []
-    _write_comparison(cfg, out, histories, diverged)
+    _write_comparison(out, histories, run_dirs, diverged)
     if diverged:
         raise _divergence(out, histories, diverged)
     return histories
@@ -250,14 +251,13 @@ def _variant_dir(out: Path, label: str, seed: int, resume: bool) -> Path:
     return run_dir
 
 
-def _write_comparison(cfg: Config, out: Path, histories: dict[str, History],
+def _write_comparison(out: Path, histories: dict[str, History], run_dirs: dict[str, Path],
                       diverged: dict[str, str]) -> None:
-    """OUT/comparison.png / .pdf (a curve per variant) and OUT/comparison.json."""
-    d = cfg.data
-    reads = PARTITIONS[d.partition].params if d.partition in PARTITIONS else ()
-    split = f"{d.partition}({d.alpha})" if "alpha" in reads else d.partition
-    plot_histories(histories, out / "comparison",
-                   title=f"{d.name}, {d.num_nodes} nodes, {split}, {cfg.model.name}")
+    """OUT/comparison.png / .pdf (a curve per variant, each with its facts: the model it
+    measures, where it diverged, its folder's colour) and OUT/comparison.json."""
+    facts = {label: replace(run_facts(run_dirs[label]), key=label) for label in histories}
+    plot_histories(histories, out / "comparison", title=title_of(
+        [f.config for f in facts.values()]), facts=facts)
     write_json_atomic(out / "comparison.json", {
         label: {"final_test_acc": h[-1].get("test_acc") if h else None, "rounds": len(h),
                 "total_wall_s": sum(r["wall_s"] for r in h), "diverged": label in diverged}

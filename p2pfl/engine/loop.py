@@ -71,6 +71,8 @@ class Runner:
     A callback's StopRun ends the run after its round, as if its rounds were done.
     """
 
+    unit = "round"  # what a record is, as messages name it (an asynchronous run's: "mark")
+
     def __init__(self, cfg: Config, out: Path, ctx: RunContext, algorithm: Algorithm,
                  history: History | None = None, progress: bool | Observer = False,
                  label: str = "", callbacks: list[Callback] | None = None,
@@ -292,7 +294,7 @@ class Runner:
         ckpt = (f"checkpoint at round {self.checkpoint_round}" if self.checkpoint_round >= 0
                 else "no checkpoint")
         hint = self.algorithm.divergence_hint(t, bad)
-        return (f"round {t + 1}: {what}{where} ({last}); {hint + '; ' if hint else ''}"
+        return (f"{self.unit} {t + 1}: {what}{where} ({last}); {hint + '; ' if hint else ''}"
                 f"results so far are in {self.out} ({ckpt})")
 
     def _checkpoint_due(self) -> bool:

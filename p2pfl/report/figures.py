@@ -2,8 +2,9 @@
 
 - `series_style(i)`: the i-th series' colour, line style and marker; past the 10 colours of the
   cycle the line style changes, so two series never look alike.
-- `keyed_styles(keys)`: the same by name: a name (an algorithm, a variant) keeps its colour in
-  every figure, its seeds differ in line style.
+- `keyed_styles(keys)`: the same by name: a name (an algorithm, a variant) has one colour in
+  every figure (from its hash); its seeds, and names whose hash gives the same colour, differ in
+  line style.
 - `round_axis(ax)`: integer ticks on an axis that counts rounds.
 - `log_axis(ax, "x" | "y")`, `log_ticks(axis, low, high)`: a log scale whose tick labels never
   collide (under three decades 1-2-5 labels, above one label per decade).
@@ -39,6 +40,8 @@ from matplotlib.ticker import (  # noqa: E402
 )
 
 COLORS = tuple(f"C{i}" for i in range(10))
+KEYED_COLORS = (*COLORS, "#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173",
+                "#000000")  # keyed_styles: the cycle and six dark ones (tab20b's, black)
 LINESTYLES = ("-", "--", ":", "-.")
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 DPI = 150
@@ -76,13 +79,12 @@ def series_style(i: int) -> dict[str, Any]:
 
 
 def keyed_styles(keys: Sequence[str]) -> list[dict[str, Any]]:
-    """Colour, line style and marker of each series from its name, so that a name keeps its
-    colour across figures.
+    """Colour, line style and marker of each series from its name: a name has the same colour
+    in every figure.
 
-    A name's colour is the cycle's colour at the name's CRC-32 (stable across processes), or,
-    where another name of this figure holds it, the next free one (names are placed in sorted
-    order, so the figures of one study agree). Series that share a colour (a name's seeds, or
-    names past the 10 colours) take successive line styles and markers.
+    A name's colour is KEYED_COLORS at the name's CRC-32 (stable across processes and figures,
+    whatever else a figure shows). Series that share a colour (a name's seeds, or two names
+    whose CRC-32 fall on one colour) take successive line styles and markers, in drawing order.
 
     Parameters
     ----------
@@ -92,17 +94,13 @@ def keyed_styles(keys: Sequence[str]) -> list[dict[str, Any]]:
     -------
     list of dicts with color, linestyle and marker, one per series.
     """
-    colour: dict[str, str] = {}
-    for key in sorted(set(keys)):
-        start = zlib.crc32(key.encode())
-        free = [COLORS[(start + k) % len(COLORS)] for k in range(len(COLORS))]
-        colour[key] = next((c for c in free if c not in colour.values()), free[0])
     used: dict[str, int] = {}
     styles = []
     for key in keys:
-        k = used.get(colour[key], 0)
-        used[colour[key]] = k + 1
-        styles.append({"color": colour[key], "linestyle": LINESTYLES[k % len(LINESTYLES)],
+        colour = KEYED_COLORS[zlib.crc32(key.encode()) % len(KEYED_COLORS)]
+        k = used.get(colour, 0)
+        used[colour] = k + 1
+        styles.append({"color": colour, "linestyle": LINESTYLES[k % len(LINESTYLES)],
                        "marker": MARKERS[k % len(MARKERS)]})
     return styles
 

@@ -118,13 +118,13 @@ def _legend_labels(histories: dict[str, History], facts: Mapping[str, RunFacts],
     return labels
 
 
-def _limit_to_stable(ax: Axes, values: dict[str, list[float]], diverged: set[str],
-                     log: bool = False) -> list[str]:
-    """Keep a linear panel's y range to the runs that did not diverge; the names of the diverged
+def _limit_to_stable(ax: Axes, values: dict[str, list[float]], diverged: set[str]
+                     ) -> list[str]:
+    """Keep the loss panel's y range to the runs that did not diverge; the names of the diverged
     runs that leave it."""
     kept = [v for name, vs in values.items() if name not in diverged for v in vs
             if math.isfinite(v)]
-    if not kept or not diverged or log:
+    if not kept or not diverged:
         return []
     low, high = min(kept), max(kept)
     out = [name for name in diverged if any(not low <= v <= high for v in values.get(name, []))]
@@ -199,8 +199,8 @@ def plot_histories(histories: dict[str, History], path: Path, title: str = "",
                         f"{', '.join(clipped)}", transform=ax.transAxes, fontsize=7,
                         color="0.3")
             off = [n for n in diverged if max(drawn.get(n, [0.0]), default=0.0) > top * 2]
-        else:
-            off = _limit_to_stable(ax, drawn, diverged)
+        else:  # accuracies are bounded: only the loss keeps to the stable runs' range
+            off = _limit_to_stable(ax, drawn, diverged) if key == "train_loss" else []
         if off:
             ax.text(0.99, 0.99, f"leaves the axis (diverged): {', '.join(sorted(off))}",
                     transform=ax.transAxes, ha="right", va="top", fontsize=7, color="0.3")

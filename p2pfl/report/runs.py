@@ -202,12 +202,12 @@ def _network(configs: Sequence[dict[str, Any] | None]) -> list[str]:
         return []
     parts = []
     factor = _common(configs, "network.slow_factor")
-    times = f" ({factor:g}x slower)" if factor else ""
-    for field, what in (("network.stragglers", "stragglers"), ("network.slow_links",
-                                                               "slow links")):
+    times = f", {factor:g}x slower" if factor else ""
+    for field, what in (("network.stragglers", "node a straggler"),
+                        ("network.slow_links", "link slow")):
         value = _common(configs, field)
-        if value:
-            parts.append(f"{100 * value:g}% {what}{times}")
+        if value:  # a fraction: each node (link) is one with this probability, from the seed
+            parts.append(f"each {what} w.p. {value:g}{times}")
     horizon = _common(configs, "network.horizon_s")
     if horizon:
         parts.append(f"{horizon:g} simulated s")

@@ -94,7 +94,7 @@ def _accuracy_cell(rows: Rows, value: Callable[[RunSummary], float | None]) -> s
 
 
 def _target_cell(rows: Rows, target: float, units: bool) -> str:
-    reached = [s.rounds_to_target for s in rows if s.rounds_to_target is not None]
+    reached = [s.rounds_to_target for s in _alive(rows) if s.rounds_to_target is not None]
     if not reached:
         return "not reached"
     return (_spread(reached, ".1f") + (f" {_unit(rows)}s" if units else "")
@@ -102,13 +102,20 @@ def _target_cell(rows: Rows, target: float, units: bool) -> str:
 
 
 def _seconds_cell(rows: Rows) -> str:
-    seconds = [s.seconds_to_target for s in rows if s.seconds_to_target is not None]
+    seconds = [s.seconds_to_target for s in _alive(rows) if s.seconds_to_target is not None]
     return _spread(seconds, ".3g") + _of_runs(len(seconds), rows) if seconds else "not reached"
 
 
 def _megabytes_cell(rows: Rows) -> str:
-    sent = [s.bytes_to_target / 1e6 for s in rows if s.bytes_to_target is not None]
+    sent = [s.bytes_to_target / 1e6 for s in _alive(rows) if s.bytes_to_target is not None]
     return _spread(sent, ".1f") + _of_runs(len(sent), rows) if sent else "not reached"
+
+
+def _communication_cell(rows: Rows, value: Callable[[RunSummary], float], digits: str) -> str:
+    """The mean over the runs that did not diverge (a diverged run stopped early); '-' if
+    none."""
+    alive = [value(s) for s in rows if s.diverged_at is None]
+    return f"{float(np.mean(alive)):{digits}}" if alive else "-"
 
 
 def _consensus_cell(rows: Rows) -> str:
@@ -150,6 +157,7 @@ class Layout:
 
     @property
     def mixed_units(self) -> bool:
+        """Whether the table has rounds and marks (its cells then name theirs)."""
         return len(self.units) > 1
 
     @property
@@ -190,7 +198,8 @@ def _columns(summaries: Rows, layout: Layout) -> list[tuple[str, Callable[[Rows]
                 for key in sorted({key for s in summaries for key in s.extra})]
     columns.append((f"best {layout.model} %", partial(_accuracy_cell, value=lambda s: s.best)))
     if layout.target is not None:
-        measured = "" if layout.model == "test_acc" else f" ({layout.model})"
+        measured = "" if layout.model == "test_acc" else f" ({layout.model}" + (
+            " of all nodes)" if layout.byzantine else ")")
         columns += [(f"{layout.unit} to {at}{measured}",
                      partial(_target_cell, target=layout.target, units=layout.mixed_units)),
                     (f"MB to {at}", _megabytes_cell)]
@@ -201,8 +210,9 @@ def _columns(summaries: Rows, layout: Layout) -> list[tuple[str, Callable[[Rows]
         columns.append((f"{consensus} (final)", _consensus_cell))
     return columns + [
         (f"messages per {layout.unit.replace('s', '').replace(' / ', ' or ')}",
-         lambda rows: f"{np.mean([s.messages_per_round for s in rows]):.0f}"),
-        ("MB sent", lambda rows: f"{np.mean([s.bytes_sent for s in rows]) / 1e6:.1f}")]
+         partial(_communication_cell, value=lambda s: s.messages_per_round, digits=".0f")),
+        ("MB sent", partial(_communication_cell, value=lambda s: s.bytes_sent / 1e6,
+                            digits=".1f"))]
 
 
 def _notes(layout: Layout, seeds: bool, diverged: bool) -> list[str]:
@@ -210,8 +220,9 @@ def _notes(layout: Layout, seeds: bool, diverged: bool) -> list[str]:
     taken = ("each run's final evaluation" if layout.final else
              f"the mean of each run's last {layout.last} evaluations (fewer where a run has "
              "fewer; the rounds they cover in their column)")
-    notes = [f"Accuracies: {taken}"
-             + (", mean ± standard deviation over the seeds" if seeds else "") + "."]
+    notes = [f"Accuracies: {taken}" + (", mean ± standard deviation over the seeds (population "
+                                       "sd: with 2 seeds, half their difference)"
+                                       if seeds else "") + "."]
     if layout.byzantine:
         notes.append("Honest nodes: their own models (attackers excluded; a run without "
                      "attackers counts every node); the average model averages all nodes, "
@@ -222,9 +233,12 @@ def _notes(layout: Layout, seeds: bool, diverged: bool) -> list[str]:
     if "mark" in layout.units:
         notes.append("Marks: an asynchronous run's records, one per nominal round of simulated "
                      "time; rounds: a synchronous run's rounds.")
+    if layout.byzantine and layout.target is not None:
+        notes.append("The target is measured on the average model of all nodes.")
     if diverged:
-        notes.append("A diverged run's accuracies are left out of its row (the row says where "
-                     "it diverged).")
+        notes.append("A diverged run is left out of its row's accuracies, targets and "
+                     "communication (the row says where it diverged); rows with a diverged run "
+                     "come after the others.")
     return notes
 
 
@@ -251,13 +265,15 @@ def comparison_table(runs: list[Path], last: int = 1, target: float | None = Non
     lines = ["| run | " + " | ".join(header for header, _ in columns) + " |",
              "|---" * (len(columns) + 1) + "|"]
 
-    def lead(label: str) -> float:
-        alive = _alive(groups[label])
-        values = [(s.honest[0] if layout.byzantine and s.honest else s.last_mean) or 0.0
-                  for s in alive]
-        return -float(np.mean(values)) if values else math.inf
+    def rank(label: str) -> tuple[bool, float]:
+        """Rows whose runs all ran first, then by the leading accuracy (best first)."""
+        rows = groups[label]
+        values = [v for v in ((s.honest[0] if layout.byzantine and s.honest else s.last_mean)
+                              for s in _alive(rows)) if v is not None and not math.isnan(v)]
+        stable = all(s.diverged_at is None for s in rows)
+        return not stable, -float(np.mean(values)) if values else math.inf
 
-    for label in sorted(groups, key=lead):
+    for label in sorted(groups, key=rank):
         cells = [cell(groups[label]) for _, cell in columns]
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     seeds = any(len(rows) > 1 for rows in groups.values())
