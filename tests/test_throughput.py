@@ -148,3 +148,47 @@ def test_the_cycle_time_is_the_engines_round_time_where_the_model_is_exact(overl
     bound = T.cycle_time(overlay, links, bits, 0.03, access_gbps=0.4, downlink_gbps=1e6)
     measured = _engine_round_s(U, overlay, bits)
     assert (measured <= bound + 1e-12).all() and measured.max() > 0.8 * bound
+
+
+def test_matcha_splits_into_matchings_and_spends_its_budget_where_it_connects_most():
+    G = nx.random_regular_graph(4, 16, seed=1)
+    S = T.matcha(G, budget=0.5, seed=0)
+    found = [set(m) for m in S.matchings]
+    assert set().union(*found) == {tuple(sorted(e)) for e in G.edges}
+    assert all(len({v for e in m for v in e}) == 2 * len(m) for m in found)  # no shared node
+    p = np.array(S.probabilities)
+    assert (p >= 0).all() and (p <= 1).all() and p.sum() <= 0.5 * len(p) + 1e-9
+    laplacians = []
+    for m in S.matchings:
+        H = nx.empty_graph(16)
+        H.add_edges_from(m)
+        laplacians.append(nx.laplacian_matrix(H).toarray())
+
+    def connectivity(q: np.ndarray) -> float:
+        return np.linalg.eigvalsh(np.tensordot(q, np.stack(laplacians), 1))[1]
+
+    assert connectivity(p) > connectivity(np.full(len(p), 0.5)) + 0.05  # beats uniform
+    symmetric = T.matcha(nx.cycle_graph(4), budget=0.5, seed=0)  # two perfect matchings
+    assert symmetric.probabilities == pytest.approx((0.5, 0.5), abs=1e-3)
+    edges = [sorted(S.at(t).edges) for t in range(200)]
+    share = np.mean([[set(m) <= {tuple(e) for e in es} for m in found] for es in edges], axis=0)
+    assert share == pytest.approx(p, abs=0.1)  # each matching active with its probability
+
+
+def test_matcha_with_every_matching_active_is_the_best_constant_edge_weight():
+    """With budget 1 every matching is always on: alpha = 2 / (lambda_2 + lambda_n) of the
+    graph's Laplacian, the best constant edge weight (Xiao and Boyd 2004)."""
+    G = nx.path_graph(6)
+    S = T.matcha(G, budget=1.0, seed=0)
+    lam = np.linalg.eigvalsh(nx.laplacian_matrix(G).toarray())
+    assert S.probabilities == (1.0, 1.0)
+    assert S.alpha == pytest.approx(2 / (lam[1] + lam[-1]), rel=1e-6)
+    assert nx.get_edge_attributes(S.at(5), "weight") == {e: S.alpha for e in G.edges}
+
+
+def test_a_static_schedules_mean_round_is_its_slowest_message():
+    links = T.silo_links(T.underlay("gaia"), latency_s=0.004, capacity_gbps=1.0)
+    ring = T.ring_overlay(links, *INATURALIST, 10.0)
+    delays = delay_graph(ring, links, *INATURALIST, 10.0)
+    assert T.mean_round_time(T.static(ring), links, *INATURALIST, 10.0, rounds=3) == \
+        pytest.approx(max(d for _, _, d in delays.edges(data="delay_s")))

@@ -44,7 +44,8 @@ Overlays for throughput on an underlay (docs/topology-research.md): silo_links(U
     mbst_overlay(links, model_bits, compute_s, access_gbps=inf, delta=None),
     ring_overlay(links, model_bits, compute_s, access_gbps=inf), star_overlay(links, center=None);
     cycle_time(overlay, links, model_bits, compute_s, access_gbps=inf, server=None) (seconds a
-    synchronous round takes: the max-plus model of Marfoq et al. 2020)
+    synchronous round takes: the max-plus model of Marfoq et al. 2020), mean_round_time(schedule,
+    links, ...); matcha(G, budget=0.5, seed=None) (MATCHA's random matchings, a schedule)
 Connectivity: is_strongly_connected(G), union_graph(schedule, t0, t1),
     union_is_strongly_connected(n, graphs)
 Neighbour selection ``(losses, candidates, k, rng) -> [n, k]``: select_random,
@@ -86,6 +87,7 @@ from topologies.heterogeneity import (
     stl_fw_graph,
     stl_fw_objective,
 )
+from topologies.matcha import matcha
 from topologies.mixing import (
     DOUBLY_STOCHASTIC_METHODS,
     FAULT_RULES,
@@ -141,6 +143,7 @@ from topologies.throughput import (
     Links,
     cycle_time,
     mbst_overlay,
+    mean_round_time,
     mst_overlay,
     ring_overlay,
     silo_links,
@@ -180,7 +183,7 @@ __all__ = [
     "PRIVACY_ACCOUNTINGS",
     # physical networks under an overlay
     "underlay", "UNDERLAYS", "underlay_routes", "Links", "silo_links", "mst_overlay",
-    "mbst_overlay", "ring_overlay", "star_overlay", "cycle_time",
+    "mbst_overlay", "ring_overlay", "star_overlay", "cycle_time", "mean_round_time", "matcha",
     # by name, for configs
     "TOPOLOGIES", "REGISTRY", "NamedTopology", "register", "named", "build_schedule",
     "ParameterError", "did_you_mean", "messages",

@@ -208,6 +208,32 @@ def cycle_time(overlay: nx.Graph, links: Links, model_bits: float, compute_s: fl
     return 2 * (lam - compute_s) + compute_s if server is not None else lam
 
 
+def mean_round_time(schedule: object, links: Links, model_bits: float, compute_s: float,
+                    access_gbps: float = math.inf, rounds: int = 1000) -> float:
+    """Seconds a round of a time-varying overlay takes on average, by the authors' rule for
+    MATCHA: the silos start each round together and it lasts as long as its slowest message's
+    delay d(i, j) (with that round's degrees), or compute_s when no link is active.
+
+    Parameters
+    ----------
+    schedule : an object with `at(t)` giving round t's graph on the silos (a Schedule).
+    links : the silos' links.
+    model_bits : M, bits.
+    compute_s : seconds of computation a round.
+    access_gbps : each silo's uplink and downlink in Gbit/s.
+    rounds : the rounds averaged (from round 0).
+
+    Returns
+    -------
+    float, seconds.
+    """
+    total = 0.0
+    for t in range(rounds):
+        delays = delay_graph(schedule.at(t), links, model_bits, compute_s, access_gbps)
+        total += max((d for _, _, d in delays.edges(data="delay_s")), default=compute_s)
+    return total / rounds
+
+
 def _complete(links: Links, weight: np.ndarray) -> nx.Graph:
     """The complete graph on the silos with `weight[i, j]` (symmetrized by the larger way)."""
     G = nx.Graph()
