@@ -43,7 +43,17 @@ BUDGET = 0.5  # MATCHA
 
 
 def base_config(seed: int, rounds: int) -> dict[str, Any]:
-    """The runs' shared config (a dict: the topology is given as an object)."""
+    """The runs' shared config (the topology is given as an object).
+
+    Parameters
+    ----------
+    seed : the run's seed.
+    rounds : its rounds.
+
+    Returns
+    -------
+    dict, a config as `config_from_dict` reads it.
+    """
     return {
         "seed": seed, "rounds": rounds, "device": "cpu",
         "data": {"name": "fashion_mnist", "num_nodes": T.underlay(UNDERLAY).number_of_nodes(),
@@ -66,7 +76,17 @@ def _unweighted(graph: nx.Graph) -> nx.Graph:
 
 
 def overlays(model_bits: float, seed: int) -> dict[str, tuple[Any, float]]:
-    """{name: (topology object, its predicted seconds per round)} on the underlay's links."""
+    """The overlays trained, on the underlay's links.
+
+    Parameters
+    ----------
+    model_bits : the model's size in bits.
+    seed : MATCHA's seed.
+
+    Returns
+    -------
+    dict {name: (topology object, its predicted seconds per round)}.
+    """
     underlay = T.underlay(UNDERLAY)
     links = T.silo_links(underlay, latency_s=LATENCY_S)
     compute = LOCAL_STEPS * STEP_S
@@ -87,7 +107,17 @@ def overlays(model_bits: float, seed: int) -> dict[str, tuple[Any, float]]:
 
 
 def summary(history: list[dict[str, Any]]) -> dict[str, float | None]:
-    """Mean simulated round, final accuracy and the first simulated seconds at the target."""
+    """The numbers of one run.
+
+    Parameters
+    ----------
+    history : its metrics records.
+
+    Returns
+    -------
+    dict: round_s (mean simulated round), final (accuracy), rounds and seconds (simulated) of
+    the first evaluation at the target, None if never.
+    """
     times = [r["sim_time_s"] for r in history]
     reached = next((r for r in history if r.get("test_acc", 0.0) >= TARGET), None)
     return {"round_s": times[-1] / len(times),
