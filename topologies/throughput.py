@@ -354,11 +354,10 @@ def mbst_overlay(links: Links, model_bits: float, compute_s: float,
     weights = _complete(links, one + one.T)
     trees = [delta_prim(weights, d) for d in
              ([delta] if delta is not None else range(2, max(3, links.n)))]
-    if delta is None or delta >= 2:  # a path: also the cube of the MST's Hamiltonian path
-        mst = nx.minimum_spanning_tree(weights)
-        u, v, _ = min(mst.edges(data="weight"), key=lambda e: (e[2], e[:2]))
-        path = cube_path(mst, u, v)
-        trees.append(nx.Graph(list(zip(path[:-1], path[1:], strict=True))))
+    mst = nx.minimum_spanning_tree(weights)  # a path (degree 2 <= delta): through its cube
+    u, v, _ = min(mst.edges(data="weight"), key=lambda e: (e[2], e[:2]))
+    path = cube_path(mst, u, v)
+    trees.append(nx.Graph(list(zip(path[:-1], path[1:], strict=True))))
     return min(trees, key=lambda t: cycle_time(t, links, model_bits, compute_s, access_gbps))
 
 
