@@ -4,6 +4,8 @@ of stragglers and slow links, and the settings that the model refuses."""
 
 from __future__ import annotations
 
+import json
+
 import networkx as nx
 import numpy as np
 import pytest
@@ -13,7 +15,7 @@ import topologies as T
 from p2pfl.config import ConfigError, NetworkConfig
 from p2pfl.engine import run
 from p2pfl.scale.network import Clock
-from tests.conftest import small_config
+from tests.conftest import small_config, strip_times
 
 MLP_BYTES = 796_840  # mnist_2NN in float32: 6.37 Mbit
 
@@ -324,3 +326,34 @@ def test_a_run_ends_at_its_simulated_time_horizon(tmp_path, name) -> None:
     more = run(small_config(**base, network__horizon_s=0.2), tmp_path / "r", resume=True,
                figures=False)
     assert len(more) > len(first) and more[-1]["sim_time_s"] >= 0.2 > more[-2]["sim_time_s"]
+
+
+def test_an_underlay_object_times_a_run_as_its_name_does_and_is_recorded(tmp_path) -> None:
+    """The shipped gaia passed as a graph gives the run the named one gives (the same simulated
+    times and metrics); underlay.json lets a resume rebuild it without it being passed; another
+    graph on resume, a malformed one, and one without the flow network are refused."""
+    from p2pfl.engine.checkpoint import read_run_config
+    from p2pfl.objects.underlay import UNDERLAY_RECORD
+
+    base = {"network__enabled": True, "network__model": "flow", "network__step_s": 0.001,
+            "engine__checkpoint_every": 1}
+    named = run(small_config(**base, rounds=3, network__underlay="gaia"), tmp_path / "named",
+                figures=False)
+    G = T.underlay("gaia")
+    half = run(small_config(**base), tmp_path / "object", figures=False, underlay=G)
+    assert json.loads((tmp_path / "object" / "config.json").read_text())["network"][
+        "underlay"] == "object"
+    assert (tmp_path / "object" / UNDERLAY_RECORD).exists() and len(half) == 2
+    whole = run(read_run_config(tmp_path / "object", {"rounds": 3}), tmp_path / "object",
+                resume=True, figures=False)  # as `p2pfl resume` does: rebuilt from underlay.json
+    assert strip_times(whole) == strip_times(named)
+    other = G.copy()
+    other.edges[0, 1]["capacity_gbps"] = 0.2
+    with pytest.raises(ConfigError, match="^underlay: differs from the one"):
+        run(read_run_config(tmp_path / "object", {"rounds": 4}), tmp_path / "object",
+            resume=True, underlay=other)
+    del other.edges[0, 1]["capacity_gbps"]
+    with pytest.raises(ConfigError, match=r"^underlay: link \(0, 1\) needs capacity_gbps > 0"):
+        run(small_config(**base), tmp_path / "bad", underlay=other)
+    with pytest.raises(ConfigError, match="^underlay: is the physical network of the flow"):
+        run(small_config(), tmp_path / "off", underlay=G)

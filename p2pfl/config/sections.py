@@ -145,8 +145,9 @@ class NetworkConfig:
     model: str = option("flow", choices=NETWORK_MODELS, doc="ideal: every message has its "
                         "link to itself; flow: a node's messages share its uplink and downlink "
                         "(max-min fair flows, p2pfl/scale/flows.py)")
-    underlay: str = option("", choices=("", *UNDERLAYS), doc="flow: the physical network under "
-                           "the overlay, by name ('' none): node i sits at "
+    underlay: str = option("", choices=("", *UNDERLAYS, "object"), doc="flow: the physical "
+                           "network under the overlay, by name ('' none; 'object': a graph "
+                           "passed to p2pfl.run, underlay=G): node i sits at "
                            "its node i, messages take the path of least latency and share its "
                            "links")
     uplink_gbps: float = option(0.0, low=0, doc="flow: each node's uplink in Gbit/s (0: "

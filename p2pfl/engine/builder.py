@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Sequence
 
+import networkx as nx
 import numpy as np
 import torch
 import torch.distributed as dist
@@ -300,7 +301,8 @@ def build(cfg: Config, dataset: Dataset | None = None, parts: Parts | None = Non
                                (type(model), repr(model), dtype, device, bf16))
     guard = Guard(cfg.data.num_nodes, device, cfg.engine.max_loss)
     ctx = RunContext(device, dtype, data, population, forward, guard.wrap(trainer), comm,
-                     schedule, guard, _clock(cfg, algorithm, schedule, data, population),
+                     schedule, guard, _clock(cfg, algorithm, schedule, data, population,
+                                             parts.underlay),
                      uses_batch_statistics(model), cfg.seed, cfg.topology.link_drop,
                      cfg.topology.node_drop, cfg.eval.batch_size, byzantine_of(cfg, schedule),
                      privacy_of(cfg))
@@ -322,10 +324,11 @@ def _comm(cfg: Config, device: torch.device, dtype: torch.dtype) -> Comm:
 
 
 def _clock(cfg: Config, algorithm: Algorithm, schedule: T.Schedule, data: FederatedData,
-           population: Population) -> Clock | None:
+           population: Population, underlay: nx.Graph | None = None) -> Clock | None:
     """The simulated clock of a run with [network] enabled: a message is what the algorithm
     says (`message_bytes`: one model in the run's dtype, Push-Sum adds its float64 weight),
-    `exchanges` times a round one after the other (gossip: gossip_steps)."""
+    `exchanges` times a round one after the other (gossip: gossip_steps); the underlay the one
+    given as an object (p2pfl.objects.underlay), else the one the config names."""
     if not cfg.network.enabled:
         return None
     size = algorithm.message_bytes(population.num_params, population.flat.dtype)
@@ -333,7 +336,8 @@ def _clock(cfg: Config, algorithm: Algorithm, schedule: T.Schedule, data: Federa
     steps = steps_per_node(data.sizes, a.batch_size, a.local_epochs, a.local_steps, a.last_batch)
     if algorithm.mixing == "server":  # the star: the server (node 0) takes no local step
         steps = np.concatenate(([0], steps))
-    underlay = T.underlay(cfg.network.underlay) if cfg.network.underlay else None
+    if underlay is None and cfg.network.underlay:
+        underlay = T.underlay(cfg.network.underlay)
     if underlay is not None and underlay.number_of_nodes() < schedule.n:
         raise ConfigError("network.underlay", f"{cfg.network.underlay!r} has "
                           f"{underlay.number_of_nodes()} nodes, fewer than the run's "

@@ -73,7 +73,8 @@ def run(cfg: Config, out_dir: str | Path | None = None, progress: bool | Observe
         model: object | None = None, data: object | None = None,
         partition: object | None = None, algorithm: type | None = None,
         callbacks: list[Callback] | None = None, stack: Stack | None = None,
-        compressor: object | None = None, figures: bool = True) -> History:
+        compressor: object | None = None, figures: bool = True,
+        underlay: object | None = None) -> History:
     """Run one experiment; per-round metrics are returned and written to `out_dir`.
 
     Any part may be a Python object instead of the config's name, recorded in `out_dir`
@@ -101,6 +102,8 @@ def run(cfg: Config, out_dir: str | Path | None = None, progress: bool | Observe
     compressor : a message compressor (p2pfl.core.compression.Compressor) for choco.
     figures : False leaves out the run's curves.png / .pdf (a study draws its own; `p2pfl plot`
         draws a run's later).
+    underlay : the flow network's physical links, a networkx graph (`capacity_gbps` and
+        `latency_s` on its edges, nodes 0..m-1; p2pfl.objects.underlay).
 
     Returns
     -------
@@ -128,7 +131,7 @@ def run(cfg: Config, out_dir: str | Path | None = None, progress: bool | Observe
     with ExitStack() as exits:
         with agreed():  # a distributed run: any process's error stops all before round 1
             cfg, parts = resolve(with_absolute_paths(cfg), out, resume, topology, model, data,
-                                 partition, algorithm, callbacks, compressor)
+                                 partition, algorithm, callbacks, compressor, underlay)
             if not resume:
                 refuse_unless_empty(out)  # before the build: a taken directory is a quick error
             checkpoint = resume_point(out, cfg, resolve_device(cfg.device)) if resume else None
@@ -162,7 +165,8 @@ def run_compare(cfg: Config, out_dir: str | Path | None = None, progress: bool =
                 resume: bool = False, topology: object | None = None,
                 model: object | None = None, data: object | None = None,
                 partition: object | None = None,
-                callbacks: list[Callback] | None = None) -> dict[str, History]:
+                callbacks: list[Callback] | None = None,
+                underlay: object | None = None) -> dict[str, History]:
     """Run every [[compare]] variant (same seed and data) into OUT/<variant folder>/seed<seed>/.
 
     The layout of `p2pfl compare` (`p2pfl table OUT` groups a variant's seed folders); the
@@ -178,7 +182,7 @@ def run_compare(cfg: Config, out_dir: str | Path | None = None, progress: bool =
     out_dir : the output folder (default: runs/<algorithm>-<topology>-<time>).
     progress : whether to draw progress bars.
     resume : each variant continues from its checkpoint (a variant not yet started starts).
-    topology, model, data, partition, callbacks : objects, as for `run`.
+    topology, model, data, partition, callbacks, underlay : objects, as for `run`.
 
     Returns
     -------
@@ -208,19 +212,20 @@ def run_compare(cfg: Config, out_dir: str | Path | None = None, progress: bool =
         refuse_unless_empty(out)
         cfg = with_absolute_paths(cfg)
     with exclusive(out):
-        return _run_variants(cfg, out, progress, resume, topology, model, data, partition,
-                             callbacks)
+        return _run_variants(cfg, out, progress, resume, callbacks, {
+            "topology": topology, "model": model, "data": data, "partition": partition,
+            "underlay": underlay})
 
 
-def _run_variants(cfg: Config, out: Path, progress: bool, resume: bool, topology: object | None,
-                  model: object | None, data: object | None, partition: object | None,
-                  callbacks: list[Callback] | None) -> dict[str, History]:
-    """run_compare's work, under the root's lock."""
+def _run_variants(cfg: Config, out: Path, progress: bool, resume: bool,
+                  callbacks: list[Callback] | None, objects: dict[str, object | None]
+                  ) -> dict[str, History]:
+    """run_compare's work, under the root's lock; `objects` are `run`'s keyword arguments."""
     variants = {variant_label(v): with_overrides(cfg, {**variant_overrides(v), "compare": None})
                 for v in cfg.compare}
     check_variants([(f"compare[{i}] ({label})", c) for i, (label, c) in
-                    enumerate(variants.items())], topology is None,
-                   data is None and partition is None)
+                    enumerate(variants.items())], objects["topology"] is None,
+                   objects["data"] is None and objects["partition"] is None)
     run_dirs = {label: _variant_dir(out, label, c.seed, resume) for label, c in variants.items()}
     write_json_atomic(out / "config.json", cfg.to_dict())
     histories: dict[str, History] = {}
@@ -228,8 +233,7 @@ def _run_variants(cfg: Config, out: Path, progress: bool, resume: bool, topology
     for label, variant_cfg in variants.items():
         try:
             histories[label] = run(variant_cfg, run_dirs[label], progress, label, resume,
-                                   topology, model, data, partition,
-                                   callbacks=copy.deepcopy(callbacks))
+                                   callbacks=copy.deepcopy(callbacks), **objects)
         except DivergenceError as err:
             diverged[label] = str(err)
             metrics = run_dirs[label] / METRICS

@@ -18,6 +18,10 @@ partition of one's own (one index list per node, any lengths, or a partitioner f
 resume needs them passed again, unchanged. Every run's data.json also records the partition it
 trained on (sizes, label histograms, a fingerprint that a resume must match).
 
+An underlay (a networkx graph with `capacity_gbps` and `latency_s` on its links, the physical
+network of the flow model) is recorded in underlay.json with every link: config.json says
+`network.underlay = "object"`, and a resume rebuilds it (a graph passed again must be the same).
+
 A compressor object (p2pfl.core.compression.Compressor, for choco) is recorded in
 compressor.json by its class, source and plain attributes; a resume needs it passed again.
 
@@ -55,6 +59,7 @@ from p2pfl.objects.data import (
 )
 from p2pfl.objects.model import MODEL_RECORD, resolve_model
 from p2pfl.objects.topology import RECORD, resolve_topology
+from p2pfl.objects.underlay import UNDERLAY_RECORD, resolve_underlay
 
 __all__ = ["DATA_RECORD", "Parts", "check_partition_record", "describe_partition", "resolve"]
 
@@ -69,14 +74,15 @@ class Parts:
     partition: object | None = None  # index lists (one per node, checked) or a partitioner
     callbacks: tuple[Callback, ...] = ()
     compressor: object | None = None  # p2pfl.core.compression.Compressor
+    underlay: object | None = None  # nx.Graph, the flow network's physical links
     records: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)  # file -> record
 
 
 def resolve(cfg: Config, out: Path, resume: bool, topology: object | None = None,
             model: object | None = None, data: object | None = None,
             partition: object | None = None, algorithm: type | None = None,
-            callbacks: Sequence[Any] | None = None, compressor: object | None = None
-            ) -> tuple[Config, Parts]:
+            callbacks: Sequence[Any] | None = None, compressor: object | None = None,
+            underlay: object | None = None) -> tuple[Config, Parts]:
     """The config to record and run, and the parts given as objects.
 
     On resume, each part is checked against `out`'s records.
@@ -86,8 +92,8 @@ def resolve(cfg: Config, out: Path, resume: bool, topology: object | None = None
     cfg : the run's config.
     out : the run directory.
     resume : whether the run resumes.
-    topology, model, data, partition, algorithm, callbacks, compressor : the parts given as
-        Python objects, None where the config names them.
+    topology, model, data, partition, algorithm, callbacks, compressor, underlay : the parts
+        given as Python objects, None where the config names them.
 
     Returns
     -------
@@ -104,9 +110,12 @@ def resolve(cfg: Config, out: Path, resume: bool, topology: object | None = None
     cfg, algorithm_record = resolve_algorithm(cfg, out, resume, algorithm)
     hooks, callbacks_record = resolve_callbacks(out, resume, callbacks)
     cfg, compressor, compressor_record = resolve_compressor(cfg, out, resume, compressor)
+    cfg, physical, underlay_record = resolve_underlay(cfg, out, resume, underlay)
     records = {name: r for name, r in ((RECORD, topology_record), (MODEL_RECORD, model_record),
                                        (DATA_RECORD, data_record),
                                        (ALGORITHM_RECORD, algorithm_record),
                                        (CALLBACKS_RECORD, callbacks_record),
-                                       (COMPRESSOR_RECORD, compressor_record)) if r is not None}
-    return cfg, Parts(schedule, module, dataset, rows, tuple(hooks), compressor, records)
+                                       (COMPRESSOR_RECORD, compressor_record),
+                                       (UNDERLAY_RECORD, underlay_record)) if r is not None}
+    return cfg, Parts(schedule, module, dataset, rows, tuple(hooks), compressor, physical,
+                      records)
