@@ -8,8 +8,11 @@ access links of 1 Gbit/s, the flow network (a message shares its sender's uplink
 downlink and every underlay link of its path). Overlays: the MST, the delta-MBST, the
 Christofides ring (undirected here, so that D-PSGD runs on every overlay), MATCHA (budget 0.5;
 its rounds' graphs with Metropolis-Hastings weights: MATCHA's own weight alpha gives a node with
-many active matchings a negative self-weight, which D-PSGD's doubly-stochastic check refuses) and
-the star's silo graph (every silo to the center, gossip on it).
+many active matchings a negative self-weight, which D-PSGD's doubly-stochastic check refuses),
+the star's silo graph (every silo to the center, gossip on it) and the centralized star:
+FedAvg (every client each round, the same 10 local steps), its server a node of its own beside
+the center silo (an underlay object: gaia plus a link of no latency and ample capacity),
+predicted as the paper's star (the center a silo).
 
 For each: its predicted cycle time (the max-plus model on the same links, `T.cycle_time`; MATCHA
 its mean round, `T.mean_round_time`), the engine's mean simulated round, and the simulated
@@ -75,7 +78,25 @@ def _unweighted(graph: nx.Graph) -> nx.Graph:
     return out
 
 
-def overlays(model_bits: float, seed: int) -> dict[str, tuple[Any, float]]:
+def server_underlay(center: int) -> nx.Graph:
+    """The underlay with a server beside silo `center`: the server is node 0 (the engine's star
+    puts its server at graph node 0), silo i is node i + 1, the server's link has no latency and
+    ample capacity.
+
+    Parameters
+    ----------
+    center : the silo the server sits beside.
+
+    Returns
+    -------
+    nx.Graph, an underlay (p2pfl.objects.underlay).
+    """
+    graph = nx.relabel_nodes(T.underlay(UNDERLAY), lambda v: v + 1)
+    graph.add_edge(0, center + 1, capacity_gbps=1e6, latency_s=0.0)
+    return nx.convert_node_labels_to_integers(graph, ordering="sorted")
+
+
+def overlays(model_bits: float, seed: int) -> dict[str, tuple[dict[str, Any], float]]:
     """The overlays trained, on the underlay's links.
 
     Parameters
@@ -85,7 +106,8 @@ def overlays(model_bits: float, seed: int) -> dict[str, tuple[Any, float]]:
 
     Returns
     -------
-    dict {name: (topology object, its predicted seconds per round)}.
+    dict {name: (what `run` is given besides the config: topology or algorithm and underlay,
+    its predicted seconds per round)}.
     """
     underlay = T.underlay(UNDERLAY)
     links = T.silo_links(underlay, latency_s=LATENCY_S)
@@ -100,10 +122,33 @@ def overlays(model_bits: float, seed: int) -> dict[str, tuple[Any, float]]:
     star = T.star_overlay(links)
     matcha = T.matcha(nx.Graph(underlay.edges), BUDGET, seed=seed)
     matcha_mh = T.from_function(lambda t: _unweighted(matcha.at(t)))
-    return {"mst": (mst, cycle(mst)), "delta-mbst": (mbst, cycle(mbst)),
-            "ring": (ring, cycle(ring)), "star-gossip": (star, cycle(star)),
-            "matcha-mh": (matcha_mh, T.mean_round_time(matcha, links, model_bits, compute,
-                                                       ACCESS_GBPS))}
+    center = star.graph["center"]
+    return {"mst": ({"topology": mst}, cycle(mst)),
+            "delta-mbst": ({"topology": mbst}, cycle(mbst)),
+            "ring": ({"topology": ring}, cycle(ring)),
+            "star-gossip": ({"topology": star}, cycle(star)),
+            "matcha-mh": ({"topology": matcha_mh}, T.mean_round_time(
+                matcha, links, model_bits, compute, ACCESS_GBPS)),
+            "star-fedavg": ({"underlay": server_underlay(center), "fedavg": True},
+                            T.cycle_time(star, links, model_bits, compute, ACCESS_GBPS,
+                                         server=center))}
+
+
+def fedavg_config(raw: dict[str, Any]) -> dict[str, Any]:
+    """The shared config with FedAvg on the star: every client each round, the same local steps.
+
+    Parameters
+    ----------
+    raw : `base_config`'s dict.
+
+    Returns
+    -------
+    dict.
+    """
+    options = {k: v for k, v in raw["algorithm"].items() if k != "order"}
+    network = {k: v for k, v in raw["network"].items() if k != "underlay"}
+    return {**raw, "topology": {"name": "star"}, "network": network,
+            "algorithm": {**options, "name": "fedavg", "participation": 1.0}}
 
 
 def summary(history: list[dict[str, Any]]) -> dict[str, float | None]:
@@ -141,13 +186,13 @@ def main() -> None:
     args = parser.parse_args()
     rows: dict[str, list[tuple[float, dict[str, float | None]]]] = {}
     for seed in map(int, args.seeds.split(",")):
-        cfg = config_from_dict(base_config(seed, args.rounds))
+        raw = base_config(seed, args.rounds)
         bits = 32 * (784 * 200 + 200 + 200 * 200 + 200 + 200 * 10 + 10)  # mnist_2NN, float32
-        for name, (topology, predicted) in overlays(bits, seed).items():
+        for name, (given, predicted) in overlays(bits, seed).items():
             out = Path(args.out) / name / f"seed{seed}"
+            cfg = config_from_dict(fedavg_config(raw) if given.pop("fedavg", False) else raw)
             if not (out / "summary.json").exists():
-                run(cfg, out, topology=topology, figures=False,
-                    resume=(out / "config.json").exists())
+                run(cfg, out, figures=False, resume=(out / "config.json").exists(), **given)
             rows.setdefault(name, []).append((predicted, summary(read_metrics(
                 out / "metrics.jsonl"))))
     print(f"| overlay | predicted s/round | engine s/round | final acc % | rounds to "
