@@ -357,3 +357,33 @@ def test_an_underlay_object_times_a_run_as_its_name_does_and_is_recorded(tmp_pat
         run(small_config(**base), tmp_path / "bad", underlay=other)
     with pytest.raises(ConfigError, match="^underlay: is the physical network of the flow"):
         run(small_config(), tmp_path / "off", underlay=G)
+
+
+def test_a_comparison_keeps_its_underlay_object_for_every_variant_on_resume(tmp_path) -> None:
+    """run_compare records the underlay at its root: a resume without it rebuilds it for a
+    variant that had not started (not the config's named underlay, none); a variant that
+    cannot take it is refused before the first one trains."""
+    import shutil
+
+    from p2pfl.config import with_overrides
+    from p2pfl.engine import run_compare
+    from p2pfl.engine.checkpoint import read_run_config
+
+    base = small_config(network__enabled=True, network__model="flow", network__step_s=0.001,
+                        rounds=1)
+    cfg = with_overrides(base, {"compare": [{"label": "a"}, {"label": "b",
+                                                               "algorithm.lr": 0.05}]})
+    G = T.underlay("gaia")
+    out = tmp_path / "cmp"
+    first = run_compare(cfg, out, underlay=G)
+    shutil.rmtree(out / "b")  # as if stopped before b began
+    again = run_compare(read_run_config(out), out, resume=True)
+    assert json.loads((out / "b" / "seed3" / "config.json").read_text())["network"][
+        "underlay"] == "object"
+    assert strip_times(again["b"]) == strip_times(first["b"])
+    bad = with_overrides(cfg, {"compare": [{"label": "a"}, {"label": "big",
+                                                              "data.num_nodes": 12}]})
+    with pytest.raises(ConfigError, match=r"^compare\[1\] \(big\)\.underlay: has 11 nodes, "
+                                          r"fewer than the run's 12"):
+        run_compare(bad, tmp_path / "bad", underlay=G)
+    assert not (tmp_path / "bad" / "a").exists()

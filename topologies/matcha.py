@@ -55,6 +55,7 @@ def matchings(graph: nx.Graph) -> list[list[tuple[int, int]]]:
 
 
 def _laplacian(n: int, edges: list[tuple[int, int]]) -> np.ndarray:
+    """[n, n] Laplacian of the graph of `edges` on nodes 0..n-1."""
     L = np.zeros((n, n))
     for u, v in edges:
         L[u, u] += 1
@@ -182,6 +183,10 @@ def matcha(graph: nx.Graph, budget: float = 0.5, seed: Seed = None) -> Matcha:
     """
     if graph.is_directed() or set(graph.nodes) != set(range(graph.number_of_nodes())):
         raise ParameterError("graph", "must be undirected on nodes 0..n-1")
+    if graph.number_of_nodes() < 2:
+        raise ParameterError("graph", "needs at least 2 nodes")
+    graph = nx.Graph(graph)
+    graph.remove_edges_from(list(nx.selfloop_edges(graph)))  # no link: no matching
     if not nx.is_connected(graph):
         raise ParameterError("graph", "must be connected: its matchings could never average")
     if not 0 < budget <= 1:

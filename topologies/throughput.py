@@ -19,9 +19,9 @@ Overlays (undirected unless said), each on the silos 0..n-1:
 - `mst_overlay`: the minimum spanning tree of the silos' one-way delays (no access term).
 - `mbst_overlay(delta)`: a spanning tree of degree at most delta for the round-trip delays with
   access, the one of smallest cycle time among delta-Prim's (grown from silo 0 by the cheapest
-  edge whose tree end has degree below delta) and a path through the cube of the minimum spanning
-  tree (degree 2, the authors' "cube algorithm"); delta None: among those of every delta in
-  2..n-1.
+  edge whose tree end has degree below delta) and the paths through the cube of the minimum
+  spanning tree from each of its edges (degree 2, the authors' "cube algorithm"); delta None:
+  among those of every delta in 2..n-1.
 - `ring_overlay`: a directed Hamiltonian cycle, Christofides' tour of the delays with access.
 - `star_overlay(center)`: every silo linked to the center (default: the silo of largest load
   centrality by latency).
@@ -36,6 +36,7 @@ import networkx as nx
 import numpy as np
 
 from topologies._common import ParameterError
+from topologies.schedules import Schedule
 from topologies.underlays import underlay_routes
 
 
@@ -111,7 +112,8 @@ def delay_graph(overlay: nx.Graph, links: Links, model_bits: float, compute_s: f
     -------
     nx.DiGraph.
     """
-    directed = overlay.to_directed() if not overlay.is_directed() else overlay
+    directed = overlay.to_directed() if not overlay.is_directed() else nx.DiGraph(overlay)
+    directed.remove_edges_from(list(nx.selfloop_edges(directed)))  # no message to itself
     up = model_bits / (access_gbps * 1e9)  # one model through one uplink, seconds
     down = model_bits / ((access_gbps if downlink_gbps is None else downlink_gbps) * 1e9)
     out_deg, in_deg = dict(directed.out_degree), dict(directed.in_degree)
@@ -208,11 +210,13 @@ def cycle_time(overlay: nx.Graph, links: Links, model_bits: float, compute_s: fl
     return 2 * (lam - compute_s) + compute_s if server is not None else lam
 
 
-def mean_round_time(schedule: object, links: Links, model_bits: float, compute_s: float,
+def mean_round_time(schedule: Schedule, links: Links, model_bits: float, compute_s: float,
                     access_gbps: float = math.inf, rounds: int = 1000) -> float:
     """Seconds a round of a time-varying overlay takes on average, by the authors' rule for
     MATCHA: the silos start each round together and it lasts as long as its slowest message's
-    delay d(i, j) (with that round's degrees), or compute_s when no link is active.
+    delay d(i, j) (with that round's degrees), or compute_s when no link is active (the authors
+    draw such a round again). A run where each silo starts when its own messages have arrived
+    (the engine's synchronous clock) is faster: the rule is an upper bound.
 
     Parameters
     ----------
@@ -354,10 +358,10 @@ def mbst_overlay(links: Links, model_bits: float, compute_s: float,
     weights = _complete(links, one + one.T)
     trees = [delta_prim(weights, d) for d in
              ([delta] if delta is not None else range(2, max(3, links.n)))]
-    mst = nx.minimum_spanning_tree(weights)  # a path (degree 2 <= delta): through its cube
-    u, v, _ = min(mst.edges(data="weight"), key=lambda e: (e[2], e[:2]))
-    path = cube_path(mst, u, v)
-    trees.append(nx.Graph(list(zip(path[:-1], path[1:], strict=True))))
+    mst = nx.minimum_spanning_tree(weights)  # paths (degree 2 <= delta) through its cube,
+    for u, v in sorted(mst.edges):  # one from each of its edges
+        path = cube_path(mst, u, v)
+        trees.append(nx.Graph(list(zip(path[:-1], path[1:], strict=True))))
     return min(trees, key=lambda t: cycle_time(t, links, model_bits, compute_s, access_gbps))
 
 

@@ -8,7 +8,7 @@ time (ms) of the star (centralized: an upload, then a download), the MST, the de
 chosen by cycle time) and the Christofides ring, and MATCHA's mean round time (budget 0.5 on the
 underlay's own links, 1000 rounds, the authors' rule: a round lasts its slowest message).
 
-`python -m analysis.scripts.cycle_times [--underlays gaia,amazon_us,...]` (about a minute) prints
+`python -m analysis.scripts.cycle_times [--underlays gaia,amazon_us,...]` (about 40 s) prints
 the Markdown table.
 """
 

@@ -96,13 +96,14 @@ def server_underlay(center: int) -> nx.Graph:
     return nx.convert_node_labels_to_integers(graph, ordering="sorted")
 
 
-def overlays(model_bits: float, seed: int) -> dict[str, tuple[dict[str, Any], float]]:
+def overlays(model_bits: float, seed: int, rounds: int) -> dict[str, tuple[dict[str, Any], float]]:
     """The overlays trained, on the underlay's links.
 
     Parameters
     ----------
     model_bits : the model's size in bits.
     seed : MATCHA's seed.
+    rounds : the rounds run (MATCHA's prediction averages the same draws).
 
     Returns
     -------
@@ -128,7 +129,7 @@ def overlays(model_bits: float, seed: int) -> dict[str, tuple[dict[str, Any], fl
             "ring": ({"topology": ring}, cycle(ring)),
             "star-gossip": ({"topology": star}, cycle(star)),
             "matcha-mh": ({"topology": matcha_mh}, T.mean_round_time(
-                matcha, links, model_bits, compute, ACCESS_GBPS)),
+                matcha, links, model_bits, compute, ACCESS_GBPS, rounds)),
             "star-fedavg": ({"underlay": server_underlay(center), "fedavg": True},
                             T.cycle_time(star, links, model_bits, compute, ACCESS_GBPS,
                                          server=center))}
@@ -188,7 +189,7 @@ def main() -> None:
     for seed in map(int, args.seeds.split(",")):
         raw = base_config(seed, args.rounds)
         bits = 32 * (784 * 200 + 200 + 200 * 200 + 200 + 200 * 10 + 10)  # mnist_2NN, float32
-        for name, (given, predicted) in overlays(bits, seed).items():
+        for name, (given, predicted) in overlays(bits, seed, args.rounds).items():
             out = Path(args.out) / name / f"seed{seed}"
             cfg = config_from_dict(fedavg_config(raw) if given.pop("fedavg", False) else raw)
             if not (out / "summary.json").exists():

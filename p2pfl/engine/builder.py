@@ -15,7 +15,7 @@ from torch import nn
 import topologies as T
 from algorithms import ALGORITHMS, Algorithm, Asynchronous
 from algorithms.asynchronous import NEEDS_CLOCK, NEEDS_TIME
-from p2pfl.config import Config, ConfigError, DataConfig
+from p2pfl.config import OBJECT, Config, ConfigError, DataConfig
 from p2pfl.context import RunContext
 from p2pfl.core.federated import FederatedData, check_steps, steps_per_node
 from p2pfl.core.gradients import local_gradients
@@ -339,9 +339,10 @@ def _clock(cfg: Config, algorithm: Algorithm, schedule: T.Schedule, data: Federa
     if underlay is None and cfg.network.underlay:
         underlay = T.underlay(cfg.network.underlay)
     if underlay is not None and underlay.number_of_nodes() < schedule.n:
-        raise ConfigError("network.underlay", f"{cfg.network.underlay!r} has "
-                          f"{underlay.number_of_nodes()} nodes, fewer than the run's "
-                          f"{schedule.n} (node i sits at its node i)")
+        which = ("the underlay object" if cfg.network.underlay == OBJECT
+                 else repr(cfg.network.underlay))
+        raise ConfigError("network.underlay", f"{which} has {underlay.number_of_nodes()} nodes, "
+                          f"fewer than the run's {schedule.n} (node i sits at its node i)")
     return Clock(cfg.network, schedule.n, cfg.seed, steps, size, algorithm.exchanges, underlay)
 
 

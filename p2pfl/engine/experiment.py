@@ -46,6 +46,7 @@ from p2pfl.engine.threats import byzantine_record
 from p2pfl.errors import DivergenceError, RunInterrupted
 from p2pfl.objects import DATA_RECORD, check_partition_record, describe_partition, resolve
 from p2pfl.objects.inputs import INPUTS_RECORD, check_inputs, describe_inputs, with_absolute_paths
+from p2pfl.objects.underlay import UNDERLAY_RECORD, check_underlay, resolve_underlay
 from p2pfl.report.plots import plot_histories
 from p2pfl.report.results import METRICS, read_metrics, write_json_atomic
 from p2pfl.report.runs import run_facts, title_of
@@ -206,12 +207,17 @@ def run_compare(cfg: Config, out_dir: str | Path | None = None, progress: bool =
         raise ConfigError("compare", "a config with [[compare]] variants runs in one process "
                           "(docs/distributed.md): start it without torchrun")
     out = Path(out_dir) if out_dir is not None else default_out_dir(cfg)
+    # an underlay object is the root's: its record at OUT lets a resume rebuild it for every
+    # variant, those not started yet included
+    cfg, underlay, underlay_record = resolve_underlay(cfg, out, resume, underlay)
     if resume and (out / "config.json").exists():
         check_resumable(read_run_config(out).to_dict(), cfg, 0, out)
     elif not resume:
         refuse_unless_empty(out)
         cfg = with_absolute_paths(cfg)
     with exclusive(out):
+        if underlay_record is not None:
+            write_json_atomic(out / UNDERLAY_RECORD, underlay_record)
         return _run_variants(cfg, out, progress, resume, callbacks, {
             "topology": topology, "model": model, "data": data, "partition": partition,
             "underlay": underlay})
@@ -226,6 +232,12 @@ def _run_variants(cfg: Config, out: Path, progress: bool, resume: bool,
     check_variants([(f"compare[{i}] ({label})", c) for i, (label, c) in
                     enumerate(variants.items())], objects["topology"] is None,
                    objects["data"] is None and objects["partition"] is None)
+    if objects["underlay"] is not None:  # every variant's, before the first one trains
+        for i, (label, c) in enumerate(variants.items()):
+            try:
+                check_underlay(c, objects["underlay"])
+            except ConfigError as err:
+                raise ConfigError(f"compare[{i}] ({label}).{err.field}", err.message) from None
     run_dirs = {label: _variant_dir(out, label, c.seed, resume) for label, c in variants.items()}
     write_json_atomic(out / "config.json", cfg.to_dict())
     histories: dict[str, History] = {}

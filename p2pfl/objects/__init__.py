@@ -37,6 +37,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import networkx as nx
 from torch import nn
 
 import topologies as T
@@ -74,7 +75,7 @@ class Parts:
     partition: object | None = None  # index lists (one per node, checked) or a partitioner
     callbacks: tuple[Callback, ...] = ()
     compressor: object | None = None  # p2pfl.core.compression.Compressor
-    underlay: object | None = None  # nx.Graph, the flow network's physical links
+    underlay: nx.Graph | None = None  # the flow network's physical links
     records: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)  # file -> record
 
 

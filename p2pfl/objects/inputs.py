@@ -69,8 +69,8 @@ def describe_inputs(cfg: Config, data: FederatedData) -> dict[str, Any]:
         record["topology.path"] = {"path": str(path), "sha256": file_sha256(path)}
     if cfg.data.name not in ("synthetic", OBJECT):
         record["data"] = {"name": cfg.data.name, "sha256": data_sha256(data)}
-    if cfg.network.enabled and cfg.network.underlay not in ("", OBJECT):  # an object: its own
-        # record (underlay.json)
+    named = cfg.network.underlay not in ("", OBJECT)  # an object has its own underlay.json
+    if cfg.network.enabled and named:
         path = UNDERLAY_FOLDER / f"{cfg.network.underlay}.gml"
         record["network.underlay"] = {"path": str(path), "sha256": file_sha256(path)}
     return record

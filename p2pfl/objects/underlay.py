@@ -14,6 +14,7 @@ import dataclasses
 import hashlib
 import json
 import math
+import numbers
 from pathlib import Path
 from typing import Any
 
@@ -33,17 +34,25 @@ def _links(graph: nx.Graph) -> list[list[float]]:
     if set(graph.nodes) != set(range(graph.number_of_nodes())):
         raise ConfigError("underlay", "must have nodes 0..m-1 (node i of the overlay sits at "
                           "its node i)")
+    if graph.number_of_nodes() and not nx.is_connected(graph):
+        raise ConfigError("underlay", "must be connected: a message needs a path between any "
+                          "two nodes")
     rows = []
     for u, v, d in graph.edges(data=True):
         capacity, latency = d.get("capacity_gbps"), d.get("latency_s", 0.0)
-        if not (isinstance(capacity, (int, float)) and math.isfinite(capacity) and capacity > 0):
+        if not (_real(capacity) and math.isfinite(capacity) and capacity > 0):
             raise ConfigError("underlay", f"link ({u}, {v}) needs capacity_gbps > 0, got "
                               f"{capacity!r}")
-        if not (isinstance(latency, (int, float)) and math.isfinite(latency) and latency >= 0):
+        if not (_real(latency) and math.isfinite(latency) and latency >= 0):
             raise ConfigError("underlay", f"link ({u}, {v}) needs latency_s >= 0, got "
                               f"{latency!r}")
         rows.append([int(min(u, v)), int(max(u, v)), float(capacity), float(latency)])
     return sorted(rows)
+
+
+def _real(value: object) -> bool:
+    """A real number (numpy's too), not a bool."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
 def describe_underlay(graph: nx.Graph) -> dict[str, Any]:
@@ -85,6 +94,37 @@ def rebuild_underlay(record: dict[str, Any]) -> nx.Graph:
     return graph
 
 
+def check_underlay(cfg: Config, underlay: object) -> dict[str, Any]:
+    """Whether a run of `cfg` can take `underlay` as its physical network; its record.
+
+    Parameters
+    ----------
+    cfg : the run's config.
+    underlay : the graph passed.
+
+    Returns
+    -------
+    dict, `describe_underlay`'s record.
+
+    Raises
+    ------
+    ConfigError
+        naming underlay for a malformed graph, one with fewer nodes than the run, or a run
+        without the flow network; network.underlay for a config that names an underlay too.
+    """
+    if not (cfg.network.enabled and cfg.network.model == "flow"):
+        raise ConfigError("underlay", "is the physical network of the flow model: set "
+                          "network.enabled = true and network.model = 'flow'")
+    if cfg.network.underlay not in ("", OBJECT):
+        raise ConfigError("network.underlay", f"names {cfg.network.underlay!r} but an underlay "
+                          "object is passed too: leave one out")
+    record = describe_underlay(underlay)  # type: ignore[arg-type]
+    if record["nodes"] < cfg.data.num_nodes:  # (a star's server needs one more: the build)
+        raise ConfigError("underlay", f"has {record['nodes']} nodes, fewer than the run's "
+                          f"{cfg.data.num_nodes} (node i sits at its node i)")
+    return record
+
+
 def resolve_underlay(cfg: Config, out: Path, resume: bool, underlay: object | None
                      ) -> tuple[Config, nx.Graph | None, dict[str, Any] | None]:
     """The underlay given as an object, checked and recorded.
@@ -115,13 +155,7 @@ def resolve_underlay(cfg: Config, out: Path, resume: bool, underlay: object | No
             raise ConfigError("network.underlay", f"{OBJECT!r} means an underlay passed to "
                               "p2pfl.run(cfg, out, underlay=G); none was passed")
         return cfg, rebuild_underlay(recorded), recorded
-    if not (cfg.network.enabled and cfg.network.model == "flow"):
-        raise ConfigError("underlay", "is the physical network of the flow model: set "
-                          "network.enabled = true and network.model = 'flow'")
-    if cfg.network.underlay not in ("", OBJECT):
-        raise ConfigError("network.underlay", f"names {cfg.network.underlay!r} but an underlay "
-                          "object is passed too: leave one out")
-    record = describe_underlay(underlay)  # type: ignore[arg-type]
+    record = check_underlay(cfg, underlay)
     if recorded is not None and recorded["fingerprint"] != record["fingerprint"]:
         raise ConfigError("underlay", f"differs from the one {out} ran on (its links or "
                           "nodes): pass the same one, or none (the record rebuilds it)")
