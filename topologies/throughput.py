@@ -194,7 +194,7 @@ def cycle_time(overlay: nx.Graph, links: Links, model_bits: float, compute_s: fl
     ------
     ParameterError
         naming overlay when it has no cycle (every edge of a tree counts both ways: an
-        undirected overlay always has one).
+        undirected overlay always has one), server when an edge does not touch it.
 
     Examples
     --------
@@ -202,6 +202,9 @@ def cycle_time(overlay: nx.Graph, links: Links, model_bits: float, compute_s: fl
     >>> round(cycle_time(nx.path_graph(2), links, 1e9, 0.5), 6)  # 0.5 + 0.01 + 1 s
     1.51
     """
+    if server is not None and any(server not in edge for edge in overlay.edges):
+        raise ParameterError("server", f"silo {server} is not the center of the overlay: a "
+                             "centralized round is a star's (every edge at its server)")
     lam = max_cycle_mean(delay_graph(overlay, links, model_bits, compute_s, access_gbps,
                                      downlink_gbps))
     if lam == -math.inf:
