@@ -146,6 +146,7 @@ def plot_seed_bands(groups: Mapping[str, Sequence[Sequence[Mapping[str, Any]]]],
     keys = [facts[label][0].key if facts.get(label) else label for label in groups]
     styles = keyed_styles(keys)
     curves: list[tuple[np.ndarray, np.ndarray]] = []  # (x, mean) of each label
+    lowest: list[float] = []  # the lowest point of each label's band (or mean)
     shown: list[str] = []  # the labels of `curves`
     drawn: dict[tuple, str] = {}  # a curve's points -> the label that drew it first
     banded = partial = False
@@ -162,6 +163,7 @@ def plot_seed_bands(groups: Mapping[str, Sequence[Sequence[Mapping[str, Any]]]],
         if same != label:
             entry += f" (same curve as {same}, drawn under it)"
         curves.append((xs, mean))
+        lowest.append(min(min(v) for v in values))
         shown.append(label)
         counts = np.array([len(v) for v in values])
         every = counts == counts.max()  # the mean of every seed with values: drawn solid
@@ -180,18 +182,17 @@ def plot_seed_bands(groups: Mapping[str, Sequence[Sequence[Mapping[str, Any]]]],
         low = [min(m[len(m) // 10], m[r >= half].min(initial=np.inf)) for r, m in curves]
         bottom = max(0.0, min(low) - 3)
         ax.set_ylim(bottom=bottom)
-        cut = [label for label, (_, m) in zip(shown, curves) if m.min() < bottom]
+        cut = [label for label, low in zip(shown, lowest) if low < bottom]  # a mean or a band
         notes = ["bands: lowest to highest seed"] if banded else []
         if partial:
             notes.append("dotted: where only some seeds have a value")
         if cut:
             which = ("every curve" if len(cut) == len(shown) else ", ".join(cut) if len(cut) < 4
                      else f"{len(cut)} curves")
-            notes.append(f"the first {'rounds' if x == 'round' else 'seconds'} of {which} lie "
-                         "below the axis")
+            notes.append(f"parts of {which} (means or bands) lie below the axis")
         if notes:
-            ax.text(0.99, 0.02, "; ".join(notes), transform=ax.transAxes, ha="right",
-                    va="bottom", fontsize=8, color="0.3")
+            ax.text(0.0, -0.13, "\n".join(notes), transform=ax.transAxes, ha="left",
+                    va="top", fontsize=8, color="0.3")  # under the x label, one per line
     ax.set_xlabel("round" if x == "round" else "simulated time (s)")
     if x == "round":
         round_axis(ax)

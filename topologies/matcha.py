@@ -56,13 +56,9 @@ def matchings(graph: nx.Graph) -> list[list[tuple[int, int]]]:
 
 def _laplacian(n: int, edges: list[tuple[int, int]]) -> np.ndarray:
     """[n, n] Laplacian of the graph of `edges` on nodes 0..n-1."""
-    L = np.zeros((n, n))
-    for u, v in edges:
-        L[u, u] += 1
-        L[v, v] += 1
-        L[u, v] -= 1
-        L[v, u] -= 1
-    return L
+    graph = nx.empty_graph(n)
+    graph.add_edges_from(edges)
+    return nx.laplacian_matrix(graph, nodelist=range(n)).toarray().astype(float)
 
 
 def _project(q: np.ndarray, total: float) -> np.ndarray:

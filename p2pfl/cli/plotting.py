@@ -19,11 +19,6 @@ if TYPE_CHECKING:
     from p2pfl.report.runs import RunFacts
 
 History = list[dict[str, Any]]
-HONEST_FALLBACK = {  # an honest metric -> the same over all nodes, in a run without attackers
-    "test_acc_honest_mean": "test_acc_local_mean",
-    "test_acc_honest_min": "test_acc_local_min",
-    "consensus_dist_honest": "consensus_dist",
-}
 
 
 def plot_history(run_dir: Path, x: str) -> History:
@@ -104,7 +99,9 @@ def _with_metric(histories: list[History], facts: list[RunFacts], metric: str
     ([], False) where no run of the group has either."""
     if any(metric in r for h in histories for r in h):
         return histories, False
-    stand_in = HONEST_FALLBACK.get(metric)
+    from p2pfl.report.results import HONEST_OF
+
+    stand_in = {honest: plain for plain, honest in HONEST_OF.items()}.get(metric)
     if stand_in is None or any(_attacked(f.config) for f in facts):
         return [], False
     if not any(stand_in in r for h in histories for r in h):

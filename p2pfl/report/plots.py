@@ -19,6 +19,7 @@ from p2pfl.report.figures import (
     round_axis,
     save,
 )
+from p2pfl.report.results import HONEST_OF
 from p2pfl.report.runs import RunFacts
 
 History = list[dict[str, Any]]
@@ -29,10 +30,9 @@ PANELS = (  # accuracies are drawn in percent, as every figure of the project dr
     ("train_loss", "training loss (mean over nodes)"),
     ("consensus_dist", "consensus distance"),
 )
-HONEST = {  # with attackers, a panel draws the honest nodes' metric instead
-    "test_acc_local_mean": ("test_acc_honest_mean",
-                            "test accuracy, mean of the honest nodes' own models (%)"),
-    "consensus_dist": ("consensus_dist_honest", "consensus distance of the honest nodes"),
+HONEST_LABELS = {  # with attackers, a panel draws the honest nodes' metric (HONEST_OF) instead
+    "test_acc_local_mean": "test accuracy, mean of the honest nodes' own models (%)",
+    "consensus_dist": "consensus distance of the honest nodes",
 }
 ALL_HONEST = " (all nodes in runs without attackers)"
 YLABEL_WIDTH = 42  # characters per line of a panel's y label
@@ -89,8 +89,8 @@ def _panels(histories: dict[str, History], facts: Mapping[str, RunFacts]
     attacked = any("test_acc_honest_mean" in r for h in histories.values() for r in h)
     panels = []
     for key, label in PANELS:
-        if attacked and key in HONEST:
-            honest, text = HONEST[key]
+        if attacked and key in HONEST_LABELS:
+            honest, text = HONEST_OF[key], HONEST_LABELS[key]
             plain = any(not any(honest in r for r in h) for h in histories.values())
             panels.append((honest, key, text + (ALL_HONEST if plain else "")))
         else:

@@ -22,6 +22,11 @@ from p2pfl.config import ConfigError
 
 METRICS = "metrics.jsonl"
 DIVERGED = "diverged.json"  # written by a run that diverged: {"round": r, "message": ...}
+HONEST_OF = {  # a metric over all nodes -> the same over the honest ones (runs with attackers)
+    "test_acc_local_mean": "test_acc_honest_mean",
+    "test_acc_local_min": "test_acc_honest_min",
+    "consensus_dist": "consensus_dist_honest",
+}
 _UMASK = os.umask(0o022)
 os.umask(_UMASK)
 

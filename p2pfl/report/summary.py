@@ -18,11 +18,11 @@ from typing import Any
 import numpy as np
 
 from p2pfl.config import ConfigError
-from p2pfl.report.results import DIVERGED, METRICS, read_divergence, read_metrics
+from p2pfl.report.results import DIVERGED, HONEST_OF, METRICS, read_divergence, read_metrics
 from p2pfl.report.runs import read_config, variant_dir
 
 LOCAL = ("test_acc_local_mean", "test_acc_local_min")  # every node's own model: mean, worst
-HONEST = ("test_acc_honest_mean", "test_acc_honest_min")  # the honest nodes' own models
+HONEST = tuple(HONEST_OF[key] for key in LOCAL)  # the honest nodes' own models
 BUILT_IN = (*LOCAL, *HONEST)  # test_acc_* that are no extra column
 
 
