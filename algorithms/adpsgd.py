@@ -44,6 +44,7 @@ import torch
 from algorithms.asynchronous import Asynchronous, Instant
 from algorithms.base import require_one_local_step
 from p2pfl.context import RunContext
+from p2pfl.core.population import row_block
 from p2pfl.core.seeding import numpy_rng
 from p2pfl.options import AlgorithmOptions
 
@@ -107,6 +108,7 @@ class ADPSGD(Asynchronous):
     name = "adpsgd"
     source = "AD-PSGD: Lian et al. 2018, ICML, arXiv 1710.06952"
     mixing = "doubly_stochastic"
+    couples_sender = True  # an averaging changes both rows
 
     def check_options(self, cfg: AlgorithmOptions) -> None:
         """Also refuse more than one local step: a worker applies one stochastic gradient.
@@ -175,15 +177,17 @@ class ADPSGD(Asynchronous):
         partners : int64 [R].
         """
         params = ctx.population.params
-        offsets = ev.offsets(nodes)
         level = successive_matchings(nodes, partners)
+        block = row_block(params)  # bounded temporaries
         for step in range(int(level.max()) + 1 if len(level) else 0):
             at = np.flatnonzero(level == step)
-            i, j = (torch.as_tensor(a[at], device=ctx.device) for a in (nodes, partners))
-            rows = torch.as_tensor(at, device=ctx.device)
-            for name, v in params.items():
-                mean = (v[i] + v[j]) * 0.5
-                v[j] = mean
-                v[i] = mean + offsets[name][rows]
-        ev.mixed(ev.now - ev.read_s(nodes))
+            for start in range(0, len(at), block):
+                part = at[start:start + block]
+                i, j = (torch.as_tensor(a[part], device=ctx.device) for a in (nodes, partners))
+                offsets = ev.offsets(nodes[part])
+                for name, v in params.items():
+                    mean = v.index_select(0, i).add_(v.index_select(0, j)).mul_(0.5)
+                    v.index_copy_(0, j, mean)
+                    v.index_copy_(0, i, mean.add_(offsets[name]))
+        ev.mixed(ev.time(nodes) - ev.read_s(nodes))
         ev.begin(nodes)

@@ -131,7 +131,8 @@ class AsyncSGP(Asynchronous):
             return
         self.collapse_warned = True
         at, w = found
-        now = self.events.now  # in row m when within round-off after mark m (MARK_TOLERANCE)
+        now = float(self.events.time(nodes[at:at + 1])[0])  # in row m when within round-off
+        # after mark m (MARK_TOLERANCE)
         mark = max(1, math.ceil(now / ctx.clock.nominal_s(self.transfers) * (1 - 1e-9)))
         warn_collapse(int(nodes[at]), w, self.lr(int(k[at])),
                       f"at mark {mark} ({now:.4g} simulated s, its phase {int(k[at]) + 1})",
@@ -182,7 +183,7 @@ class AsyncSGP(Asynchronous):
         owner = np.searchsorted(nodes, src_a)
         phase = ev.phase(src_a)
         ev.send(src_a, dst_a, phase, share=share_a,
-                snapshot=nodes, owner=owner, scalar=w_send, read=np.full(len(nodes), ev.now),
+                snapshot=nodes, owner=owner, scalar=w_send, read=ev.time(nodes),
                 copies=1, scalars=1)
 
     def columns(self, ev: Instant, k: int) -> sp.csc_array:
@@ -211,7 +212,7 @@ class AsyncSGP(Asynchronous):
         self.inbox = {"dst": np.concatenate([self.inbox["dst"], messages.dst]),
                       "slot": np.concatenate([self.inbox["slot"], messages.slot]),
                       "mass": np.concatenate([self.inbox["mass"], messages.share * scalar])}
-        ev.mixed(ev.now - messages.sent)
+        ev.mixed(messages.due - messages.sent)
 
     def settle(self, ctx: RunContext, ev: Instant, nodes: np.ndarray | None = None) -> None:
         """Add the messages that have arrived at `nodes` (None: every node) to their numerators
@@ -233,7 +234,11 @@ class AsyncSGP(Asynchronous):
             return
         dst, slot, mass = box["dst"][now], box["slot"][now], box["mass"][now]
         self.inbox = {k: v[~now] for k, v in box.items()}
-        receivers, at = np.unique(dst, return_inverse=True)
+        receivers, at, count = np.unique(dst, return_inverse=True, return_counts=True)
+        order = np.argsort(-count, kind="stable")  # most messages first (`add_payloads`)
+        place = np.empty_like(order)
+        place[order] = np.arange(len(order))
+        receivers, at = receivers[order], place[at]
         index = torch.as_tensor(receivers, device=ctx.device)
         old = self.weights[index]
         new = old + torch.as_tensor(np.bincount(at, weights=mass, minlength=len(receivers)),

@@ -5,9 +5,12 @@ takes the node's local steps from it (on the simulated clock: `[network]` comput
 ends with its offset y^K - x_read; what happens then (averaging, pushing, sending to a server)
 is the algorithm's, and happens at the simulated instant the phase ends or a message arrives.
 The event engine (p2pfl/engine/events.py) drives an `Asynchronous` algorithm through an
-`Instant`: it calls `start` at time 0, `phase_end` with every node whose phase ends at an
-instant, `arrive` with every message due at it, and begins the phases asked for (`begin`) at the
-end of the instant. An algorithm sees the engine only through `Instant` and the `RunContext`.
+`Instant`: it calls `start` at time 0, `phase_end` with nodes whose phases end, `arrive` with
+messages that arrive, and begins the phases asked for (`begin`) once everything of that instant
+at the node is done. One call may hold events of different instants at different nodes (an
+exact window: p2pfl/engine/windows.py), never two of one node at different times; each node's
+time is `Instant.time`. An algorithm sees the engine only through `Instant` and the
+`RunContext`.
 """
 
 from __future__ import annotations
@@ -36,13 +39,16 @@ NEEDS_TIME = ("is 0, but {name} is asynchronous: a local phase must take simulat
 
 
 class Instant(Protocol):
-    """The event simulation at one simulated instant, as an asynchronous algorithm drives it.
+    """The event simulation at a batch of events, as an asynchronous algorithm drives it: each
+    node concerned at its own instant (`time`).
 
     Nodes are population rows; messages go between graph node ids (the same, except on the
     star, whose server is graph node 0 and client i graph node i + 1).
     """
 
-    now: float  # the instant (simulated seconds since the start)
+    def time(self, ids: np.ndarray) -> np.ndarray:
+        """float64 [m]: the instant of each graph node's event being processed (simulated
+        seconds since the start); what it sends is sent then, what it begins begins then."""
 
     def phase(self, nodes: np.ndarray) -> np.ndarray:
         """int64 [m]: the index (from 0) of each node's latest local phase."""
@@ -67,18 +73,22 @@ class Instant(Protocol):
              tag: np.ndarray | None = None, read: np.ndarray | None = None,
              copies: int = 1, scalars: int = 0, snapshot: np.ndarray | None = None,
              both_ways: bool = False) -> None:
-        """Put messages src -> dst [M] (graph node ids) in flight; the network times them, with
-        the draws and edge values of rounds k [M] (an int: all of them).
+        """Put messages src -> dst [M] (graph node ids) in flight, each sent at its sender's
+        `time`; the network times them, with the draws and edge values of rounds k [M] (an int:
+        all of them).
 
         `payload` [u, *shape] holds snapshots (copied now), or `snapshot` [u] names the
         population rows to copy now; message e carries row owner[e] (default: row e) and
-        share[e] of it; `scalar`, `tag` and `read` [u] go with each row. Each message counts
+        share[e] of it; `scalar`, `tag` and `read` [u] go with each row (`read` default: its
+        sender's time). Each message counts
         `copies` model copies and `scalars` float64 scalars sent. `both_ways`: the message is
         an exchange, a transfer each way, due when both have arrived.
         """
 
     def sending(self, nodes: np.ndarray) -> np.ndarray:
-        """bool [m]: whether a message that each node (graph node id) sent is still in flight."""
+        """bool [m]: whether a message that each node (graph node id) sent is still in flight
+        at the node's `time` (one due then has not arrived yet: arrivals come after phase
+        ends)."""
 
     def payload(self, slots: np.ndarray) -> Params:
         """The payload rows of slots [u]: name -> [u, *shape] (read them before the slots are
@@ -87,8 +97,8 @@ class Instant(Protocol):
     def add_payloads(self, out: Params, rows: np.ndarray, slots: np.ndarray,
                      weights: np.ndarray) -> None:
         """out[k][rows[e]] += weights[e] * the payload row of slots[e] for messages e [M] at
-        once (a sparse product with the payload pool, O(M x model size); `out` [r, *shape]
-        contiguous, each (row, slot) pair at most once)."""
+        once, each row adding its messages in the order given (O(M x model size); `out`
+        [r, *shape])."""
 
     def slot_info(self, slots: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(scalar [u], tag [u], read [u]) of payload slots [u]."""
@@ -113,6 +123,7 @@ class Asynchronous(Algorithm):
     """An algorithm without rounds, driven event by event (see the module docstring)."""
 
     transfers: ClassVar[int] = 1  # messages one after the other in a nominal round
+    couples_sender: ClassVar[bool] = False  # an arrival also changes its sender's row
     events: Instant | None = None  # the simulation, once the engine binds it
 
     def bind(self, ev: Instant) -> None:
@@ -224,13 +235,16 @@ class Asynchronous(Algorithm):
 
     @abstractmethod
     def arrive(self, ctx: RunContext, ev: Instant, messages: Delivery) -> None:
-        """`messages` arrive now.
+        """`messages` arrive, each at its `due` (its receiver's `time`, and its sender's where
+        `couples_sender`: the arrival changes both rows).
 
         Parameters
         ----------
         ctx : the run.
         ev : the instant.
-        messages : sorted by (receiver, sender).
+        messages : sorted by (arrival, sender, receiver); those of one instant to one receiver
+            are all there (with `couples_sender`, one instant's pairs that share a node may
+            come in successive calls, in this order).
         """
 
     def average_model(self, ctx: RunContext) -> Params:

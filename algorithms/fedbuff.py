@@ -158,7 +158,8 @@ class FedBuff(Asynchronous):
         chosen = np.sort(rng.choice(idle, size=min(count, len(idle)), replace=False))
         self.dispatches += 1
         self.busy[chosen] = True
-        self.read_version[chosen], self.sent_at[chosen] = self.version, ev.now
+        self.read_version[chosen] = self.version
+        self.sent_at[chosen] = ev.time(np.zeros(1, dtype=np.int64))[0]  # the server's instant
         clients, server = chosen + 1, np.zeros_like(chosen)
         model = {k: v.unsqueeze(0) for k, v in self.server.items()}
         ev.send(server, clients, ev.phase(chosen) + 1, payload=model,
@@ -214,7 +215,7 @@ class FedBuff(Asynchronous):
                     self.buffer[k].zero_()
                 self.buffered, self.version = 0, self.version + 1
             start = stop
-        ev.mixed(ev.now - self.sent_at[clients])
+        ev.mixed(ev.time(np.zeros(1, dtype=np.int64))[0] - self.sent_at[clients])
         self.busy[clients] = False
         self.trained[clients] = True
         self.dispatch(ctx, ev, len(clients))

@@ -1,8 +1,9 @@
 """Benchmark: the cost of the event engine against the synchronous rounds, per local step.
 
-Real Fashion-MNIST, mnist_2NN (P = 199,210, float32), one local step of batch 32 a phase (a
-round), N nodes, the simulated network with a lognormal jitter of sigma `--jitter` on every
-compute and transfer time (1 % by default: no two events of the asynchronous run coincide).
+Real Fashion-MNIST, mnist_2NN (P = 199,210, float32; `--model logreg`, P = 7,850, for 10,000
+nodes), one local step of batch 32 a phase (a round), N nodes, the simulated network with a
+lognormal jitter of sigma `--jitter` on every compute and transfer time (1 % by default: no
+two events of the asynchronous run coincide).
 Pairs timed on the same machine in one process:
 
 - `dpsgd` (synchronous D-PSGD) against `adpsgd`, on a random 4-regular graph;
@@ -10,11 +11,14 @@ Pairs timed on the same machine in one process:
 
 For each run: the wall seconds of its rows (the evaluation, done once at the end, not counted),
 the local steps done, the wall time per local step, and for the event runs the events (phase
-ends and message arrivals), the instants they fell in and events per wall second. The first row
+ends and message arrivals), the instants they fell in, the exact windows and the batched
+updates (levels) they were processed in (p2pfl/engine/windows.py), events per window and
+events per wall second. The first row
 is a warm-up and is not counted. Each pair runs on each network model (`--models`: "flow",
 messages sharing the nodes' links, and "ideal", each alone on its link), so the table shows what
 the flow-level network adds per event. Run on an otherwise idle machine:
-`python -m bench.asynchronous [--nodes 100,1000] [--rounds 4] [--models flow,ideal]`.
+`python -m bench.asynchronous [--nodes 100,1000] [--rounds 4] [--models flow,ideal]
+[--model mlp]`.
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ PAIRS = (("dpsgd", "adpsgd", {"name": "random_regular", "d": 4}),
 
 
 def async_config(algorithm: str, topology: dict[str, Any], nodes: int, rounds: int,
-                 jitter: float, device: str, model: str = "flow") -> Any:
+                 jitter: float, device: str, model: str = "flow", net: str = "mlp") -> Any:
     """The config of one timed run.
 
     Parameters
@@ -45,6 +49,7 @@ def async_config(algorithm: str, topology: dict[str, Any], nodes: int, rounds: i
     jitter : sigma of the network's lognormal jitter.
     device : "cpu" or "cuda".
     model : the network model, "flow" or "ideal".
+    net : the model trained ("mlp", "logreg").
 
     Returns
     -------
@@ -53,7 +58,7 @@ def async_config(algorithm: str, topology: dict[str, Any], nodes: int, rounds: i
     return config_from_dict({
         "seed": 0, "rounds": rounds, "device": device,
         "data": {"name": "fashion_mnist", "num_nodes": nodes, "partition": "iid"},
-        "model": {"name": "mlp"}, "topology": topology,
+        "model": {"name": net}, "topology": topology,
         "algorithm": {"name": algorithm, "lr": 0.05, "local_steps": 1, "local_epochs": 0,
                       "batch_size": 32},
         "eval": {"every": rounds, "local_samples": 100},
@@ -61,19 +66,19 @@ def async_config(algorithm: str, topology: dict[str, Any], nodes: int, rounds: i
 
 
 def timed(algorithm: str, topology: dict[str, Any], nodes: int, rounds: int, jitter: float,
-          device: str, model: str = "flow") -> dict[str, Any]:
+          device: str, model: str = "flow", net: str = "mlp") -> dict[str, Any]:
     """Run one config and measure it (the first row is not counted).
 
     Parameters
     ----------
-    algorithm, topology, nodes, rounds, jitter, device, model : as `async_config`.
+    algorithm, topology, nodes, rounds, jitter, device, model, net : as `async_config`.
 
     Returns
     -------
-    dict: algorithm, model, nodes, rows, steps, wall_s, ms_per_step, events, instants,
-    events_per_s.
+    dict: algorithm, model, net, nodes, rows, steps, wall_s, ms_per_step, events, instants,
+    windows, batches, events_per_s.
     """
-    cfg = async_config(algorithm, topology, nodes, rounds, jitter, device, model)
+    cfg = async_config(algorithm, topology, nodes, rounds, jitter, device, model, net)
     with tempfile.TemporaryDirectory() as out:
         history = run(cfg, Path(out) / "run", figures=False)
     rows = history[1:]
@@ -84,10 +89,13 @@ def timed(algorithm: str, topology: dict[str, Any], nodes: int, rounds: int, jit
         steps = nodes * len(rows)
     events = sum(r.get("events", 0) for r in rows)
     instants = sum(r.get("instants", 0) for r in rows)
-    return {"algorithm": algorithm, "model": model, "nodes": nodes, "rows": len(rows),
-            "steps": steps,
+    windows = sum(r.get("windows", 0) for r in rows)
+    batches = sum(r.get("batches", 0) for r in rows)
+    return {"algorithm": algorithm, "model": model, "net": net, "nodes": nodes,
+            "rows": len(rows), "steps": steps,
             "wall_s": wall, "ms_per_step": 1e3 * wall / steps, "events": events,
-            "instants": instants, "events_per_s": events / wall if events else None}
+            "instants": instants, "windows": windows, "batches": batches,
+            "events_per_s": events / wall if events else None}
 
 
 def table(results: list[dict[str, Any]]) -> str:
@@ -101,19 +109,21 @@ def table(results: list[dict[str, Any]]) -> str:
     -------
     str.
     """
-    lines = ["| algorithm | model | N | rows | local steps | wall s | ms / local step | x sync | "
-             "events | instants | events / s |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| algorithm | network | model | N | local steps | wall s | ms / local step | "
+             "x sync | events | windows | batches | events / window | events / s |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     sync = None
     for r in results:
         if r["events_per_s"] is None:
             sync, ratio = r, "1"
         else:
             ratio = f"{r['ms_per_step'] / sync['ms_per_step']:.2f}" if sync else ""
-        events = f"{r['events']} | {r['instants']}" if r["events"] else " | "
-        rate = f"{r['events_per_s']:.0f}" if r["events_per_s"] else ""
-        lines.append(f"| {r['algorithm']} | {r['model']} | {r['nodes']} | {r['rows']} | "
-                     f"{r['steps']:.0f} | "
-                     f"{r['wall_s']:.2f} | {r['ms_per_step']:.3f} | {ratio} | {events} | {rate} |")
+        events = (f"{r['events']:,} | {r['windows']:,} | {r['batches']:,} | "
+                  f"{r['events'] / max(r['windows'], 1):.0f}") if r["events"] else " | | | "
+        rate = f"{r['events_per_s']:,.0f}" if r["events_per_s"] else ""
+        lines.append(f"| {r['algorithm']} | {r['model']} | {r['net']} | {r['nodes']:,} | "
+                     f"{r['steps']:,.0f} | {r['wall_s']:.2f} | {r['ms_per_step']:.3f} | {ratio} | "
+                     f"{events} | {rate} |")
     return "\n".join(lines) + "\n"
 
 
@@ -128,6 +138,8 @@ def main() -> None:
     parser.add_argument("--only", default="", help="comma-separated algorithms of PAIRS")
     parser.add_argument("--models", default="flow,ideal", help="comma-separated network models "
                         "(each pair on each)")
+    parser.add_argument("--model", default="mlp", choices=("mlp", "logreg"),
+                        help="the model trained")
     args = parser.parse_args()
     only = {a for a in args.only.split(",") if a}
     results = []
@@ -137,7 +149,7 @@ def main() -> None:
                 for name in (sync, event):
                     if not only or name in only:
                         results.append(timed(name, topology, nodes, args.rounds, args.jitter,
-                                             args.device, model))
+                                             args.device, model, args.model))
                         print(json.dumps(results[-1]), flush=True)
     print(table(results), end="")
 

@@ -200,25 +200,37 @@ def test_row_operations_by_index_in_blocks_equal_plain_indexing():
 
 
 @pytest.mark.parametrize("limit", [2**31, 40])
-def test_payloads_added_by_a_sparse_product_equal_a_loop_over_messages(monkeypatch, limit):
-    """Mailbox.add_payloads against the messages added one by one (float64), also with a pool
-    over the 32-bit limit of CPU sparse kernels (here lowered: the slots gathered, in tiles)."""
+def test_payloads_are_added_in_the_order_given_bit_for_bit(monkeypatch, limit):
+    """Mailbox.add_payloads equals the messages added one by one in the order given, bit for
+    bit (float64), whatever slots they were stored in: a row's sum depends on its own messages
+    only, so a batch of receivers gives each the sum it would get alone. Also with a pool over
+    the 32-bit limit of CPU sparse kernels (here lowered: in column tiles)."""
     import p2pfl.scale.mailbox as mailbox
+    from p2pfl.scale.mailbox import Mailbox
 
     monkeypatch.setattr(mailbox, "INT32_ELEMENTS", limit)
     g = torch.Generator().manual_seed(1)
-    box = mailbox.Mailbox({"w": torch.zeros(5, 3, 4, dtype=torch.float64)})
-    rows = torch.randn(5, 3, 4, generator=g, dtype=torch.float64)
+    box = Mailbox({"w": torch.zeros(5, 3, 4, dtype=torch.float64)})
+    rows = torch.randn(5, 3, 4, generator=g, dtype=torch.float64) * torch.logspace(
+        -8, 8, 5, dtype=torch.float64)[:, None, None]  # magnitudes where order shows
     slots = box.store({"w": rows}, np.zeros(5), np.zeros(5), np.zeros(5, dtype=np.int64),
                       np.ones(5, dtype=np.int64))
     dst, src = np.array([2, 0, 2, 1, 0, 2]), np.array([4, 1, 0, 3, 0, 1])
     weights = np.array([0.5, 0.25, 2.0, -1.0, 3.0, 0.125])
     out = {"w": torch.randn(3, 3, 4, generator=g, dtype=torch.float64)}
+    alone = {"w": out["w"][2:].clone()}
     expected = out["w"].clone()
     for j, i, c in zip(dst, src, weights, strict=True):
         expected[j] += c * rows[i]
+    ranked = {"w": out["w"][[2, 0, 1]].clone()}  # most messages first: passes on prefixes
     box.add_payloads(out, dst, slots[src], weights)
-    assert (out["w"] - expected).abs().max() < 1e-15
+    assert torch.equal(out["w"], expected)
+    box.add_payloads(ranked, np.array([0, 1, 0, 2, 1, 0]), slots[src], weights)  # 2, 0, 1
+    assert torch.equal(ranked["w"], expected[[2, 0, 1]])
+    mine = dst == 2  # receiver 2 alone, its messages in the same order
+    box.add_payloads(alone, np.zeros(mine.sum(), dtype=np.int64), slots[src[mine]],
+                     weights[mine])
+    assert torch.equal(alone["w"][0], expected[2])
 
 
 def test_push_sum_mass_is_conserved_at_every_event():

@@ -14,16 +14,16 @@ from tests.conftest import small_config
 
 
 class RecordingMailbox(Mailbox):
-    """A mailbox that keeps when each message (sender, receiver, send time) was taken."""
+    """A mailbox that keeps when each message (sender, receiver, send time) arrived."""
 
     def __init__(self, like) -> None:
         super().__init__(like)
         self.taken: dict[tuple[int, int, float], float] = {}
 
-    def take(self, time: float) -> Delivery:
-        out = super().take(time)
-        for i, j, s in zip(out.src, out.dst, out.sent, strict=True):
-            self.taken[int(i), int(j), float(s)] = time
+    def take(self, until: float) -> Delivery:
+        out = super().take(until)
+        for i, j, s, due in zip(out.src, out.dst, out.sent, out.due, strict=True):
+            self.taken[int(i), int(j), float(s)] = float(due)
         return out
 
 
@@ -34,8 +34,8 @@ class RecordingSimulation(Simulation):
 
     def send(self, src, dst, k, *args, **kwargs) -> None:
         k = np.broadcast_to(k, src.shape)
-        self.posted += [(int(i), int(j), self.now, int(r)) for i, j, r in zip(src, dst, k,
-                                                                              strict=True)]
+        self.posted += [(int(i), int(j), float(self.clock[i]), int(r))
+                        for i, j, r in zip(src, dst, k, strict=True)]
         super().send(src, dst, k, *args, **kwargs)
 
 

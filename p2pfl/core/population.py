@@ -235,10 +235,10 @@ def add_rows(params: Params, rows: np.ndarray, coef: torch.Tensor,
     coef : [m], in the params' dtype, on their device.
     read : the addends of positions `block` (a slice of 0..m-1): name -> [len, *shape].
     """
-    if len(rows) == 1:  # one row: in place
+    if len(rows) == 1:  # one row: in place, the same product then sum as for many rows
         added = read(slice(0, 1))
         for k, v in params.items():
-            v[int(rows[0])].addcmul_(added[k][0], coef[0])
+            v[int(rows[0])].add_(added[k][0] * coef[0])
         return
     block = row_block(params)
     for start in range(0, len(rows), block):

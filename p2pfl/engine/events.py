@@ -1,28 +1,29 @@
 """The event-driven run of an asynchronous algorithm on the simulated clock.
 
 Each node runs its own local phases (p2pfl/engine/phases.py); messages are in flight in a
-`Mailbox` (p2pfl/scale/mailbox.py). The simulation goes from instant to instant in simulated-time
-order: the next instant is the earliest phase end or message arrival. At an instant T:
+`Mailbox` (p2pfl/scale/mailbox.py). The simulation goes in simulated-time order, one exact
+window at a time (p2pfl/engine/windows.py): from the earliest pending event T, every event
+before T + L (L the lookahead: the shortest phase or message) is known when the window opens
+and none of them can change another node's, so the window's events are split into levels of
+events at different nodes, each level one batched update. The result is that of processing the
+instants one at a time, in order; at an instant T:
 
-1. every node whose phase ends at T, all at once: `Asynchronous.phase_end` with the nodes sorted
-   by id (the offsets computed in one batch);
-2. every message due at T, all at once, sorted by (receiver, sender, order of sending):
-   `Asynchronous.arrive`; messages sent at T with no delay arrive in the same instant, so this
-   repeats until none is due at T;
-3. the phases asked for at T begin, in the order they were asked for: each reads its node's
-   model as the instant left it.
+1. every node whose phase ends at T: `Asynchronous.phase_end` (the offsets computed in batches);
+2. every message due at T, sorted by (sender, receiver, order of sending): `Asynchronous.arrive`;
+   messages sent at T with no delay arrive in the same instant, so this repeats until none is due
+   at T;
+3. the phases asked for at T begin, each reading its node's model as the instant left it.
 
 A message is due after its transfer time alone on its link (`network.model = "ideal"`), or
 (`"flow"`) when its flows have ended in a `Flows` network (p2pfl/scale/flows.py) that every
 message in flight shares: its sender's uplink, its receiver's downlink, the underlay; a message
 that goes both ways (a pairwise exchange) is due when both flows have ended. The network's
-events run in time order up to each instant, so a message's arrival moves whenever another one
-starts or ends before it.
+events run in time order up to each window, and a window's new flows join the network at its
+end, in the order (send time, sender, receiver), as they start taking bandwidth only after it.
 
-Times are compared exactly: two events are one instant only when their times are equal floats
-(with equal speeds, no jitter and equal transfers they are). Everything at an instant is a
-batched update of the nodes concerned, selected by index. Nothing is random here: the
-algorithm's draws are functions of (seed, stream, keys), so a run is a function of its seed.
+Times are compared exactly: two events are one instant only when their times are equal floats.
+Nothing is random here: the algorithm's draws are functions of (seed, stream, keys), so a run is
+a function of its seed.
 
 The state (the time, the phases, the messages and their payloads, the interval's counts) is a
 checkpoint's, through `EventClock`, the round callback that also writes each row's event
@@ -37,13 +38,15 @@ from typing import Any
 
 import networkx as nx
 import numpy as np
+import torch
 
 from algorithms.asynchronous import Asynchronous
 from p2pfl.callbacks import Callback, RoundEnd
 from p2pfl.context import RunContext
 from p2pfl.core.population import Params
 from p2pfl.engine.phases import Phases
-from p2pfl.scale.flows import Flows
+from p2pfl.engine.transport import Transport
+from p2pfl.engine.windows import Window, levels, lookahead_s
 from p2pfl.scale.mailbox import Delivery, Mailbox
 
 MARK_TOLERANCE = 1e-9  # an event within this relative distance after a mark belongs to it
@@ -57,28 +60,37 @@ class Simulation:
     ----------
     ctx : the run (its clock is the network's).
     algorithm : the asynchronous algorithm.
+    windows : process exact windows (False: one instant at a time, the reference the windows
+        equal bit for bit).
     """
 
-    def __init__(self, ctx: RunContext, algorithm: Asynchronous) -> None:
+    def __init__(self, ctx: RunContext, algorithm: Asynchronous, windows: bool = True) -> None:
         self.ctx, self.algorithm = ctx, algorithm
         self.offset = 1 if algorithm.mixing == "server" else 0  # the star's server is node 0
         self.phases = Phases(ctx, algorithm, self.offset)
         self.mailbox = Mailbox(ctx.population.params)
-        self.network = Flows(ctx.clock.resources(ctx.schedule.at(0))) \
-            if ctx.clock.net.model == "flow" else None
-        self.next_group = 0  # the flow model's message groups
-        self.now, self.started = 0.0, False
-        self._begins: list[tuple[np.ndarray, Params | None]] = []
-        self._graphs: dict[int, tuple[nx.Graph, bool]] = {}
+        self.transport = Transport(ctx, lambda: self.phases.phase)
+        self.network = self.transport.network
+        self.now, self.started = 0.0, False  # now: the current window's first instant
+        self.lookahead = lookahead_s(ctx.clock, self.network is not None, self.offset) \
+            if windows else 0.0
+        self.clock = np.zeros(ctx.clock.n)  # each graph node's instant (its latest event's)
+        self.window = Window(ctx.clock.n)
+        self._begins: list[tuple[np.ndarray, Params | None, np.ndarray, int]] = []
+        self._last_instant = -np.inf
         self._reset_interval()
         algorithm.bind(self)
 
     def _reset_interval(self) -> None:
         self.instants, self.events, self.copies, self.scalars = 0, 0, 0, 0
+        self.windows, self.batches = 0, 0
         self.trained: list[float] = []  # [node, loss, node, loss, ...] of the ended phases
         self.ages: list[float] = []
 
     # -- what the algorithm sees (algorithms.asynchronous.Instant) --
+
+    def time(self, ids: np.ndarray) -> np.ndarray:
+        return self.clock[ids]
 
     def phase(self, nodes: np.ndarray) -> np.ndarray:
         return self.phases.phase[nodes]
@@ -92,51 +104,13 @@ class Simulation:
     def begin(self, nodes: np.ndarray, models: Params | None = None) -> None:
         # models copied now: a payload row may be released and reused before the instant ends
         kept = None if models is None else {k: v.clone() for k, v in models.items()}
-        self._begins.append((np.asarray(nodes, dtype=np.int64), kept))
+        nodes = np.asarray(nodes, dtype=np.int64)
+        times = self.clock[nodes + self.offset]
+        self._begins.append((nodes, kept, times, self.window.release(nodes + self.offset,
+                                                                        times)))
 
     def graph(self, k: int) -> nx.Graph:
-        return self._graph(k)[0]
-
-    def _graph(self, k: int) -> tuple[nx.Graph, bool]:
-        if k not in self._graphs:
-            G = self.ctx.schedule.at(k)
-            timed = any(name in data for _, _, data in G.edges(data=True)
-                        for name in ("latency_s", "bandwidth_gbps"))
-            self._graphs[k] = (G, timed)
-            phase = self.phases.phase
-            alive = phase[phase >= 0].min(initial=0)  # no dispatched node needs an older one
-            self._graphs = {r: g for r, g in self._graphs.items() if r >= alive or r == k}
-        return self._graphs[k]
-
-    def _timed(self, k: int) -> nx.Graph | None:
-        """Round k's graph where its edges carry latency_s or bandwidth_gbps, else None."""
-        G, timed = self._graph(k)
-        return G if timed else None
-
-    def _transfer(self, k: np.ndarray, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
-        """Seconds each message src -> dst of round k [M] takes alone on its link."""
-        out = np.empty(len(src))
-        for r in np.unique(k).tolist():
-            at = k == r
-            out[at] = self.ctx.clock.transfer(r, src[at], dst[at], self._timed(r))
-        return out
-
-    def _routes(self, k: np.ndarray, src: np.ndarray, dst: np.ndarray
-                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """`Clock.routes` of messages src -> dst of rounds k [M], in their order."""
-        clock = self.ctx.clock
-        rounds = np.unique(k).tolist()
-        if len(rounds) == 1 or all(self._timed(r) is None for r in rounds):
-            return clock.routes(k, src, dst, self._timed(rounds[0]) if rounds else None)
-        parts = [(k == r, clock.routes(r, src[k == r], dst[k == r], self._timed(r)))
-                 for r in rounds]
-        width = max(part[2].shape[1] for _, part in parts)
-        latency, bits, cap = np.empty(len(k)), np.empty(len(k)), np.empty(len(k))
-        routes = np.full((len(k), width), len(clock.resources()), dtype=np.int64)
-        for at, (lat, size, route, own) in parts:
-            latency[at], bits[at], cap[at] = lat, size, own
-            routes[at, :route.shape[1]] = route
-        return latency, bits, routes, cap
+        return self.transport.graph(k)[0]
 
     def send(self, src: np.ndarray, dst: np.ndarray, k: np.ndarray,
              share: np.ndarray | None = None, payload: Params | None = None,
@@ -146,38 +120,29 @@ class Simulation:
              both_ways: bool = False) -> None:
         m = len(src)
         slot = np.full(m, -1, dtype=np.int64)
+        sent = self.clock[src]
         if payload is not None or snapshot is not None:
             u = len(snapshot) if snapshot is not None else len(next(iter(payload.values())))
             owner = np.arange(m) if owner is None else owner
+            if read is None:
+                read = np.zeros(u)
+                read[owner] = sent
             slots = self.mailbox.store(
                 payload if snapshot is None else self.ctx.population.params,
-                np.zeros(u) if scalar is None else scalar,
-                np.full(u, self.now) if read is None else read,
+                np.zeros(u) if scalar is None else scalar, read,
                 np.zeros(u, dtype=np.int64) if tag is None else tag,
                 np.bincount(owner, minlength=u), rows=snapshot)
             slot = slots[owner]
         k = np.broadcast_to(np.asarray(k, dtype=np.int64), (m,))
-        if self.network is None:  # ideal: each message alone on its link
-            delay = self._transfer(k, src, dst)
-            if both_ways:
-                delay = np.maximum(delay, self._transfer(k, dst, src))
-            due, group = self.now + delay, None
-        else:  # flow: due when every flow of the message has arrived
-            group = self.next_group + np.arange(m, dtype=np.int64)
-            self.next_group += m
-            legs = np.stack([src, dst] + ([dst, src] if both_ways else []), axis=1)
-            a, b = legs[:, 0::2].ravel(), legs[:, 1::2].ravel()  # a message's legs in a row
-            ways = 2 if both_ways else 1
-            self.network.add(np.full(m * ways, self.now), *self._routes(np.repeat(k, ways), a, b),
-                             group=np.repeat(group, ways), queue=a * self.ctx.clock.n + b)
-            due = np.full(m, np.inf)
-        self.mailbox.post(due, src, dst, np.ones(m) if share is None else share, self.now,
+        due, group = self.transport.time(src, dst, k, sent, both_ways)
+        self.mailbox.post(due, src, dst, np.ones(m) if share is None else share, sent,
                           slot, group)
         self.copies += copies * m
         self.scalars += scalars * m
 
     def sending(self, nodes: np.ndarray) -> np.ndarray:
-        return np.isin(nodes, self.mailbox.src)
+        return np.isin(nodes, self.mailbox.src) | (self.window.last_due[nodes]
+                                                   >= self.clock[nodes])
 
     def payload(self, slots: np.ndarray) -> Params:
         return self.mailbox.payload(slots)
@@ -211,51 +176,114 @@ class Simulation:
         active and end there, and the messages whose flows have all ended become due.
         """
         phase = float(self.phases.due.min(initial=np.inf))
-        self._run_flows(phase)
+        self.transport.run(self.mailbox, phase)
         return min(phase, self.mailbox.next_due())
 
-    def _run_flows(self, until: float) -> None:
-        """The flow-level network's events up to `until` or the next message due, whichever is
-        first: a message whose flows have all ended becomes due when the last one ends."""
-        while self.network is not None:
-            event = self.network.advance(min(until, self.mailbox.next_due()))
-            if event is None:
-                return
-            time, _, groups = event
-            self.mailbox.deliver(groups[~np.isin(groups, self.network.in_flight())], time)
+    def step(self, until: float = np.inf) -> None:
+        """Time 0 (the algorithm's start) if not yet done, else the next window: the events
+        from the next instant T up to T + lookahead (excluded) and `until` (included).
 
-    def step(self) -> None:
-        """Time 0 (the algorithm's start) if not yet done, else the next instant."""
+        Parameters
+        ----------
+        until : seconds.
+        """
         if not self.started:
-            self.started = True
+            self.started, self._last_instant = True, 0.0
             self.algorithm.start(self.ctx, self)
-        else:
-            self.now = self.next_time()
-            ended = np.flatnonzero(self.phases.due == self.now)
-            if len(ended):
-                self.events += len(ended)
-                self.phases.end(ended)
-                self.trained += np.stack([ended, self.phases.loss[ended]], 1).ravel().tolist()
-                self.algorithm.phase_end(self.ctx, self, ended)
-        while True:
-            self._run_flows(self.now)
-            if self.mailbox.next_due() != self.now:
-                break
-            messages: Delivery = self.mailbox.take(self.now)
-            self.events += len(messages)
-            self.algorithm.arrive(self.ctx, self, messages)
-            self.mailbox.release(messages)
-        begins, self._begins = self._begins, []
-        for nodes, models in begins:
-            self.phases.begin(nodes, self.now, models)
-        self.instants += 1
+            self.instants += 1
+            self._close(0.0)
+            return
+        self.now = start = self.next_time()
+        lookahead = self.transport.lookahead(self.lookahead)
+        limit = max(min(np.nextafter(start + lookahead, -np.inf), until), start) \
+            if lookahead > 0 else start
+        self.transport.run(self.mailbox, limit, whole=True)
+        ended = np.flatnonzero(self.phases.due <= limit)
+        ended = ended[np.lexsort((ended, self.phases.due[ended]))]
+        self._process(ended, self.mailbox.take(limit), limit > start)
+        self._close(start)
+
+    def _process(self, ended: np.ndarray, messages: Delivery, wide: bool) -> None:
+        """The window's phase ends (rows, by time) and messages, level by level; the phases
+        asked for begin after each level if the window is `wide` (later than its start, so
+        nothing it sends can arrive at an instant of it), else when it closes."""
+        count = len(ended)
+        time = np.concatenate([self.phases.due[ended], messages.due])
+        kind = np.repeat(np.array([0, 1]), [count, len(messages)])
+        first = np.concatenate([ended + self.offset, messages.dst])
+        second = np.concatenate([np.full(count, -1), messages.src if
+                                 self.algorithm.couples_sender else np.full(len(messages), -1)])
+        order = np.lexsort((np.arange(len(time)), kind, time))
+        level = np.empty(len(time), dtype=np.int64)
+        level[order] = levels(time[order], kind[order], first[order], second[order])
+        self.window.open(level, time, first, second, messages.src, messages.due)
+        instants = np.unique(time)
+        self.instants += len(instants) - int(instants[0] == self._last_instant)
+        self._last_instant = float(instants[-1])
+        self.windows += 1
+        self.events += len(time)
+        for at in range(int(level.max()) + 1):
+            self.window.level = at
+            nodes = np.sort(ended[level[:count] == at])
+            if len(nodes):
+                self.clock[nodes + self.offset] = self.phases.due[nodes]
+                self.phases.end(nodes)
+                self.trained += np.stack([nodes, self.phases.loss[nodes]], 1).ravel().tolist()
+                self.algorithm.phase_end(self.ctx, self, nodes)
+            these = np.flatnonzero(level[count:] == at)
+            if len(these):
+                part = messages.subset(these)
+                self.clock[part.dst] = part.due
+                if self.algorithm.couples_sender:
+                    self.clock[part.src] = part.due
+                self.algorithm.arrive(self.ctx, self, part)
+                self.mailbox.release(part)
+            if wide:
+                self._run_begins(at)
+            self.batches += 1
+
+    def _run_begins(self, level: float) -> None:
+        """Begin the phases asked for whose node has no event left at its time before `level`
+        ends (in the order asked for)."""
+        kept = []
+        for nodes, models, times, release in self._begins:
+            now = release <= level
+            if now.all():
+                self.phases.begin(nodes, times, models)
+                continue
+            if now.any():
+                rows = {k: torch.as_tensor(np.flatnonzero(now), device=v.device)
+                        for k, v in (models or {}).items()}
+                part = None if models is None else {k: v[rows[k]] for k, v in models.items()}
+                self.phases.begin(nodes[now], times[now], part)
+                later = None if models is None else {k: v[~torch.as_tensor(now, device=v.device)]
+                                                     for k, v in models.items()}
+                kept.append((nodes[~now], later, times[~now], release[~now]))
+            else:
+                kept.append((nodes, models, times, release))
+        self._begins = kept
+
+    def _close(self, start: float) -> None:
+        """End a window: its flows join the network in the order (send time, sender,
+        receiver), and the phases asked for begin, unless messages sent without delay are due
+        at this same instant (a window of one instant: they come first)."""
+        self.window.close()
+        self.transport.flush()
+        if self._begins:
+            self.transport.run(self.mailbox, start)
+            if self.mailbox.next_due() <= start:
+                self._begins = [(n, m, t, np.full(len(n), np.iinfo(np.int64).max))
+                                for n, m, t, _ in self._begins]
+                return
+        self._run_begins(np.inf)
 
     def advance(self, until: float) -> None:
         """Every instant up to `until` (and within MARK_TOLERANCE after it)."""
         if not self.started:
             self.step()
-        while self.next_time() <= until * (1 + MARK_TOLERANCE):
-            self.step()
+        limit = until * (1 + MARK_TOLERANCE)
+        while self.next_time() <= limit:
+            self.step(limit)
 
     def record(self) -> dict[str, Any]:
         """The metrics of the interval since the last record; starts the next interval.
@@ -267,25 +295,26 @@ class Simulation:
         (phase ends and message arrivals) and the instants simulated, and for the runner: the
         ended phases' nodes and losses, the copies and scalars sent.
         """
-        steps, ages = self.phases.steps, self.ages
+        steps, ages = self.phases.steps, np.sort(self.ages)  # sorted: means of any order equal
         trained = np.asarray(self.trained).reshape(-1, 2)
+        trained = trained[np.lexsort((trained[:, 0], trained[:, 1]))]
         stale = {"staleness_s_mean": float(np.mean(ages)),
-                 "staleness_s_max": float(np.max(ages))} if ages else {}
+                 "staleness_s_max": float(np.max(ages))} if len(ages) else {}
         out = {"steps_min": int(steps.min()), "steps_mean": float(steps.mean()),
                "steps_max": int(steps.max()), **stale,
-               "events": self.events, "instants": self.instants,
+               "events": self.events, "instants": self.instants, "windows": self.windows,
+               "batches": self.batches,
                "_nodes": trained[:, 0].astype(np.int64), "_losses": trained[:, 1],
                "_copies": self.copies, "_scalars": self.scalars}
         self._reset_interval()
         return out
 
     def state_dict(self) -> dict[str, Any]:
-        flows = {"network": self.network.state_dict(), "next_group": self.next_group} \
-            if self.network is not None else {}
-        return flows | {"now": self.now, "started": self.started,
+        return self.transport.state_dict() | {"now": self.now, "started": self.started,
                 "phases": self.phases.state_dict(),
                 "mailbox": self.mailbox.state_dict(self.ctx.population.params),
-                "instants": self.instants, "events": self.events,
+                "instants": self.instants, "events": self.events, "windows": self.windows,
+                "batches": self.batches, "last_instant": self._last_instant,
                 "copies": self.copies, "scalars": self.scalars, "trained": list(self.trained),
                 "ages": list(self.ages)}
 
@@ -302,11 +331,11 @@ class Simulation:
         self.mailbox.load_state_dict(state["mailbox"], self.ctx.population.params)
         self.instants, self.copies = int(state["instants"]), int(state["copies"])
         self.events = int(state["events"])
+        self.windows, self.batches = int(state.get("windows", 0)), int(state.get("batches", 0))
+        self._last_instant = float(state.get("last_instant", self.now))
         self.scalars, self.trained = int(state["scalars"]), list(state["trained"])
         self.ages = list(state["ages"])
-        if self.network is not None:
-            self.network.load_state_dict(state["network"])
-            self.next_group = int(state["next_group"])
+        self.transport.load_state_dict(state)
 
 
 class EventClock(Callback):

@@ -79,13 +79,14 @@ class Phases:
         self.steps_of = np.broadcast_to(np.asarray(ctx.clock.steps), (ctx.clock.n,))[offset:]
         self._plans: dict[int, BatchPlan] = {}
 
-    def begin(self, nodes: np.ndarray, now: float, models: Params | None = None) -> None:
+    def begin(self, nodes: np.ndarray, now: float | np.ndarray, models: Params | None = None
+              ) -> None:
         """Begin the next phase of `nodes` at `now`, from their rows or from `models`.
 
         Parameters
         ----------
         nodes : int64 [m], distinct rows.
-        now : the instant (s).
+        now : the instant (s), or float64 [m], each node's.
         models : name -> [m, *shape] written into the rows first, or None.
         """
         ctx = self.ctx

@@ -32,16 +32,31 @@ _SLOT_FIELDS = {"scalar": np.float64, "read": np.float64, "tag": np.int64, "refs
 
 @dataclass(frozen=True)
 class Delivery:
-    """Messages taken at one instant, sorted by (receiver, sender, order of posting)."""
+    """Messages taken together, sorted by (arrival, sender, receiver, order of posting)."""
 
     src: np.ndarray  # int64 [M], graph node ids
     dst: np.ndarray  # int64 [M]
     share: np.ndarray  # float64 [M]
     sent: np.ndarray  # float64 [M], send times (s)
     slot: np.ndarray  # int64 [M], payload slots (-1: none)
+    due: np.ndarray  # float64 [M], arrival times (s)
 
     def __len__(self) -> int:
         return len(self.src)
+
+    def subset(self, index: np.ndarray) -> Delivery:
+        """The messages index [m] (their order).
+
+        Parameters
+        ----------
+        index : int64 [m], positions.
+
+        Returns
+        -------
+        Delivery.
+        """
+        return Delivery(self.src[index], self.dst[index], self.share[index], self.sent[index],
+                        self.slot[index], self.due[index])
 
 
 class Mailbox:
@@ -106,7 +121,7 @@ class Mailbox:
             setattr(self, name, np.concatenate([getattr(self, name), np.zeros(extra, kind)]))
 
     def post(self, due: np.ndarray, src: np.ndarray, dst: np.ndarray, share: np.ndarray,
-             sent: float, slot: np.ndarray, group: np.ndarray | None = None) -> None:
+             sent: np.ndarray, slot: np.ndarray, group: np.ndarray | None = None) -> None:
         """Put messages in flight.
 
         Parameters
@@ -114,13 +129,13 @@ class Mailbox:
         due : float64 [M], arrival times (s; inf: until `deliver`).
         src, dst : int64 [M], senders and receivers.
         share : float64 [M], each message's share of its payload.
-        sent : the send time (s).
+        sent : float64 [M], the send times (s).
         slot : int64 [M], payload slots from `store`, or -1.
         group : int64 [M], the groups `deliver` names (default: -1, none).
         """
         group = np.full(len(due), -1) if group is None else group
         new = {"due": due, "src": src, "dst": dst, "share": share,
-               "sent": np.full(len(due), sent), "slot": slot, "group": group}
+               "sent": sent, "slot": slot, "group": group}
         for name, kind in _FIELDS.items():
             setattr(self, name, np.concatenate([getattr(self, name),
                                                 np.asarray(new[name], dtype=kind)]))
@@ -133,24 +148,24 @@ class Mailbox:
         """When the next message arrives (inf when none is in flight)."""
         return float(self.due.min()) if len(self.due) else float("inf")
 
-    def take(self, time: float) -> Delivery:
-        """Remove the messages due at `time` (exactly) and return them.
+    def take(self, until: float) -> Delivery:
+        """Remove the messages due at or before `until` and return them.
 
         Their payloads stay readable until `release`.
 
         Parameters
         ----------
-        time : the instant (s).
+        until : seconds.
 
         Returns
         -------
-        Delivery, sorted by (receiver, sender, order of posting).
+        Delivery, sorted by (arrival, sender, receiver, order of posting).
         """
-        now = self.due == time
+        now = self.due <= until
         order = np.flatnonzero(now)
-        order = order[np.lexsort((order, self.src[order], self.dst[order]))]
+        order = order[np.lexsort((order, self.dst[order], self.src[order], self.due[order]))]
         taken = Delivery(self.src[order], self.dst[order], self.share[order], self.sent[order],
-                         self.slot[order])
+                         self.slot[order], self.due[order])
         for name in _FIELDS:
             setattr(self, name, getattr(self, name)[~now])
         return taken
@@ -178,33 +193,39 @@ class Mailbox:
                      weights: np.ndarray) -> None:
         """out[k][rows[e]] += weights[e] * the payload row of slots[e], for every e at once.
 
-        One sparse [r, slots] x pool product per tensor, which reads only the slots named:
-        O(M x row size), no gathered copy (a pool too large for 32-bit sparse offsets: the
-        named slots gathered, in column tiles). A row adds its payloads in the order of their
-        slots.
+        A row adds its payloads one after the other in the order given (not that of their
+        slots, which depends on when each was stored), so its result depends only on its own
+        messages: the j-th message of every row is one pass, a sparse [r, slots] x pool product
+        with one entry per row, reading only the slots named (a pool too large for 32-bit
+        sparse offsets: in column tiles). With the rows that have the most messages first, a
+        pass touches only its rows: O(M x row size) in all.
 
         Parameters
         ----------
         out : name -> [r, *shape], contiguous, the pool's dtype and device; added to in place.
         rows : int64 [M], rows of `out`.
-        slots : int64 [M], payload slots, each (row, slot) pair at most once.
+        slots : int64 [M], payload slots.
         weights : float64 [M].
         """
         count = len(next(iter(out.values())))
-        order = np.lexsort((slots, rows))
-        crow = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=count))])
-        for k, v in self.pool.items():
-            source, cols = v.view(len(v), -1), slots[order]
-            if source.numel() >= INT32_ELEMENTS:
-                used, cols = np.unique(cols, return_inverse=True)
-                source = source.index_select(0, torch.as_tensor(used, device=v.device))
-            with warnings.catch_warnings():  # torch calls CSR "beta"; CSR x dense is stable
-                warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
-                W = torch.sparse_csr_tensor(
-                    torch.as_tensor(crow, device=v.device), torch.as_tensor(cols, device=v.device),
-                    torch.as_tensor(weights[order], device=v.device, dtype=v.dtype),
-                    size=(count, len(source)), check_invariants=False)
-            _add_product(out[k].view(count, -1), W, source)
+        order = np.argsort(rows, kind="stable")
+        rows, slots, weights = rows[order], slots[order], weights[order]
+        rank = np.arange(len(rows)) - np.searchsorted(rows, rows)  # its place in its row
+        for j in range(int(rank.max(initial=-1)) + 1):
+            at = rank == j
+            # rows 0..r-1 all in the pass (the caller put the rows with most messages first):
+            # the product touches those rows only
+            r = int(rows[at][-1]) + 1 if at.sum() == int(rows[at][-1]) + 1 else count
+            crow = np.concatenate([[0], np.cumsum(np.bincount(rows[at], minlength=r))])
+            for k, v in self.pool.items():
+                with warnings.catch_warnings():  # torch calls CSR "beta"; CSR x dense is stable
+                    warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in")
+                    W = torch.sparse_csr_tensor(
+                        torch.as_tensor(crow, device=v.device),
+                        torch.as_tensor(slots[at], device=v.device),
+                        torch.as_tensor(weights[at], device=v.device, dtype=v.dtype),
+                        size=(r, len(v)), check_invariants=False)
+                _add_product(out[k].view(count, -1)[:r], W, v.view(len(v), -1))
 
     def carried(self) -> float:
         """Sum over the messages in flight of share * the payload's scalar (e.g. the Push-Sum
