@@ -261,7 +261,7 @@ class AsyncSGP(Asynchronous):
         """The Push-Sum weight sent and not yet added to its receiver (in flight, or arrived and
         kept until the receiver reads)."""
         carried = self.events.carried() if self.events is not None else 0.0
-        return carried + float(self.inbox["mass"].sum())
+        return carried + math.fsum(self.inbox["mass"].tolist())  # exact: any order
 
     def average_model(self, ctx: RunContext) -> Any:
         """sum_i w_i z_i / sum_i w_i over the nodes (what is in flight aside)."""

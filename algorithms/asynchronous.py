@@ -60,9 +60,11 @@ class Instant(Protocol):
         """float64 [m]: when the nodes' latest local phases read their models."""
 
     def begin(self, nodes: np.ndarray, models: Params | None = None) -> None:
-        """Begin the nodes' next local phases at the end of the instant, from their rows (after
-        everything the instant does), or from `models` [m, *shape] (copied now, so a payload
-        may be passed and released) written into their rows."""
+        """Begin the nodes' next local phases at their `time`, once every event of the node at
+        that instant is done, from their rows as those events left them, or from `models`
+        [m, *shape] (copied now, so a payload may be passed and released) written into their
+        rows. Only nodes of the events being processed (receivers, and senders where
+        `couples_sender`) may be begun: a node's instant is that of its own event."""
 
     def graph(self, k: int) -> nx.Graph:
         """The topology's graph of round k (a node's k-th exchange uses it)."""

@@ -22,10 +22,10 @@ NETWORK = {"enabled": True, "step_s": 0.01, "latency_s": 0.004, "jitter": 0.05,
            "stragglers": 0.3, "slow_factor": 3.0, "slow_links": 0.2}
 
 
-def config(name: str, model: str, marks: int = 4):
+def config(name: str, model: str, marks: int = 4, **network):
     return small_config(algorithm__name=name, **TOPOLOGY[name], algorithm__local_steps=1,
                         data__num_nodes=10, rounds=marks, network__model=model,
-                        **{f"network__{k}": v for k, v in NETWORK.items()})
+                        **{f"network__{k}": v for k, v in (NETWORK | network).items()})
 
 
 def bits(params: dict) -> dict:
@@ -42,7 +42,7 @@ def state_of(algorithm) -> list[torch.Tensor]:
 
 
 def marks(cfg, windows: bool, resume_at: int = 0) -> tuple[list, list, int]:
-    """Run every mark: (models, algorithm state and row after each, batches); with
+    """Run every mark: (models, algorithm and phase state, and row after each, batches); with
     `resume_at`, the simulation continues from its state at that mark in a new run."""
     ctx, algorithm = build(cfg)
     sim = Simulation(ctx, algorithm, windows=windows)
@@ -53,10 +53,12 @@ def marks(cfg, windows: bool, resume_at: int = 0) -> tuple[list, list, int]:
         algorithm.settle(ctx, sim)
         row = sim.record()
         batches += row.pop("batches")
-        for key in ("windows", "instants"):
-            row.pop(key)
+        row.pop("windows")
+        row |= algorithm.metrics(ctx)  # the Push-Sum weight in flight, the server's buffer
         rows.append({k: v.tolist() if isinstance(v, np.ndarray) else v for k, v in row.items()})
-        out.append((bits(ctx.population.params), state_of(algorithm)))
+        computed = [torch.from_numpy(sim.phases.computed.copy()),  # the phases computed by
+                    torch.from_numpy(sim.phases.loss.copy()).view(torch.int64)]  # the mark
+        out.append((bits(ctx.population.params), state_of(algorithm) + computed))
         if m == resume_at:
             state = sim.state_dict()
             ctx2, algorithm2 = build(cfg)
@@ -73,14 +75,32 @@ def marks(cfg, windows: bool, resume_at: int = 0) -> tuple[list, list, int]:
 def test_windows_equal_one_instant_at_a_time_bit_for_bit(name: str, model: str) -> None:
     """Jitter, stragglers and slow links: no two events coincide. The windowed run (resumed
     from its checkpoint at mark 2, a window cut there) equals the instant-by-instant run after
-    every mark: models, Push-Sum weights or server model, and every row metric. The windows
-    did batch: fewer batched updates than events."""
+    every mark: models, Push-Sum weights or server model, which phases have been computed and
+    their losses, and every row metric. The windows did batch: fewer batched updates than
+    events."""
     cfg = config(name, model)
     reference, ref_rows, _ = marks(cfg, windows=False)
     windowed, rows, batches = marks(cfg, windows=True, resume_at=2)
     events = sum(r["events"] for r in rows)
     np.testing.assert_equal(rows, ref_rows)  # NaN (a node without data) equal to NaN
     assert events > 20 and batches < events
+    for (params, state), (ref_params, ref_state) in zip(windowed, reference, strict=True):
+        for k, v in params.items():
+            assert torch.equal(v, ref_params[k]), k
+        assert all(torch.equal(a, b) for a, b in zip(state, ref_state, strict=True))
+
+
+@pytest.mark.parametrize("name", ["adpsgd", "async_sgp"])
+def test_windows_equal_one_instant_at_a_time_when_events_coincide(name: str) -> None:
+    """No jitter, equal links, two speeds of nodes (stragglers 3x): many events share an
+    instant, so one instant's events at different nodes fall in different levels (pairs of
+    nodes that pick each other send two exchanges through one connection at once). The flow
+    model, bit for bit as above."""
+    cfg = config(name, "flow", marks=6, jitter=0.0, slow_links=0.0)
+    reference, ref_rows, _ = marks(cfg, windows=False)
+    windowed, rows, batches = marks(cfg, windows=True)
+    np.testing.assert_equal(rows, ref_rows)
+    assert sum(r["instants"] for r in rows) < sum(r["events"] for r in rows)  # shared instants
     for (params, state), (ref_params, ref_state) in zip(windowed, reference, strict=True):
         for k, v in params.items():
             assert torch.equal(v, ref_params[k]), k
@@ -102,6 +122,28 @@ def test_the_lookahead_is_below_every_phase_and_message() -> None:
     assert lookahead_s(clock, True, 0) <= min(phases.min(), latency.min())
     assert message_floor_s(clock, True) > 0.9 * 0.004 * jitter_floor(0.05)
     assert jitter_floor(0.05) == pytest.approx(np.exp(0.05 * -7.034483825), rel=1e-9)
+
+
+def test_a_windows_flows_join_in_one_order_whatever_order_they_were_sent_in() -> None:
+    """Nodes 1 and 2 pick each other at one instant: both exchanges put a flow 1 -> 2 and one
+    2 -> 1 in the same connections. Sent in either order (the levels of a window may put node
+    2's phase end first), the network gets them in one order, node 1's exchange first."""
+    from p2pfl.engine.transport import Transport
+
+    ctx, _ = build(config("adpsgd", "flow"))
+    orders = []
+    for pairs in ([(1, 2), (2, 1)], [(2, 1), (1, 2)]):
+        transport = Transport(ctx, lambda: np.zeros(ctx.num_nodes, dtype=np.int64))
+        owner = {}
+        for i, j in pairs:
+            _, group = transport.time(np.array([i]), np.array([j]), np.array([0]),
+                                      np.array([0.5]), both_ways=True)
+            owner[int(group[0])] = i
+        transport.flush()
+        flows = transport.network
+        orders.append([(int(q), owner[int(g)]) for q, g in zip(flows.queue, flows.group,
+                                                               strict=True)])
+    assert orders[0] == orders[1] and orders[0][0][1] == 1
 
 
 def test_levels_keep_each_node_in_order_and_pairs_apart() -> None:

@@ -11,7 +11,8 @@ local phases that ended since the previous mark, `nodes_trained` the nodes among
 `sim_time_s` (m nominal rounds), `steps_min` / `steps_mean` / `steps_max` (local steps done per
 node so far), `staleness_s_mean` / `staleness_s_max` (the age of what was mixed into models since
 the previous mark: the algorithm says what it measures; absent where nothing was), `events`
-(phase ends and message arrivals) and `instants` (the simulated instants they fell in).
+(phase ends and message arrivals), `instants` (the simulated instants they fell in), `windows`
+and `batches` (the exact windows and batched updates they were processed in).
 The loop around it, checkpoints and Ctrl-C are the synchronous `Runner`'s. When the run ends,
 the algorithm's line on what it left unapplied (`Asynchronous.left_undone`: FedBuff's updates
 still in its buffer) goes to stderr.

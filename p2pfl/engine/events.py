@@ -4,7 +4,8 @@ Each node runs its own local phases (p2pfl/engine/phases.py); messages are in fl
 `Mailbox` (p2pfl/scale/mailbox.py). The simulation goes in simulated-time order, one exact
 window at a time (p2pfl/engine/windows.py): from the earliest pending event T, every event
 before T + L (L the lookahead: the shortest phase or message) is known when the window opens
-and none of them can change another node's, so the window's events are split into levels of
+and none of them can change an event of another node except through the nodes it touches (a
+receiver; both nodes of a pairwise averaging), so the window's events are split into levels of
 events at different nodes, each level one batched update. The result is that of processing the
 instants one at a time, in order; at an instant T:
 
@@ -19,7 +20,8 @@ A message is due after its transfer time alone on its link (`network.model = "id
 message in flight shares: its sender's uplink, its receiver's downlink, the underlay; a message
 that goes both ways (a pairwise exchange) is due when both flows have ended. The network's
 events run in time order up to each window, and a window's new flows join the network at its
-end, in the order (send time, sender, receiver), as they start taking bandwidth only after it.
+end, in a fixed order (send time, sender, receiver, message sender), as they start taking
+bandwidth only after it.
 
 Times are compared exactly: two events are one instant only when their times are equal floats.
 Nothing is random here: the algorithm's draws are functions of (seed, stream, keys), so a run is
@@ -38,7 +40,6 @@ from typing import Any
 
 import networkx as nx
 import numpy as np
-import torch
 
 from algorithms.asynchronous import Asynchronous
 from p2pfl.callbacks import Callback, RoundEnd
@@ -76,7 +77,6 @@ class Simulation:
             if windows else 0.0
         self.clock = np.zeros(ctx.clock.n)  # each graph node's instant (its latest event's)
         self.window = Window(ctx.clock.n)
-        self._begins: list[tuple[np.ndarray, Params | None, np.ndarray, int]] = []
         self._last_instant = -np.inf
         self._reset_interval()
         algorithm.bind(self)
@@ -96,7 +96,7 @@ class Simulation:
         return self.phases.phase[nodes]
 
     def offsets(self, nodes: np.ndarray) -> Params:
-        return self.phases.offsets(nodes)
+        return self.phases.offsets(nodes, float(self.clock[nodes + self.offset].max()))
 
     def read_s(self, nodes: np.ndarray) -> np.ndarray:
         return self.phases.read[nodes]
@@ -106,8 +106,7 @@ class Simulation:
         kept = None if models is None else {k: v.clone() for k, v in models.items()}
         nodes = np.asarray(nodes, dtype=np.int64)
         times = self.clock[nodes + self.offset]
-        self._begins.append((nodes, kept, times, self.window.release(nodes + self.offset,
-                                                                        times)))
+        self.window.ask(nodes, kept, times, self.window.release(nodes + self.offset, times))
 
     def graph(self, k: int) -> nx.Graph:
         return self.transport.graph(k)[0]
@@ -227,7 +226,7 @@ class Simulation:
             nodes = np.sort(ended[level[:count] == at])
             if len(nodes):
                 self.clock[nodes + self.offset] = self.phases.due[nodes]
-                self.phases.end(nodes)
+                self.phases.end(nodes, float(self.clock[nodes + self.offset].max()))
                 self.trained += np.stack([nodes, self.phases.loss[nodes]], 1).ravel().tolist()
                 self.algorithm.phase_end(self.ctx, self, nodes)
             these = np.flatnonzero(level[count:] == at)
@@ -243,25 +242,9 @@ class Simulation:
             self.batches += 1
 
     def _run_begins(self, level: float) -> None:
-        """Begin the phases asked for whose node has no event left at its time before `level`
-        ends (in the order asked for)."""
-        kept = []
-        for nodes, models, times, release in self._begins:
-            now = release <= level
-            if now.all():
-                self.phases.begin(nodes, times, models)
-                continue
-            if now.any():
-                rows = {k: torch.as_tensor(np.flatnonzero(now), device=v.device)
-                        for k, v in (models or {}).items()}
-                part = None if models is None else {k: v[rows[k]] for k, v in models.items()}
-                self.phases.begin(nodes[now], times[now], part)
-                later = None if models is None else {k: v[~torch.as_tensor(now, device=v.device)]
-                                                     for k, v in models.items()}
-                kept.append((nodes[~now], later, times[~now], release[~now]))
-            else:
-                kept.append((nodes, models, times, release))
-        self._begins = kept
+        """Begin the phases asked for that may begin once `level` is done (`Window.ready`)."""
+        for nodes, models, times in self.window.ready(level):
+            self.phases.begin(nodes, times, models)
 
     def _close(self, start: float) -> None:
         """End a window: its flows join the network in the order (send time, sender,
@@ -269,11 +252,11 @@ class Simulation:
         at this same instant (a window of one instant: they come first)."""
         self.window.close()
         self.transport.flush()
-        if self._begins:
+        self.phases.catch_up()
+        if self.window.asked:
             self.transport.run(self.mailbox, start)
             if self.mailbox.next_due() <= start:
-                self._begins = [(n, m, t, np.full(len(n), np.iinfo(np.int64).max))
-                                for n, m, t, _ in self._begins]
+                self.window.hold()
                 return
         self._run_begins(np.inf)
 
@@ -292,7 +275,8 @@ class Simulation:
         -------
         dict: steps per node so far (min, mean, max), the staleness (s) of what was mixed in
         the interval (mean, max; left out when nothing was: no age to report), the events
-        (phase ends and message arrivals) and the instants simulated, and for the runner: the
+        (phase ends and message arrivals), the instants simulated, the exact windows and the
+        batched updates (levels) they were processed in, and for the runner: the
         ended phases' nodes and losses, the copies and scalars sent.
         """
         steps, ages = self.phases.steps, np.sort(self.ages)  # sorted: means of any order equal

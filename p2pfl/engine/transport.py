@@ -5,7 +5,8 @@ its link. On the flow model (`"flow"`) every message in flight is one or two flo
 exchange: one each way) of a `Flows` network (p2pfl/scale/flows.py) that they all share: the
 sender's uplink, the receiver's downlink, the underlay. A message is due when its flows have all
 ended, which `run` finds as the network's events go on. The flows sent in an exact window join
-the network when it closes, in the order (send time, sender, receiver): they start taking
+the network when it closes, in the order (send time, sender, receiver, message sender): they
+start taking
 bandwidth only after the window (p2pfl/engine/windows.py).
 
 Round k's graph may give its edges their own latency_s and bandwidth_gbps; such a graph may
@@ -84,7 +85,7 @@ class Transport:
         if base == 0:
             return 0.0
         phase = self.phases()
-        low, high = max(int(phase.min(initial=0)), 0), int(phase.max(initial=0)) + 1
+        low, high = int(phase[phase >= 0].min(initial=0)), int(phase.max(initial=0)) + 1
         return min([base] + [self.graph(k)[1] for k in range(low, high + 1)])
 
     def _timed(self, k: int) -> nx.Graph | None:
@@ -144,16 +145,17 @@ class Transport:
         a, b = legs[:, 0::2].ravel(), legs[:, 1::2].ravel()  # a message's legs in a row
         ways = 2 if both_ways else 1
         self._new.append((np.repeat(sent, ways), np.repeat(k, ways), a, b,
-                          np.repeat(group, ways)))
+                          np.repeat(group, ways), np.repeat(src, ways)))
         return np.full(m, np.inf), group
 
     def flush(self) -> None:
         """The flows sent since the last flush join the network, in the order (send time,
-        sender, receiver)."""
+        sender, receiver, the message's sender): flows of one queue sent at one instant (two
+        exchanges between the same nodes) go in the order of the nodes that sent them."""
         if not self._new:
             return
-        sent, k, a, b, group = (np.concatenate(x) for x in zip(*self._new, strict=True))
-        order = np.lexsort((np.arange(len(a)), b, a, sent))
+        sent, k, a, b, group, owner = (np.concatenate(x) for x in zip(*self._new, strict=True))
+        order = np.lexsort((np.arange(len(a)), owner, b, a, sent))
         sent, k, a, b, group = sent[order], k[order], a[order], b[order], group[order]
         self.network.add(sent, *self._routes(k, a, b), group=group,
                          queue=a * self.ctx.clock.n + b)

@@ -29,8 +29,10 @@ import math
 
 import networkx as nx
 import numpy as np
+import torch
 from scipy.special import ndtri
 
+from p2pfl.core.population import Params
 from p2pfl.scale.network import Clock
 
 JITTER_U_FLOOR = 1e-12  # the uniform the network's jitter clips to (Clock._jitter)
@@ -185,7 +187,8 @@ def release_levels(level: np.ndarray, time: np.ndarray, first: np.ndarray,
 
 
 class Window:
-    """The window being processed: its levels, and when a phase a node asks for may begin.
+    """The window being processed: its levels, and the phases asked for and when they may
+    begin.
 
     Parameters
     ----------
@@ -197,6 +200,8 @@ class Window:
         self.level = 0  # the level being processed
         self.last_due = np.full(n, -np.inf)  # each sender's latest arrival in the window
         self._release: dict[tuple[int, float], int] = {}
+        # phases asked for: (rows, models or None, times, the level after which each begins)
+        self.asked: list[tuple[np.ndarray, Params | None, np.ndarray, np.ndarray]] = []
 
     def open(self, level: np.ndarray, time: np.ndarray, first: np.ndarray,
              second: np.ndarray, senders: np.ndarray, due: np.ndarray) -> None:
@@ -235,3 +240,56 @@ class Window:
         get, now = self._release.get, self.level
         return np.array([max(now, get((i, t), now)) for i, t in
                          zip(ids.tolist(), times.tolist(), strict=True)], dtype=np.int64)
+
+    def ask(self, nodes: np.ndarray, models: Params | None, times: np.ndarray,
+            release: np.ndarray) -> None:
+        """Ask for phases of `nodes` [m] (rows) at `times` [m], from `models` (or None: their
+        rows), each to begin once its `release` level [m] is done.
+
+        Parameters
+        ----------
+        nodes : int64 [m].
+        models : name -> [m, *shape], or None.
+        times : float64 [m], seconds.
+        release : int64 [m], levels (`release`).
+        """
+        self.asked.append((nodes, models, times, release))
+
+    def ready(self, level: float) -> list[tuple[np.ndarray, Params | None, np.ndarray]]:
+        """Take the phases asked for that may begin once `level` is done, in the order asked
+        for; keep the others.
+
+        Parameters
+        ----------
+        level : the level done (inf: all).
+
+        Returns
+        -------
+        list of (rows [m], models or None, times [m]).
+        """
+        out, kept = [], []
+        for nodes, models, times, release in self.asked:
+            now = release <= level
+            if now.all():
+                out.append((nodes, models, times))
+                continue
+            if now.any():
+                out.append((nodes[now], _rows(models, now), times[now]))
+                kept.append((nodes[~now], _rows(models, ~now), times[~now], release[~now]))
+            else:
+                kept.append((nodes, models, times, release))
+        self.asked = kept
+        return out
+
+    def hold(self) -> None:
+        """Keep every phase asked for until the window's end: more of its instant is to come
+        (messages sent without delay)."""
+        top = np.iinfo(np.int64).max
+        self.asked = [(n, m, t, np.full(len(n), top)) for n, m, t, _ in self.asked]
+
+
+def _rows(models: Params | None, keep: np.ndarray) -> Params | None:
+    """The rows `keep` (bool [m]) of `models` [m, *shape], or None."""
+    if models is None:
+        return None
+    return {k: v[torch.as_tensor(keep, device=v.device)] for k, v in models.items()}

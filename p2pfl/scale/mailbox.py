@@ -14,6 +14,7 @@ messages, and each payload still needed once, not the pool's free slots).
 
 from __future__ import annotations
 
+import math
 import warnings
 from dataclasses import dataclass
 from typing import Any
@@ -230,8 +231,8 @@ class Mailbox:
     def carried(self) -> float:
         """Sum over the messages in flight of share * the payload's scalar (e.g. the Push-Sum
         weight in flight)."""
-        has = self.slot >= 0
-        return float((self.share[has] * self.scalar[self.slot[has]]).sum())
+        has = self.slot >= 0  # summed exactly: the same whatever order they were posted in
+        return math.fsum((self.share[has] * self.scalar[self.slot[has]]).tolist())
 
     def state_dict(self, source: Params | None = None) -> dict[str, Any]:
         """The messages and the payload table, which holds each payload still needed (by a
