@@ -1,7 +1,11 @@
 """Exact windows (p2pfl/engine/windows.py): processing a window's events together, level by
 level, gives bit for bit (float64) what processing them one instant at a time gives, on every
 asynchronous algorithm and both network models, with jitter, stragglers and slow links, and
-across a resume; the lookahead is a lower bound of every phase and message."""
+across a resume; the lookahead is a lower bound of every phase and message.
+
+The windows batch the local phases differently, so the comparison needs a trainer whose
+numbers for a node do not depend on the other nodes of its batch: one intra-op thread (with
+two, MKL splits the product of a batch of one node across the threads, docs/async.md)."""
 
 from __future__ import annotations
 
@@ -20,6 +24,15 @@ TOPOLOGY = {"async_sgp": {"topology__name": "exponential", "topology__directed":
                         "algorithm__buffer_size": 3}}
 NETWORK = {"enabled": True, "step_s": 0.01, "latency_s": 0.004, "jitter": 0.05,
            "stragglers": 0.3, "slow_factor": 3.0, "slow_links": 0.2}
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    """One intra-op thread for each test of this module, restored after."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
 
 
 def config(name: str, model: str, marks: int = 4, **network):

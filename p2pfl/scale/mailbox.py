@@ -212,21 +212,22 @@ class Mailbox:
         order = np.argsort(rows, kind="stable")
         rows, slots, weights = rows[order], slots[order], weights[order]
         rank = np.arange(len(rows)) - np.searchsorted(rows, rows)  # its place in its row
-        for j in range(int(rank.max(initial=-1)) + 1):
-            at = rank == j
-            # rows 0..r-1 all in the pass (the caller put the rows with most messages first):
-            # the product touches those rows only
-            r = int(rows[at][-1]) + 1 if at.sum() == int(rows[at][-1]) + 1 else count
-            crow = np.concatenate([[0], np.cumsum(np.bincount(rows[at], minlength=r))])
-            for k, v in self.pool.items():
-                with warnings.catch_warnings():  # torch calls CSR "beta"; CSR x dense is stable
-                    warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in")
-                    W = torch.sparse_csr_tensor(
-                        torch.as_tensor(crow, device=v.device),
-                        torch.as_tensor(slots[at], device=v.device),
-                        torch.as_tensor(weights[at], device=v.device, dtype=v.dtype),
-                        size=(r, len(v)), check_invariants=False)
-                _add_product(out[k].view(count, -1)[:r], W, v.view(len(v), -1))
+        first = next(iter(self.pool.values()))
+        with warnings.catch_warnings():  # torch calls CSR "beta"; CSR x dense is stable
+            warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in")
+            for j in range(int(rank.max(initial=-1)) + 1):
+                at = rank == j
+                # rows 0..r-1 all in the pass (the caller put the rows with most messages
+                # first): the product touches those rows only
+                r = int(rows[at][-1]) + 1 if at.sum() == int(rows[at][-1]) + 1 else count
+                crow = torch.as_tensor(np.concatenate(
+                    [[0], np.cumsum(np.bincount(rows[at], minlength=r))]), device=first.device)
+                cols = torch.as_tensor(slots[at], device=first.device)
+                values = torch.as_tensor(weights[at], device=first.device, dtype=first.dtype)
+                for k, v in self.pool.items():
+                    W = torch.sparse_csr_tensor(crow, cols, values.to(v.dtype),
+                                                size=(r, len(v)), check_invariants=False)
+                    _add_product(out[k].view(count, -1)[:r], W, v.view(len(v), -1))
 
     def carried(self) -> float:
         """Sum over the messages in flight of share * the payload's scalar (e.g. the Push-Sum
