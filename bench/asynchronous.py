@@ -119,7 +119,7 @@ def table(results: list[dict[str, Any]]) -> str:
         else:
             ratio = f"{r['ms_per_step'] / sync['ms_per_step']:.2f}" if sync else ""
         events = (f"{r['events']:,} | {r['windows']:,} | {r['batches']:,} | "
-                  f"{r['events'] / max(r['windows'], 1):.0f}") if r["events"] else " | | | "
+                  f"{r['events'] / max(r['windows'], 1):,.0f}") if r["events"] else " | | | "
         rate = f"{r['events_per_s']:,.0f}" if r["events_per_s"] else ""
         lines.append(f"| {r['algorithm']} | {r['model']} | {r['net']} | {r['nodes']:,} | "
                      f"{r['steps']:,.0f} | {r['wall_s']:.2f} | {r['ms_per_step']:.3f} | {ratio} | "
