@@ -342,7 +342,8 @@ def test_a_collapsing_push_sum_weight_is_warned_once_and_named_when_it_diverges(
     phase end, no transfer time: the node after the straggler pushes every second, keeps half
     its weight each time and hears nothing for 30 s, so its weight is 2^-k after k pushes. The
     run warns once, at mark 7 (w = 2^-7 < 1e-2, read by its 8th phase), then diverges at
-    mark 14 and names that node's weight 2^-14 and its step lr(14) / w."""
+    mark 13, where its 14th phase, begun then with w = 2^-13, is computed (every phase begun
+    by a mark is), and names that weight and its step lr(13) / w."""
     cfg = small_config(algorithm__name="async_sgp", topology__name="directed_ring", rounds=14,
                        data__num_nodes=4, eval__every=100, network__stragglers=0.3,
                        network__slow_factor=30.0, algorithm__one_push_in_flight=False, **INSTANT)
@@ -360,10 +361,10 @@ def test_a_collapsing_push_sum_weight_is_warned_once_and_named_when_it_diverges(
         f"s, its phase 8)")
     assert "likely cause: its inbound messages are slow relative to its sends" in line
     message = str(err.value)
-    assert message.startswith("mark 14: non-finite training loss in a local phase at nodes ")
+    assert message.startswith("mark 13: non-finite training loss in a local phase at nodes ")
     assert ("Push-Sum weights in their latest local phases: " in message
-            and f"node {node} w = {2**-14:.3g}, lr / w = {0.1 * 0.998**14 * 2**14:.3g}"
-            in message and f"the lowest any phase read: node {node} w = {2**-14:.3g}" in message)
+            and f"node {node} w = {2**-13:.3g}, lr / w = {0.1 * 0.998**13 * 2**13:.3g}"
+            in message and f"the lowest any phase read: node {node} w = {2**-13:.3g}" in message)
 
 
 @pytest.mark.parametrize("name", ["adpsgd", "async_sgp", "fedbuff"])

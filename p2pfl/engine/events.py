@@ -96,7 +96,7 @@ class Simulation:
         return self.phases.phase[nodes]
 
     def offsets(self, nodes: np.ndarray) -> Params:
-        return self.phases.offsets(nodes, float(self.clock[nodes + self.offset].max()))
+        return self.phases.offsets(nodes)
 
     def read_s(self, nodes: np.ndarray) -> np.ndarray:
         return self.phases.read[nodes]
@@ -226,7 +226,7 @@ class Simulation:
             nodes = np.sort(ended[level[:count] == at])
             if len(nodes):
                 self.clock[nodes + self.offset] = self.phases.due[nodes]
-                self.phases.end(nodes, float(self.clock[nodes + self.offset].max()))
+                self.phases.end(nodes)
                 self.trained += np.stack([nodes, self.phases.loss[nodes]], 1).ravel().tolist()
                 self.algorithm.phase_end(self.ctx, self, nodes)
             these = np.flatnonzero(level[count:] == at)
@@ -247,13 +247,12 @@ class Simulation:
             self.phases.begin(nodes, times, models)
 
     def _close(self, start: float) -> None:
-        """End a window: its flows join the network in the order (send time, sender,
-        receiver), and the phases asked for begin, unless messages sent without delay are due
-        at this same instant (a window of one instant: they come first)."""
+        """End a window: its flows join the network (`Transport.flush`), and the phases asked
+        for begin, unless messages sent without delay are due at this same instant (a window of
+        one instant: they come first)."""
         self.window.close()
         self.transport.flush()
-        self.phases.catch_up()
-        if self.window.asked:
+        if self.window.pending:
             self.transport.run(self.mailbox, start)
             if self.mailbox.next_due() <= start:
                 self.window.hold()
@@ -261,12 +260,15 @@ class Simulation:
         self._run_begins(np.inf)
 
     def advance(self, until: float) -> None:
-        """Every instant up to `until` (and within MARK_TOLERANCE after it)."""
+        """Every instant up to `until` (and within MARK_TOLERANCE after it); then every phase
+        begun is computed, so that which phases have been computed at a mark (their losses, the
+        divergence guard's checks) does not depend on how the events were batched."""
         if not self.started:
             self.step()
         limit = until * (1 + MARK_TOLERANCE)
         while self.next_time() <= limit:
             self.step(limit)
+        self.phases.compute()
 
     def record(self) -> dict[str, Any]:
         """The metrics of the interval since the last record; starts the next interval.

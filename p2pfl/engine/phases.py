@@ -7,8 +7,9 @@ it computes depends only on what it read, the node's data and its phase index k 
 are those of round k's plan, its step size the algorithm's for phase k), not on when the
 computation runs. So the engine computes phases only when an offset is needed, and then every
 phase that has begun and is not computed yet, in one batched call of the run's trainer (rows of
-different phase indices take their own round's minibatches): with nodes of near-equal speeds a
-batch holds nearly every node even when no two events coincide. The buffer then holds the offset
+different phase indices take their own round's minibatches), and every begun phase at each mark
+(`Simulation.advance`): with nodes of near-equal speeds a batch holds nearly every node even when
+no two events coincide. The buffer then holds the offset
 in place of the snapshot. The state (buffer, flags, times, step sizes, losses) is a checkpoint's;
 a snapshot that is still its node's model is saved once, as the population's row.
 """
@@ -78,7 +79,6 @@ class Phases:
         self.steps = np.zeros(n, dtype=np.int64)  # local steps of the ended phases
         self.steps_of = np.broadcast_to(np.asarray(ctx.clock.steps), (ctx.clock.n,))[offset:]
         self._plans: dict[int, BatchPlan] = {}
-        self.asked = -np.inf  # the latest instant offsets were asked for (s)
 
     def begin(self, nodes: np.ndarray, now: float | np.ndarray, models: Params | None = None
               ) -> None:
@@ -102,30 +102,26 @@ class Phases:
         self.due[nodes] = now + ctx.clock.phase_s(k, nodes + self.offset)
         self.computed[nodes] = False
 
-    def end(self, nodes: np.ndarray, now: float) -> None:
-        """The phases of `nodes` end at `now` (s; computed first if they are not)."""
-        self.compute(nodes, now)
+    def end(self, nodes: np.ndarray) -> None:
+        """The phases of `nodes` end (computed first if they are not)."""
+        self.compute(nodes)
         self.due[nodes] = np.inf
         self.steps[nodes] += self.steps_of[nodes]
 
-    def compute(self, nodes: np.ndarray, now: float) -> None:
-        """Compute, if one of `nodes` needs it, every phase begun before `now` and not yet
-        computed (one batch): the phases that a run taken one instant at a time would have
-        begun when the offsets are asked for at `now`, so that which phases have been computed
-        at any mark (their losses, their guard checks) is the same with windows.
+    def compute(self, nodes: np.ndarray | None = None) -> None:
+        """Compute, if one of `nodes` needs it (None: any), every begun phase not yet computed
+        (one batch).
 
         Parameters
         ----------
-        nodes : int64 [m], rows whose offsets are needed.
-        now : seconds, the latest instant of the nodes' events.
+        nodes : int64 [m], rows whose offsets are needed, or None.
         """
-        self.asked = max(self.asked, now)
-        if self.computed[nodes].all():
+        if nodes is not None and self.computed[nodes].all():
             return
         ctx, algorithm = self.ctx, self.algorithm
-        asked = np.zeros(len(self.computed), dtype=bool)
-        asked[nodes] = True  # (a phase of no duration reads at `now`)
-        pending = np.flatnonzero(~self.computed & ((self.read < now) | asked))
+        pending = np.flatnonzero(~self.computed)
+        if not len(pending):
+            return
         k = self.phase[pending]
         for r in np.unique(k).tolist():
             self._plan(r)
@@ -147,24 +143,15 @@ class Phases:
         alive = self.phase[self.phase >= 0].min(initial=0)  # plans no phase will need again
         self._plans = {r: p for r, p in self._plans.items() if r >= alive}
 
-    def catch_up(self) -> None:
-        """Compute the phases begun before the latest instant at which offsets were asked for
-        (a window may begin a phase in a level after a later instant's request: one instant at
-        a time, that request would have computed it)."""
-        late = np.flatnonzero(~self.computed & (self.read < self.asked))
-        if len(late):
-            self.compute(late, self.asked)
-
     def _plan(self, k: int) -> BatchPlan:
         if k not in self._plans:
             self._plans[k] = self.algorithm.plan(self.ctx, k)
         return self._plans[k]
 
-    def offsets(self, nodes: np.ndarray, now: float) -> Params:
-        """The offsets y^K - x_read of the latest phases of `nodes`, asked for at `now` (s, the
-        latest of their instants): name -> [m, *shape] (a view for one node, valid until it
-        begins again)."""
-        self.compute(nodes, now)
+    def offsets(self, nodes: np.ndarray) -> Params:
+        """The offsets y^K - x_read of the latest phases of `nodes`: name -> [m, *shape] (a view
+        for one node, valid until it begins again)."""
+        self.compute(nodes)
         if len(nodes) == 1:
             i = int(nodes[0])
             return {name: b[i:i + 1] for name, b in self.buffer.items()}

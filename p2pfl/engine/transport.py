@@ -6,8 +6,7 @@ exchange: one each way) of a `Flows` network (p2pfl/scale/flows.py) that they al
 sender's uplink, the receiver's downlink, the underlay. A message is due when its flows have all
 ended, which `run` finds as the network's events go on. The flows sent in an exact window join
 the network when it closes, in the order (send time, sender, receiver, message sender): they
-start taking
-bandwidth only after the window (p2pfl/engine/windows.py).
+start taking bandwidth only after the window (p2pfl/engine/windows.py).
 
 Round k's graph may give its edges their own latency_s and bandwidth_gbps; such a graph may
 also shorten the lookahead, which `lookahead` takes into account for the rounds the nodes may
@@ -85,7 +84,9 @@ class Transport:
         if base == 0:
             return 0.0
         phase = self.phases()
-        low, high = int(phase[phase >= 0].min(initial=0)), int(phase.max(initial=0)) + 1
+        started = phase[phase >= 0]  # a node not started yet may use round 0's graph next
+        low = 0 if len(started) < len(phase) else int(started.min(initial=0))
+        high = int(phase.max(initial=0)) + 1
         return min([base] + [self.graph(k)[1] for k in range(low, high + 1)])
 
     def _timed(self, k: int) -> nx.Graph | None:

@@ -201,7 +201,7 @@ class Window:
         self.last_due = np.full(n, -np.inf)  # each sender's latest arrival in the window
         self._release: dict[tuple[int, float], int] = {}
         # phases asked for: (rows, models or None, times, the level after which each begins)
-        self.asked: list[tuple[np.ndarray, Params | None, np.ndarray, np.ndarray]] = []
+        self.pending: list[tuple[np.ndarray, Params | None, np.ndarray, np.ndarray]] = []
 
     def open(self, level: np.ndarray, time: np.ndarray, first: np.ndarray,
              second: np.ndarray, senders: np.ndarray, due: np.ndarray) -> None:
@@ -253,7 +253,7 @@ class Window:
         times : float64 [m], seconds.
         release : int64 [m], levels (`release`).
         """
-        self.asked.append((nodes, models, times, release))
+        self.pending.append((nodes, models, times, release))
 
     def ready(self, level: float) -> list[tuple[np.ndarray, Params | None, np.ndarray]]:
         """Take the phases asked for that may begin once `level` is done, in the order asked
@@ -268,7 +268,7 @@ class Window:
         list of (rows [m], models or None, times [m]).
         """
         out, kept = [], []
-        for nodes, models, times, release in self.asked:
+        for nodes, models, times, release in self.pending:
             now = release <= level
             if now.all():
                 out.append((nodes, models, times))
@@ -278,14 +278,14 @@ class Window:
                 kept.append((nodes[~now], _rows(models, ~now), times[~now], release[~now]))
             else:
                 kept.append((nodes, models, times, release))
-        self.asked = kept
+        self.pending = kept
         return out
 
     def hold(self) -> None:
         """Keep every phase asked for until the window's end: more of its instant is to come
         (messages sent without delay)."""
         top = np.iinfo(np.int64).max
-        self.asked = [(n, m, t, np.full(len(n), top)) for n, m, t, _ in self.asked]
+        self.pending = [(n, m, t, np.full(len(n), top)) for n, m, t, _ in self.pending]
 
 
 def _rows(models: Params | None, keep: np.ndarray) -> Params | None:

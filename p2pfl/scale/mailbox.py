@@ -225,7 +225,7 @@ class Mailbox:
                 cols = torch.as_tensor(slots[at], device=first.device)
                 values = torch.as_tensor(weights[at], device=first.device, dtype=first.dtype)
                 for k, v in self.pool.items():
-                    W = torch.sparse_csr_tensor(crow, cols, values.to(v.dtype),
+                    W = torch.sparse_csr_tensor(crow, cols, values,
                                                 size=(r, len(v)), check_invariants=False)
                     _add_product(out[k].view(count, -1)[:r], W, v.view(len(v), -1))
 
