@@ -187,7 +187,8 @@ def plot_seed_bands(groups: Mapping[str, Sequence[Sequence[Mapping[str, Any]]]],
         if partial:
             notes.append("dotted: where only some seeds have a value")
         if cut:
-            which = ("every curve" if len(cut) == len(shown) else ", ".join(cut) if len(cut) < 4
+            which = ("every curve" if len(cut) == len(shown) else
+                     ", ".join(f'"{label}"' for label in cut) if len(cut) < 4
                      else f"{len(cut)} curves")
             notes.append(f"parts of {which} (means or bands) lie below the axis")
         if notes:

@@ -448,7 +448,7 @@ def test_a_title_says_what_its_runs_share() -> None:
              "network": {"enabled": True, "stragglers": 0.25, "slow_factor": 10.0}}
     assert title_of([run, other], seeds=2).replace("\n", " ") == (
         "Fashion-MNIST, 20 nodes, Dirichlet(0.5) labels, mlp; dpsgd, random_geometric, 4 "
-        "Byzantine nodes (attack: per curve); mean of 2 seeds")
+        "Byzantine nodes (attack per curve: alie or none); mean of 2 seeds")
 
 
 def test_reports_know_every_built_in_algorithm_without_importing_it() -> None:

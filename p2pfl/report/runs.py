@@ -191,8 +191,10 @@ def _setting(configs: Sequence[dict[str, Any] | None]) -> list[str]:
         except ConfigError:
             count = None
         if count:
-            kind = "Byzantine nodes (attack: per curve)" if attack is None else (
-                "Byzantine nodes, no attack" if attack == "none" else f"{attack} attackers")
+            named = {str(_get(c, "byzantine.attack")) for c in configs}
+            each = ", ".join(sorted(named - {"none"})) + (" or none" if "none" in named else "")
+            kind = (f"Byzantine nodes (attack per curve: {each})" if attack is None else
+                    "Byzantine nodes, no attack" if attack == "none" else f"{attack} attackers")
             parts.append(f"{count} {kind}")
     return parts
 
