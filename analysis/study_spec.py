@@ -8,7 +8,8 @@ topology factory (a callable taking `class_counts`, and `n` and `seed` if it nam
 for each cell from its partition, `analysis.study_measure`) given with its label. A `Sweep` runs
 one family over several values of one thing: the number of nodes (``vary="num_nodes"``) or a
 topology parameter (``vary="k"``); its `topology` is the family's name, its fixed fields, or a
-callable value -> topology object or factory.
+callable value -> topology object or factory. An `Entry` given as is keeps its overrides (the
+design command's entries set each topology's own rounds).
 
 An algorithm is a name (``"sgp"``) or a table of [algorithm] fields with an optional label
 (``{"name": "dfedsgpsm", "momentum": 0.9, "rho": 0.05}``), set over the experiment's own
@@ -32,7 +33,7 @@ In TOML (`p2pfl study CONFIG` reads the table, every other table is the experime
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -185,6 +186,8 @@ def _table_label(table: Mapping[str, Any]) -> str:
 
 
 def _entry(item: Any, label: str | None, where: str) -> Entry:
+    if isinstance(item, Entry):  # built in Python (the design command's, with its rounds)
+        return item if label is None else replace(item, label=label)
     if isinstance(item, str):
         spec_label, overrides = parse_topology(item, where)
         return Entry(label or spec_label, overrides)

@@ -1,7 +1,7 @@
 """Command line: `p2pfl run CONFIG ...`, `p2pfl resume RUN_DIR`, `p2pfl plot RUN_DIR ...`,
 `p2pfl table RUN_DIR ...`, `p2pfl compare CONFIG --only a,b --seeds 0,1,2 --out DIR`,
-`p2pfl analyze TOPOLOGY`, `p2pfl study CONFIG`, `p2pfl data describe CONFIG`,
-`p2pfl algorithms`, `p2pfl topologies`, `p2pfl bench [--quick]`."""
+`p2pfl analyze TOPOLOGY`, `p2pfl study CONFIG`, `p2pfl design CONFIG`,
+`p2pfl data describe CONFIG`, `p2pfl algorithms`, `p2pfl topologies`, `p2pfl bench [--quick]`."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from p2pfl.cli import analysis as analysis_cli
+from p2pfl.cli import design as design_cli
 from p2pfl.cli import listing, plotting
 from p2pfl.cli.starting import EXIT_INTERRUPTED, interrupted_while_starting
 from p2pfl.errors import ConfigError, DivergenceError, PeerLost, RunInterrupted
@@ -28,7 +29,8 @@ if TYPE_CHECKING:
 EXIT_CONFIG = 2
 EXIT_DIVERGED = 3
 EXIT_PEER_LOST = 4  # a process of a distributed run was lost
-TRAINING = ("run", "resume", "compare", "study", "data")  # the commands that need the engine
+# the commands that need the engine
+TRAINING = ("run", "resume", "compare", "study", "data", "design")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -70,6 +72,7 @@ def _parser() -> argparse.ArgumentParser:
                    "label as drawn without it, e.g. fedfsa=FedFSA)")
     p.add_argument("--title", default="", help="the figure's title")
     analysis_cli.add_commands(sub)
+    design_cli.add_commands(sub)
     listing.add_commands(sub)
     _add_table_parsers(sub)
     _add_bench_parser(sub)
@@ -280,13 +283,14 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
     commands = {"run": _run, "resume": _resume, "plot": plotting.plot, "table": _table,
                 "compare": _table, "bench": _bench, **analysis_cli.COMMANDS,
+                **design_cli.COMMANDS,
                 **listing.COMMANDS}
     try:
         _start(args.command)
     except KeyboardInterrupt:
         return interrupted_while_starting()
     try:
-        if args.command in ("compare", "study") and launched():
+        if args.command in ("compare", "study", "design") and launched():
             raise ConfigError(args.command, "runs in one process (docs/distributed.md): start "
                               "it without torchrun")
         return commands[args.command](args)

@@ -301,8 +301,9 @@ def build(cfg: Config, dataset: Dataset | None = None, parts: Parts | None = Non
                                (type(model), repr(model), dtype, device, bf16))
     guard = Guard(cfg.data.num_nodes, device, cfg.engine.max_loss)
     ctx = RunContext(device, dtype, data, population, forward, guard.wrap(trainer), comm,
-                     schedule, guard, _clock(cfg, algorithm, schedule, data, population,
-                                             parts.underlay),
+                     schedule, guard, network_clock(cfg, algorithm, schedule.n, data.sizes,
+                                                   population.num_params,
+                                                   population.flat.dtype, parts.underlay),
                      uses_batch_statistics(model), cfg.seed, cfg.topology.link_drop,
                      cfg.topology.node_drop, cfg.eval.batch_size, byzantine_of(cfg, schedule),
                      privacy_of(cfg))
@@ -323,27 +324,50 @@ def _comm(cfg: Config, device: torch.device, dtype: torch.dtype) -> Comm:
     return DistComm(device, dtype, cfg.engine.mixing, cfg.data.num_nodes)
 
 
-def _clock(cfg: Config, algorithm: Algorithm, schedule: T.Schedule, data: FederatedData,
-           population: Population, underlay: nx.Graph | None = None) -> Clock | None:
-    """The simulated clock of a run with [network] enabled: a message is what the algorithm
-    says (`message_bytes`: one model in the run's dtype, Push-Sum adds its float64 weight),
-    `exchanges` times a round one after the other (gossip: gossip_steps); the underlay the one
-    given as an object (p2pfl.objects.underlay), else the one the config names."""
+def network_clock(cfg: Config, algorithm: Algorithm, n: int, sizes: np.ndarray,
+                  num_params: int, dtype: torch.dtype, underlay: nx.Graph | None = None
+                  ) -> Clock | None:
+    """The simulated clock of a run with [network] enabled (None without).
+
+    A message is what the algorithm says (`message_bytes`: one model in the run's dtype,
+    Push-Sum adds its float64 weight), `exchanges` times a round one after the other (gossip:
+    gossip_steps); the underlay is the one given as an object (p2pfl.objects.underlay), else the
+    one the config names.
+
+    Parameters
+    ----------
+    cfg : the run's config.
+    algorithm : its algorithm.
+    n : graph nodes of its schedule (the star's server included).
+    sizes : int [num_nodes], each node's training samples (its local steps follow).
+    num_params : values in one model copy.
+    dtype : the models' dtype.
+    underlay : an underlay object, or None.
+
+    Returns
+    -------
+    Clock, or None.
+
+    Raises
+    ------
+    ConfigError
+        naming network.underlay when the underlay has fewer nodes than the run.
+    """
     if not cfg.network.enabled:
         return None
-    size = algorithm.message_bytes(population.num_params, population.flat.dtype)
+    size = algorithm.message_bytes(num_params, dtype)
     a = cfg.algorithm
-    steps = steps_per_node(data.sizes, a.batch_size, a.local_epochs, a.local_steps, a.last_batch)
+    steps = steps_per_node(sizes, a.batch_size, a.local_epochs, a.local_steps, a.last_batch)
     if algorithm.mixing == "server":  # the star: the server (node 0) takes no local step
         steps = np.concatenate(([0], steps))
     if underlay is None and cfg.network.underlay:
         underlay = T.underlay(cfg.network.underlay)
-    if underlay is not None and underlay.number_of_nodes() < schedule.n:
+    if underlay is not None and underlay.number_of_nodes() < n:
         which = ("the underlay object" if cfg.network.underlay == OBJECT
                  else repr(cfg.network.underlay))
         raise ConfigError("network.underlay", f"{which} has {underlay.number_of_nodes()} nodes, "
-                          f"fewer than the run's {schedule.n} (node i sits at its node i)")
-    return Clock(cfg.network, schedule.n, cfg.seed, steps, size, algorithm.exchanges, underlay)
+                          f"fewer than the run's {n} (node i sits at its node i)")
+    return Clock(cfg.network, n, cfg.seed, steps, size, algorithm.exchanges, underlay)
 
 
 def _own_model(model: nn.Module, data: FederatedData, device: torch.device,
