@@ -17,8 +17,8 @@
    OUT/runs (cells of `analysis.study.run`), until one candidate is clearly best or the rungs
    are spent.
 4. **The target**: `target`, else 0.9 x the best mean accuracy at H over the last rung, floored
-   to 0.01 %; without a given target the rungs before the last rank by accuracy at their
-   horizon.
+   to 0.01 %; without a given target each rung before the last ranks by the seconds to its own
+   (0.9 x the best mean accuracy at its horizon).
 
 It writes OUT/design.json and OUT/design.md (analysis.design_report) and the pick as
 OUT/topology.toml (+ OUT/topology.edges for a graph given as an object), a [topology] table a
@@ -114,7 +114,7 @@ def _predict(entry: Any, seeded: dict[int, Seeded], algorithm: Any, num_params: 
     from analysis.study_measure import cell_schedule, from_factory, measure
     from p2pfl.engine.builder import network_clock
 
-    rounds, schedules, first = [], [], None
+    rounds, schedules, first, degree = [], [], None, 0
     for seed, s in seeded.items():
         cfg = _cell_config(None, entry, seed, s.cfg)
         obj = from_factory(entry.factory, cfg, s.counts) if entry.factory else entry.obj
@@ -123,10 +123,9 @@ def _predict(entry: Any, seeded: dict[int, Seeded], algorithm: Any, num_params: 
             if isinstance(first, str):
                 return None, first, None
         schedule = cell_schedule(cfg, algorithm, obj, s.counts)[0]
-        if not schedules:
-            degree = max_degree(schedule)
-            if budget is not None and degree > budget:
-                return None, f"degree {degree} is over the budget of {budget}", None
+        degree = max(max_degree(schedule), degree)  # over every seed's (a partition's graph)
+        if budget is not None and degree > budget:
+            return None, f"degree {degree} is over the budget of {budget}", None
         schedules.append(schedule)
         clock = network_clock(cfg, algorithm, schedule.n, s.sizes, num_params,
                               getattr(torch, cfg.engine.dtype))
@@ -135,6 +134,25 @@ def _predict(entry: Any, seeded: dict[int, Seeded], algorithm: Any, num_params: 
     return (Prediction(degree, float(np.mean(rounds)), min(rounds), neff, note,
                        first.get("heterogeneity"), connected_rounds(schedules[0])), "",
             schedules[0])
+
+
+def common_fields(cfg: Any) -> dict[str, Any]:
+    """The config's [topology] fields that every topology has (window, selection, faults) where
+    they differ from their defaults, as dotted overrides: the pick's file keeps them.
+
+    Parameters
+    ----------
+    cfg : the experiment's config.
+
+    Returns
+    -------
+    dict {"topology.<field>": value}.
+    """
+    from p2pfl.config.sections import COMMON, TopologyConfig
+
+    default = TopologyConfig()
+    return {f"topology.{k}": getattr(cfg.topology, k) for k in COMMON
+            if k != "name" and getattr(cfg.topology, k) != getattr(default, k)}
 
 
 def fewest_rounds(cfg: Any, prediction: Prediction) -> int:
@@ -175,8 +193,17 @@ def _study(cfg: Any, out: Path, progress: bool, echo: Callable[[str], None]
     from analysis.study import run as run_study
 
     def runner(cells: dict[str, Any], seeds: list[int]) -> dict[tuple[str, int], History]:
-        result = run_study(cfg, cells, out / "runs", seeds=seeds, progress=progress, echo=echo)
-        return {(label, seed): history for (_, label, seed), history in result.histories.items()}
+        result = run_study(cfg, cells, out / "runs", seeds=seeds, progress=progress, echo=echo,
+                           figures=False)
+        out_runs = {(label, seed): history
+                    for (_, label, seed), history in result.histories.items()}
+        for row in result.rows:  # a diverged run has no accuracy from its last record on
+            if row["status"].startswith("diverged") and out_runs.get(key := (row["label"],
+                                                                             row["seed"])):
+                last = out_runs[key][-1]
+                out_runs[key] = [*out_runs[key], {"round": last["round"], "test_acc": math.nan,
+                                                  "sim_time_s": last.get("sim_time_s", 0.0)}]
+        return out_runs
 
     return runner
 
@@ -216,7 +243,7 @@ def design_topology(cfg: Any, out_dir: str | Path, *, budget: int | None = None,
         naming what is refused: [network] off, a centralized algorithm, a bad argument, no
         candidate left.
     """
-    from algorithms import ALGORITHMS
+    from algorithms import ALGORITHMS, Asynchronous
     from analysis.design_candidates import write_topology
     from analysis.design_predict import rank_predictions
     from analysis.design_report import write_design
@@ -229,7 +256,8 @@ def design_topology(cfg: Any, out_dir: str | Path, *, budget: int | None = None,
         run_rungs,
         rung_plan,
     )
-    from analysis.study_spec import check_seeds, study_entries
+    from analysis.study_measure import check_gamma
+    from analysis.study_spec import check_seeds, check_target, study_entries
     from p2pfl.config import ConfigError
 
     began = time.perf_counter()
@@ -237,9 +265,17 @@ def design_topology(cfg: Any, out_dir: str | Path, *, budget: int | None = None,
         raise ConfigError("network.enabled", "the design compares simulated time to the target:"
                           " set [network] enabled = true")
     algorithm = ALGORITHMS[cfg.algorithm.name](cfg.algorithm)
-    if algorithm.mixing == "server":
-        raise ConfigError("algorithm.name", f"{algorithm.name} is centralized (the star); the "
-                          "design picks a graph for a decentralized algorithm")
+    if algorithm.mixing == "server" or isinstance(algorithm, Asynchronous):
+        kind = "centralized (the star)" if algorithm.mixing == "server" else "asynchronous"
+        raise ConfigError("algorithm.name", f"{algorithm.name} is {kind}; the design picks a "
+                          "graph for a synchronous decentralized algorithm")
+    if cfg.network.horizon_s > 0:
+        raise ConfigError("network.horizon_s", "the design sets each run's length itself "
+                          "(--horizon); remove network.horizon_s")
+    if horizon_s is not None and not (math.isfinite(horizon_s) and horizon_s > 0):
+        raise ConfigError("horizon_s", f"must be a finite number of simulated seconds > 0, got "
+                          f"{horizon_s!r}")
+    target, gamma = check_target(target, "target"), check_gamma(gamma, "gamma")
     for name, value, low in (("budget", budget, 1), ("keep", keep, 2), ("eta", eta, 2),
                              ("rungs", rungs, 1)):
         if value is not None and (not isinstance(value, int) or value < low):
@@ -279,7 +315,7 @@ def design_topology(cfg: Any, out_dir: str | Path, *, budget: int | None = None,
     rescore(found, histories, value)
     reached = math.isfinite(value)
     ranked = final_ranking(rung_log, found, reached)
-    versus = pick_against_runner_up(rung_log, ranked, histories, value, clear)
+    versus = pick_against_runner_up(rung_log, ranked, histories, clear)
     result = DesignResult(
         ranked[0], ranked, value, note, predictions, found, rung_log, skipped, versus,
         rounds_run=sum(max((r["round"] for r in h), default=0) for h in histories.values()),
@@ -287,8 +323,12 @@ def design_topology(cfg: Any, out_dir: str | Path, *, budget: int | None = None,
                                            for k, p in predictions.items()),
         horizon_s=horizon, entries={k: entries[k] for k in predictions})
     pick = ranked[0]
-    result.files += write_topology(out, pick, schedules[pick], dict(entries[pick].overrides))
     result.wall_s = time.perf_counter() - began
     result.files += write_design(out, result)
+    try:
+        result.files += write_topology(out, pick, schedules[pick],
+                                       {**common_fields(cfg), **entries[pick].overrides})
+    except ValueError as err:
+        echo(f"design: no topology file: {err}")
     return result
 

@@ -14,9 +14,11 @@ The catalogue (`catalogue`), for a config's algorithm, nodes, network and degree
   (topologies.throughput): the minimum spanning tree, the delta-MBST at delta = budget and the
   Christofides ring (undirected for doubly-stochastic mixing).
 
-A candidate whose degree (analysis.design_predict.max_degree) exceeds the budget is left out by
-the design, with a line saying so. MATCHA is not a candidate: its rounds are random matchings
-that no topology file can hold.
+A candidate whose degree (analysis.design_predict.max_degree) exceeds the budget, or that the
+algorithm cannot use, is left out by the design with a line saying so: the one-peer exponential
+graph and STL-FW (whose learned W is not symmetric) are directed, so an algorithm with
+doubly-stochastic mixing (D-PSGD) cannot use them. MATCHA is not a candidate: its rounds are
+random matchings that no topology file can hold.
 
 `write_topology` writes the pick as a [topology] table (topology.toml) that a config can take:
 a named topology as its name and options, a graph given as an object as an edge file beside it
@@ -128,7 +130,7 @@ def write_topology(out: Path, label: str, schedule: Any, overrides: dict[str, An
     label : the pick's label (a comment in the file).
     schedule : the schedule it runs (of its first seed).
     overrides : the pick's dotted config overrides (``topology.name`` and its options where it
-        is named).
+        is named, and the common fields: window, selection, link_drop, node_drop).
 
     Returns
     -------
@@ -144,18 +146,18 @@ def write_topology(out: Path, label: str, schedule: Any, overrides: dict[str, An
     table = {k.removeprefix("topology."): v for k, v in overrides.items()
              if k.startswith("topology.")}
     files = []
-    if "name" not in table:
+    if "name" not in table:  # an object: its graph's edges, with the common fields given
         if schedule.period != 1:
             raise ValueError(f"{label!r} is a time-varying topology object: no file holds it")
         graph = schedule.at(0)
         weighted = any("weight" in d for _, _, d in graph.edges(data=True))
-        rows = [f"{i} {j} {d['weight']!r}" if weighted else f"{i} {j}"
+        rows = [f"{i} {j} {float(d['weight'])!r}" if weighted else f"{i} {j}"
                 for i, j, d in sorted(graph.edges(data=True), key=lambda e: e[:2])]
         edges = out / "topology.edges"
         with atomic_file(edges) as f:
             f.write("\n".join(rows) + "\n")
         table = {"name": "from_edges", "path": str(edges.resolve()),
-                 "directed": graph.is_directed()}
+                 "directed": graph.is_directed(), **table}
         files.append(edges)
     body = "\n".join(f"{k} = {_toml_value(v)}" for k, v in table.items())
     toml = out / "topology.toml"

@@ -56,7 +56,9 @@ def table(result: Any) -> str:
     lines = [f"target: {result.target_note}", "", *rows, ""]
     v = result.versus
     if v["runner_up"] is not None:
-        lines.append(f"pick: {result.pick}; better than {v['runner_up']} in "
+        measure = (f"faster to {100 * v['target']:.2f} %" if v["target"] is not None
+                   else "more accurate")
+        lines.append(f"pick: {result.pick}; {measure} than {v['runner_up']} in "
                      f"{100 * v['confidence']:.0f} % of seed pairs ({len(v['seeds'])} seeds "
                      f"each, to {v['horizon_s']:.4g} simulated s)"
                      + ("; clearly best" if v["clearly_best"] else "; not clearly best"))

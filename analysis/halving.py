@@ -3,14 +3,15 @@ predictions (analysis.design).
 
 The full horizon H (simulated seconds) is cut into rungs (`rung_plan`): rung r runs each
 candidate left for H_r = H / eta^(rungs - 1 - r) simulated seconds (ceil(H_r / its fastest
-seed's round) rounds) on its first seeds (one more share of the seeds each rung, all of them at
-the last). A later rung extends a candidate's runs (`analysis.study.run` extends a shorter
+seed's round) rounds, at least the candidate's fewest: two evaluations and the rounds its
+union graph takes to connect) on its first seeds (one more share of the seeds each rung, all of
+them at the last). A later rung extends a candidate's runs (`analysis.study.run` extends a shorter
 run), so it costs only its new rounds. After each rung the candidates are ranked (`order`): more
 seeds at the target first, then fewer mean seconds to it, then a higher mean accuracy at H_r
-(the last evaluation at or before it); the best ceil(m / eta) go on. Without a target given,
-each rung has its own: 0.9 x the best mean accuracy at its horizon. It stops early
-when one is clearly best (`clearly_best`): on at least 2 seeds, every pair of its seed and
-another candidate's seed has it faster to the target.
+(the last evaluation at or before it, else the first after); the best ceil(m / eta) go on.
+Without a target given, each rung has its own: 0.9 x the best mean accuracy at its horizon.
+With a target given, it stops early when one is clearly best (`clearly_best`): on at least 2
+seeds, every pair of its seed and another candidate's seed has it faster to the target.
 """
 
 from __future__ import annotations
@@ -52,7 +53,8 @@ def _within(history: History, horizon: float) -> History:
 
 
 def accuracy_at(history: History, horizon: float) -> float | None:
-    """Test accuracy of the last evaluation at or before `horizon` simulated seconds.
+    """Test accuracy of the last evaluation at or before `horizon` simulated seconds, else of
+    the first after it (a run's first evaluation may land just past a short horizon).
 
     Parameters
     ----------
@@ -61,9 +63,11 @@ def accuracy_at(history: History, horizon: float) -> float | None:
 
     Returns
     -------
-    float, or None (no evaluation by then, or not finite).
+    float, or None (no evaluation, or not finite: a run that diverged by then).
     """
-    accs = [r["test_acc"] for r in _within(history, horizon) if r.get("test_acc") is not None]
+    evaluated = [r for r in history if r.get("test_acc") is not None]
+    accs = [r["test_acc"] for r in _within(evaluated, horizon)] or [
+        r["test_acc"] for r in evaluated[:1]]
     return accs[-1] if accs and math.isfinite(accs[-1]) else None
 
 
@@ -231,8 +235,8 @@ def run_rungs(plan: Sequence[tuple[float, list[int]]], entries: Mapping[str, Any
     Returns
     -------
     tuple (each candidate's evidence at the last rung it ran, every history, the rungs' records,
-    whether the last rung run found one clearly best: before the last rung, the halving stops
-    there).
+    whether a rung found one clearly best at the given target: before the last rung, the
+    halving stops there).
     """
     alive = list(entries)
     found: dict[str, Evidence] = {}
@@ -253,7 +257,7 @@ def run_rungs(plan: Sequence[tuple[float, list[int]]], entries: Mapping[str, Any
             found[label] = evidence(runs[label], horizon, goal if known else None)
         ranked = order({label: found[label] for label in alive}, known)
         last = r == len(plan) - 1
-        clear = r > 0 and clearly_best(found, ranked, known)
+        clear = r > 0 and target is not None and clearly_best(found, ranked, known)
         kept = ranked if last or clear else ranked[:math.ceil(len(ranked) / eta)]
         rungs.append({"horizon_s": horizon, "seeds": seeds, "rounds": rounds, "ranked": ranked,
                       "kept": kept, "target": goal if known else None})
@@ -330,36 +334,36 @@ def final_ranking(rungs: Sequence[Mapping[str, Any]], found: Mapping[str, Eviden
 
 
 def pick_against_runner_up(rungs: Sequence[Mapping[str, Any]], ranked: Sequence[str],
-                           histories: Mapping[tuple[str, int], History], target: float,
-                           clear: bool) -> dict[str, Any]:
+                           histories: Mapping[tuple[str, int], History], clear: bool
+                           ) -> dict[str, Any]:
     """The pick (ranked[0]) against the best other candidate of the deepest rung that ran two or
-    more, on that rung's seeds and horizon: the share of seed pairs it is better in
-    (`faster_share`), and whether it is clearly best there (`clearly_best`; or `clear`, the
-    halving's own finding).
+    more, on that rung's seeds and horizon and at that rung's target (the one that decided):
+    the share of seed pairs it is better in (`faster_share`), and whether it is clearly best
+    there (`clearly_best`; or `clear`, the halving's own finding).
 
     Parameters
     ----------
     rungs : the rungs' records, first rung first.
     ranked : every candidate that ran, best first.
     histories : {(label, seed): records}.
-    target : the design's target (inf: none, accuracy compared).
     clear : whether the halving found the pick clearly best.
 
     Returns
     -------
-    dict: runner_up (None where no rung ran two), horizon_s, seeds, confidence, clearly_best.
+    dict: runner_up (None where no rung ran two), horizon_s, seeds, target (None: accuracy
+    compared), confidence, clearly_best.
     """
     deepest = next((r for r in reversed(rungs) if len(r["ranked"]) > 1), None)
     if deepest is None:
-        return {"runner_up": None, "horizon_s": None, "seeds": [], "confidence": None,
-                "clearly_best": clear}
-    reached = math.isfinite(target)
+        return {"runner_up": None, "horizon_s": None, "seeds": [], "target": None,
+                "confidence": None, "clearly_best": clear}
+    target = deepest["target"]
+    reached = target is not None
     at = {k: evidence({s: histories.get((k, s), []) for s in deepest["seeds"]},
-                      deepest["horizon_s"], target if reached else None)
-          for k in deepest["ranked"]}
+                      deepest["horizon_s"], target) for k in deepest["ranked"]}
     pick = ranked[0]
     others = [k for k in ranked if k in at and k != pick]
     return {"runner_up": others[0], "horizon_s": deepest["horizon_s"],
-            "seeds": list(deepest["seeds"]),
+            "seeds": list(deepest["seeds"]), "target": target,
             "confidence": faster_share(at[pick], at[others[0]], reached),
             "clearly_best": clear or clearly_best(at, [pick, *others], reached)}

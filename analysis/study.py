@@ -217,7 +217,7 @@ def run(cfg: Any, topologies: Sequence[Any] | Mapping[str, Any], out_dir: str | 
         algorithms: Sequence[Any] = (), target: float | None = None,
         target_loss: float | None = None, progress: bool = False, stack: int = 1,
         gamma: float = GAMMA, x: Sequence[str] = DEFAULT_X,
-        echo: Callable[[str], None] = print) -> StudyResult:
+        echo: Callable[[str], None] = print, figures: bool = True) -> StudyResult:
     """Run every cell (algorithm, topology or sweep value, seed) into out_dir (see the module
     docstring) and return the study's rows, means, histories, target and files.
 
@@ -239,6 +239,7 @@ def run(cfg: Any, topologies: Sequence[Any] | Mapping[str, Any], out_dir: str | 
     gamma : the decay of the effective number of neighbours, in [0, 1).
     x : the metrics on the x axes of convergence_vs_topology (study_measure.METRICS).
     echo : prints the study's lines (skipped and repeated cells).
+    figures : draw the study's figures (the tables and study.json are always written).
 
     Returns
     -------
@@ -303,7 +304,7 @@ def run(cfg: Any, topologies: Sequence[Any] | Mapping[str, Any], out_dir: str | 
     result = StudyResult(rows, means(rows), value, histories, target_metric=metric,
                          target_note=note, gamma=gamma, x=x,
                          correlations=rank_correlations(rows) if value is not None else [])
-    result.files += write_study(out, cfg, result, began, bar)
+    result.files += write_study(out, cfg, result, began, bar, figures)
     return result
 
 

@@ -173,8 +173,10 @@ def time_text(spent: dict[str, float]) -> str:
             f"figures {spent['writing_s']:.1f} s")
 
 
-def write_study(out: Path, cfg: Any, result: Any, began: float, bar: Any) -> list[Path]:
-    """Write study.csv, study_mean.csv, the figures (analysis.study_plots), then study.json.
+def write_study(out: Path, cfg: Any, result: Any, began: float, bar: Any,
+                figures: bool = True) -> list[Path]:
+    """Write study.csv, study_mean.csv, the figures (analysis.study_plots) unless not
+    `figures`, then study.json.
 
     study.json holds the study's time since `began` as `bar` measured its rounds; sets
     result.time.
@@ -186,6 +188,7 @@ def write_study(out: Path, cfg: Any, result: Any, began: float, bar: Any) -> lis
     result : the StudyResult.
     began : the study's start (time.perf_counter).
     bar : the study's progress bar (study_cells.Progress).
+    figures : draw the figures.
 
     Returns
     -------
@@ -206,7 +209,7 @@ def write_study(out: Path, cfg: Any, result: Any, began: float, bar: Any) -> lis
              else f", {d.num_nodes} nodes")
     who = f"{algorithms[0]} on " if len(algorithms) == 1 else ""
     title = f"{who}{d.name}{nodes}, {cfg.rounds} rounds"  # the figures add the seeds
-    figures = plot_study(result, out, title)
+    drawn = plot_study(result, out, title) if figures else []
     done = time.perf_counter()
     result.time = study_time(done - began, bar.rounds_s(), bar.evaluation_s, done - writing)
     write_json_atomic(files[2], {
@@ -218,7 +221,7 @@ def write_study(out: Path, cfg: Any, result: Any, began: float, bar: Any) -> lis
                              "finished or diverged, seeds pooled, per algorithm", "sign": SIGN,
                              "censoring": CENSORING, "coefficients": result.correlations},
         "time": result.time})
-    return files + figures
+    return files + drawn
 
 
 def _inf_as_text(obj: Any) -> Any:

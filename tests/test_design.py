@@ -43,7 +43,10 @@ HISTORY = [{"round": 1, "sim_time_s": 1.0, "test_acc": 0.5},
 
 
 def test_accuracy_and_seconds_at_a_horizon() -> None:
-    assert accuracy_at(HISTORY, 2.5) == 0.7 and accuracy_at(HISTORY, 0.5) is None
+    assert accuracy_at(HISTORY, 2.5) == 0.7
+    assert accuracy_at(HISTORY, 0.5) == 0.5  # none by then: the first evaluation after
+    assert accuracy_at([*HISTORY, {"round": 3, "sim_time_s": 3.0, "test_acc": math.nan}],
+                       3.5) is None  # diverged
     assert seconds_to(HISTORY, 0.7, 3.0) == 2.0 and seconds_to(HISTORY, 0.9, 2.9) is None
 
 
@@ -107,10 +110,11 @@ def test_successive_halving_keeps_the_best_and_extends_their_runs() -> None:
     ranked = final_ranking(rungs, found, True)
     assert ranked == ["b", "e", "c", "a", "d", "f"]
     # the pick against e where both ran (rung 2, 3 s): neither at 0.95 yet, a tie in every pair
-    versus = pick_against_runner_up(rungs, ranked, histories, 0.95, clear)
+    versus = pick_against_runner_up(rungs, ranked, histories, clear)
     assert versus["runner_up"] == "e" and versus["seeds"] == [0, 1]
     assert versus["confidence"] == 0.5 and not versus["clearly_best"]
-    assert pick_against_runner_up(rungs, ranked, histories, 0.35, clear)["clearly_best"]  # 2 s, 3 s
+    easier = [{**rung, "target": 0.35} for rung in rungs]  # b in 2 s, e in 3 s on each seed
+    assert pick_against_runner_up(easier, ranked, histories, clear)["clearly_best"]
 
 
 def test_successive_halving_stops_when_one_is_clearly_best() -> None:
@@ -197,12 +201,20 @@ def test_the_picks_file_loads_back_as_the_same_topology(tmp_path) -> None:
         write_topology(tmp_path, "object", T.one_peer_exponential(8), {})
 
 
-def test_the_design_refuses_a_config_without_network(capsys) -> None:
+@pytest.mark.parametrize(("args", "named"), [
+    (["configs/demo.toml"], "network.enabled"),
+    (["configs/design/access_iid.toml", "--budget", "0"], "--budget"),
+    (["configs/design/access_iid.toml", "--horizon", "inf"], "--horizon"),
+    (["configs/design/access_iid.toml", "--target", "150"], "--target"),
+    (["configs/design/access_iid.toml", "--set", "algorithm.name=adpsgd", "--set",
+      "algorithm.local_steps=1"], "asynchronous"),
+    (["configs/design/access_iid.toml", "--set", "network.horizon_s=5"], "network.horizon_s")])
+def test_the_design_refuses_bad_input_in_one_line(capsys, args: list[str], named: str) -> None:
     from p2pfl.cli.main import main
 
-    assert main(["design", "configs/demo.toml", "--quiet"]) == 2
+    assert main(["design", *args, "--quiet"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "network.enabled" in err[0]
+    assert len(err) == 1 and named in err[0]
 
 
 def test_a_small_design_end_to_end(tmp_path) -> None:

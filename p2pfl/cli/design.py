@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
@@ -26,7 +27,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                    "from in a round (default: no limit)")
     d.add_argument("--target", help="test accuracy to reach, 0.8 or 80 (percent) (default: 0.9 x "
                    "the best mean accuracy at the horizon)")
-    d.add_argument("--seeds", default="0,1,2", help="comma-separated seeds (default 0,1,2)")
+    d.add_argument("--seeds", help="comma-separated seeds (default: the config's seed and the "
+                   "next two)")
     d.add_argument("--keep", type=int, default=6, help="candidates that run, the fastest "
                    "predicted (default 6)")
     d.add_argument("--horizon", type=float, help="simulated seconds of the longest runs "
@@ -60,13 +62,19 @@ def design(args: argparse.Namespace) -> int:
     from p2pfl.report.table import parse_target
 
     cfg = load_config(args.config, parse_overrides(args.overrides))
-    try:
-        seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
-    except ValueError:
-        raise ConfigError("--seeds", f"must be comma-separated integers, got {args.seeds!r}"
-                          ) from None
-    if args.horizon is not None and not args.horizon > 0:
-        raise ConfigError("--horizon", f"must be > 0 simulated seconds, got {args.horizon}")
+    seeds = None
+    if args.seeds is not None:
+        try:
+            seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
+        except ValueError:
+            raise ConfigError("--seeds", f"must be comma-separated integers, got "
+                              f"{args.seeds!r}") from None
+    for name, value, low in (("--budget", args.budget, 1), ("--keep", args.keep, 2)):
+        if value is not None and value < low:
+            raise ConfigError(name, f"must be an integer >= {low}, got {value}")
+    if args.horizon is not None and not (math.isfinite(args.horizon) and args.horizon > 0):
+        raise ConfigError("--horizon", f"must be a finite number of simulated seconds > 0, got "
+                          f"{args.horizon}")
     try:
         result = design_topology(cfg, args.out, budget=args.budget,
                                  target=parse_target(args.target), seeds=seeds, keep=args.keep,
