@@ -137,8 +137,9 @@ def _predict(entry: Any, seeded: dict[int, Seeded], algorithm: Any, num_params: 
 
 
 def common_fields(cfg: Any) -> dict[str, Any]:
-    """The config's [topology] fields that every topology has (window, selection, faults) where
-    they differ from their defaults, as dotted overrides: the pick's file keeps them.
+    """The config's [topology] fields that every topology has (the union window and the
+    faults) where they differ from their defaults, as dotted overrides: the pick's file keeps
+    them. (`selection` is random_out's, resolved from the algorithm when a config loads.)
 
     Parameters
     ----------
@@ -152,7 +153,8 @@ def common_fields(cfg: Any) -> dict[str, Any]:
 
     default = TopologyConfig()
     return {f"topology.{k}": getattr(cfg.topology, k) for k in COMMON
-            if k != "name" and getattr(cfg.topology, k) != getattr(default, k)}
+            if k not in ("name", "selection")
+            and getattr(cfg.topology, k) != getattr(default, k)}
 
 
 def fewest_rounds(cfg: Any, prediction: Prediction) -> int:

@@ -130,7 +130,7 @@ def write_topology(out: Path, label: str, schedule: Any, overrides: dict[str, An
     label : the pick's label (a comment in the file).
     schedule : the schedule it runs (of its first seed).
     overrides : the pick's dotted config overrides (``topology.name`` and its options where it
-        is named, and the common fields: window, selection, link_drop, node_drop).
+        is named, and the common fields: window, link_drop, node_drop).
 
     Returns
     -------
@@ -143,8 +143,8 @@ def write_topology(out: Path, label: str, schedule: Any, overrides: dict[str, An
     """
     from p2pfl.report.results import atomic_file
 
-    table = {k.removeprefix("topology."): v for k, v in overrides.items()
-             if k.startswith("topology.")}
+    table = {k.removeprefix("topology."): v for k, v in sorted(
+        overrides.items(), key=lambda kv: kv[0] != "topology.name") if k.startswith("topology.")}
     files = []
     if "name" not in table:  # an object: its graph's edges, with the common fields given
         if schedule.period != 1:

@@ -118,17 +118,21 @@ def round_seconds(clock: Any, schedule: Any, rounds: int = ROUNDS) -> float:
     return float(clock.start.max()) / rounds
 
 
-def simulated_effective_neighbors(schedule: Any, gamma: float, seed: int = 0) -> float:
-    """n_eff(gamma) of a doubly-stochastic schedule, by simulating its random walk.
+def simulated_effective_neighbors(schedule: Any, gamma: float, seed: int = 0,
+                                  mixing: str = "doubly_stochastic") -> float:
+    """n_eff(gamma) of a schedule whose rounds are doubly stochastic, by simulating its random
+    walk.
 
     x <- W(t) (sqrt(gamma) x + noise), `WALKS` independent walks of `WALK_ROUNDS` rounds, the
     first `BURN_IN` left out; n_eff = 1 / ((1 - gamma) mean_i Var(x_i)) (analysis.neighbors).
 
     Parameters
     ----------
-    schedule : doubly-stochastic rounds (Metropolis-Hastings weights of its graphs).
+    schedule : its rounds.
     gamma : the decay, in [0, 1).
     seed : the noise's seed.
+    mixing : "doubly_stochastic" (Metropolis-Hastings weights of its graphs) or
+        "column_stochastic" (the push rule), whose matrices must then be doubly stochastic.
 
     Returns
     -------
@@ -136,11 +140,12 @@ def simulated_effective_neighbors(schedule: Any, gamma: float, seed: int = 0) ->
     """
     import topologies as T
 
+    make = T.doubly_stochastic if mixing == "doubly_stochastic" else T.column_stochastic
     rng = np.random.default_rng(seed)
     x = np.zeros((schedule.n, WALKS))
     second_moment = []
     for t in range(WALK_ROUNDS):
-        W = T.doubly_stochastic(schedule.at(t), sparse=True)
+        W = make(schedule.at(t), sparse=True)
         x = W @ (math.sqrt(gamma) * x + rng.standard_normal(x.shape))
         if t >= BURN_IN:
             second_moment.append(float(np.mean(x**2)))
@@ -150,7 +155,7 @@ def simulated_effective_neighbors(schedule: Any, gamma: float, seed: int = 0) ->
 def effective_neighbors(metrics: dict[str, Any], schedule: Any, mixing: str,
                         gamma: float) -> tuple[float | None, str]:
     """n_eff of a candidate: the exact value its metrics hold, else simulated where its rounds
-    are doubly stochastic.
+    are doubly stochastic (checked on its first `ROUNDS` rounds for the push rule).
 
     Parameters
     ----------
@@ -165,8 +170,12 @@ def effective_neighbors(metrics: dict[str, Any], schedule: Any, mixing: str,
     """
     if metrics.get("effective_neighbors") is not None:
         return float(metrics["effective_neighbors"]), "exact"
-    if mixing == "doubly_stochastic":
-        return simulated_effective_neighbors(schedule, gamma), "simulated"
+    import topologies as T
+
+    if mixing == "doubly_stochastic" or all(
+            T.is_doubly_stochastic(T.column_stochastic(schedule.at(t)))
+            for t in range(schedule.period or ROUNDS)):
+        return simulated_effective_neighbors(schedule, gamma, mixing=mixing), "simulated"
     return None, ""
 
 

@@ -147,6 +147,9 @@ def test_simulated_effective_neighbours_match_the_exact_value() -> None:
         exact = A.effective_neighbors(T.doubly_stochastic(graph), 0.9)
         simulated = simulated_effective_neighbors(T.as_schedule(graph), 0.9)
         assert simulated == pytest.approx(exact, rel=0.05)
+    one_peer = T.one_peer_exponential(8)  # push rule, doubly stochastic, periodic
+    assert simulated_effective_neighbors(one_peer, 0.9, mixing="column_stochastic") == \
+        pytest.approx(A.effective_neighbors(one_peer, 0.9), rel=0.05)
 
 
 def test_rank_predictions_complete_graph_is_one_and_unknown_is_the_median() -> None:
