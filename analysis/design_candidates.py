@@ -9,16 +9,16 @@ The catalogue (`catalogue`), for a config's algorithm, nodes, network and degree
   graph;
 - built from the run's partition: D-Cliques (cliques of b nodes, at most 10, joined clique to
   clique, or in a ring of cliques where that would give a node more than b neighbours) and
-  STL-FW at the budget (3 without one);
+  STL-FW at the budget (3 without one); for an algorithm with doubly-stochastic mixing, which
+  needs a symmetric W, STL-FW symmetrized (`SymmetricSTLFW`);
 - with an underlay ([network] underlay), the throughput overlays of Marfoq et al. on its links
   (topologies.throughput): the minimum spanning tree, the delta-MBST at delta = budget and the
   Christofides ring (undirected for doubly-stochastic mixing).
 
 A candidate whose degree (analysis.design_predict.max_degree) exceeds the budget, or that the
 algorithm cannot use, is left out by the design with a line saying so: the one-peer exponential
-graph and STL-FW (whose learned W is not symmetric) are directed, so an algorithm with
-doubly-stochastic mixing (D-PSGD) cannot use them. MATCHA is not a candidate: its rounds are
-random matchings that no topology file can hold.
+graph is directed, so an algorithm with doubly-stochastic mixing (D-PSGD) cannot use it. MATCHA
+is not a candidate: its rounds are random matchings that no topology file can hold.
 
 `write_topology` writes the pick as a [topology] table (topology.toml) that a config can take:
 a named topology as its name and options, a graph given as an object as an edge file beside it
@@ -71,13 +71,41 @@ def catalogue(cfg: Any, mixing: str, budget: int | None, model_bits: float,
         "star": "star",
         "complete": "complete",
         "d_cliques": {"name": "d_cliques", "clique_size": size, "inter": inter},
-        "stl_fw": {"name": "stl_fw", "budget": min(budget or 3, n - 1)},
     }
+    if directed:
+        out["stl_fw"] = {"name": "stl_fw", "budget": min(budget or 3, n - 1)}
+    else:
+        out["stl_fw_sym"] = SymmetricSTLFW(min(budget or 3, n - 1))
     if budget is not None and 1 < budget < n - 1:
         out[f"base_graph k={budget}"] = {"name": "base_graph", "k": budget}
     if cfg.network.underlay:
         out.update(overlays(cfg, directed, budget, model_bits, compute_s))
     return out
+
+
+class SymmetricSTLFW:
+    """STL-FW for symmetric mixing, a topology factory (analysis.study_measure): W learned by
+    `T.stl_fw` at half the budget (at least 1), then (W + W^T) / 2, still doubly stochastic and
+    of at most `budget` neighbours a node, as an undirected graph whose edge weights are its
+    entries (the mixing D-PSGD runs). Le Bars et al. learn a W that need not be symmetric; an
+    algorithm with doubly-stochastic mixing here needs one that is.
+
+    Parameters
+    ----------
+    budget : the most neighbours of a node, >= 1.
+    """
+
+    def __init__(self, budget: int) -> None:
+        self.budget = budget
+
+    def __call__(self, class_counts: np.ndarray) -> nx.Graph:
+        """The graph of the symmetrized W of the partition's class counts [n, K]."""
+        import topologies as T
+
+        counts = np.asarray(class_counts, dtype=float)
+        W = T.stl_fw(counts / counts.sum(axis=1, keepdims=True), max(1, self.budget // 2),
+                     connected=False)
+        return T.from_adjacency((W + W.T) / 2, weighted=True)
 
 
 def overlays(cfg: Any, directed: bool, budget: int | None, model_bits: float,

@@ -244,3 +244,16 @@ def test_without_a_target_each_rung_has_its_own() -> None:
                                dict.fromkeys(speed, 1), _fake_study(speed, []), None, print)
     assert rungs[0]["target"] == pytest.approx(0.9 * 0.4)  # a: 0.2 x 2 rounds
     assert rungs[0]["ranked"] == ["a", "b", "c"] and rungs[1]["ranked"] == ["a", "b"]
+
+
+def test_symmetric_stl_fw_is_stl_fw_symmetrized_within_the_budget() -> None:
+    from analysis.design_candidates import SymmetricSTLFW
+    from analysis.study_measure import is_factory
+
+    counts = np.random.default_rng(0).integers(1, 50, size=(12, 10))
+    factory = SymmetricSTLFW(4)
+    graph = factory(counts)
+    learned = T.stl_fw(counts / counts.sum(axis=1, keepdims=True), 2, connected=False)
+    assert is_factory(factory) and not graph.is_directed()
+    assert np.allclose(T.doubly_stochastic(graph), (learned + learned.T) / 2, rtol=0, atol=1e-15)
+    assert max_degree(T.as_schedule(graph)) <= 4

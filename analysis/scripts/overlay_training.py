@@ -1,7 +1,8 @@
 """Training on the throughput overlays of an underlay, on the engine's simulated clock
 (docs/topology-research.md, "Overlays for throughput").
 
-The silos are the underlay's nodes (gaia: 11 AWS regions, its links' own capacities), each
+The silos are the underlay's nodes (`--underlay`, default gaia: 11 AWS regions; its links' own
+capacities), each
 holding a Dirichlet(0.5) share of real Fashion-MNIST; mnist_2NN, D-PSGD adapt-then-combine with 10
 local steps of batch 32 a round (lr 0.05); every message 5 ms plus its path's latency, silos'
 access links of 1 Gbit/s, the flow network (a message shares its sender's uplink, its receiver's
@@ -18,7 +19,8 @@ For each: its predicted cycle time (the max-plus model on the same links, `T.cyc
 its mean round, `T.mean_round_time`), the engine's mean simulated round, and the simulated
 seconds to the target accuracy of the average model.
 
-`python -m analysis.scripts.overlay_training --out runs/overlays [--rounds 60] [--seeds 0]`
+`python -m analysis.scripts.overlay_training --out runs/overlays [--underlay gaia] [--rounds 60]
+[--seeds 0]`
 runs what is missing and prints the Markdown table (a few minutes a run on a 2-core CPU).
 """
 
@@ -45,13 +47,14 @@ LOCAL_STEPS = 10
 BUDGET = 0.5  # MATCHA
 
 
-def base_config(seed: int, rounds: int) -> dict[str, Any]:
+def base_config(seed: int, rounds: int, underlay: str = UNDERLAY) -> dict[str, Any]:
     """The runs' shared config (the topology is given as an object).
 
     Parameters
     ----------
     seed : the run's seed.
     rounds : its rounds.
+    underlay : the underlay's name (T.UNDERLAYS).
 
     Returns
     -------
@@ -59,13 +62,13 @@ def base_config(seed: int, rounds: int) -> dict[str, Any]:
     """
     return {
         "seed": seed, "rounds": rounds, "device": "cpu",
-        "data": {"name": "fashion_mnist", "num_nodes": T.underlay(UNDERLAY).number_of_nodes(),
+        "data": {"name": "fashion_mnist", "num_nodes": T.underlay(underlay).number_of_nodes(),
                  "partition": "dirichlet", "alpha": 0.5},
         "model": {"name": "mlp"},
         "algorithm": {"name": "dpsgd", "order": "atc", "lr": 0.05, "lr_decay": 1.0,
                       "local_epochs": 0, "local_steps": LOCAL_STEPS, "batch_size": 32},
         "eval": {"every": 2, "local_samples": 500},
-        "network": {"enabled": True, "model": "flow", "underlay": UNDERLAY,
+        "network": {"enabled": True, "model": "flow", "underlay": underlay,
                     "latency_s": LATENCY_S, "step_s": STEP_S, "uplink_gbps": ACCESS_GBPS,
                     "downlink_gbps": ACCESS_GBPS},
     }
@@ -78,7 +81,7 @@ def _unweighted(graph: nx.Graph) -> nx.Graph:
     return out
 
 
-def server_underlay(center: int) -> nx.Graph:
+def server_underlay(center: int, underlay: str = UNDERLAY) -> nx.Graph:
     """The underlay with a server beside silo `center`: the server is node 0 (the engine's star
     puts its server at graph node 0), silo i is node i + 1, the server's link has no latency and
     ample capacity.
@@ -86,17 +89,19 @@ def server_underlay(center: int) -> nx.Graph:
     Parameters
     ----------
     center : the silo the server sits beside.
+    underlay : the underlay's name.
 
     Returns
     -------
     nx.Graph, an underlay (p2pfl.objects.underlay).
     """
-    graph = nx.relabel_nodes(T.underlay(UNDERLAY), lambda v: v + 1)
+    graph = nx.relabel_nodes(T.underlay(underlay), lambda v: v + 1)
     graph.add_edge(0, center + 1, capacity_gbps=1e6, latency_s=0.0)
     return nx.convert_node_labels_to_integers(graph, ordering="sorted")
 
 
-def overlays(model_bits: float, seed: int, rounds: int) -> dict[str, tuple[dict[str, Any], float]]:
+def overlays(model_bits: float, seed: int, rounds: int, name: str = UNDERLAY
+             ) -> dict[str, tuple[dict[str, Any], float]]:
     """The overlays trained, on the underlay's links.
 
     Parameters
@@ -104,13 +109,14 @@ def overlays(model_bits: float, seed: int, rounds: int) -> dict[str, tuple[dict[
     model_bits : the model's size in bits.
     seed : MATCHA's seed.
     rounds : the rounds run (MATCHA's prediction averages the same draws).
+    name : the underlay's name.
 
     Returns
     -------
     dict {name: (what `run` is given besides the config: topology or algorithm and underlay,
     its predicted seconds per round)}.
     """
-    underlay = T.underlay(UNDERLAY)
+    underlay = T.underlay(name)
     links = T.silo_links(underlay, latency_s=LATENCY_S)
     compute = LOCAL_STEPS * STEP_S
 
@@ -130,7 +136,7 @@ def overlays(model_bits: float, seed: int, rounds: int) -> dict[str, tuple[dict[
             "star-gossip": ({"topology": star}, cycle(star)),
             "matcha-mh": ({"topology": matcha_mh}, T.mean_round_time(
                 matcha, links, model_bits, compute, ACCESS_GBPS, rounds)),
-            "star-fedavg": ({"underlay": server_underlay(center), "fedavg": True},
+            "star-fedavg": ({"underlay": server_underlay(center, name), "fedavg": True},
                             T.cycle_time(star, links, model_bits, compute, ACCESS_GBPS,
                                          server=center))}
 
@@ -182,14 +188,15 @@ def main() -> None:
     """Run the overlays that are missing under --out, then print the table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="runs/overlays")
+    parser.add_argument("--underlay", default=UNDERLAY, choices=T.UNDERLAYS)
     parser.add_argument("--rounds", type=int, default=60)
     parser.add_argument("--seeds", default="0")
     args = parser.parse_args()
     rows: dict[str, list[tuple[float, dict[str, float | None]]]] = {}
     for seed in map(int, args.seeds.split(",")):
-        raw = base_config(seed, args.rounds)
+        raw = base_config(seed, args.rounds, args.underlay)
         bits = 32 * (784 * 200 + 200 + 200 * 200 + 200 + 200 * 10 + 10)  # mnist_2NN, float32
-        for name, (given, predicted) in overlays(bits, seed, args.rounds).items():
+        for name, (given, predicted) in overlays(bits, seed, args.rounds, args.underlay).items():
             out = Path(args.out) / name / f"seed{seed}"
             cfg = config_from_dict(fedavg_config(raw) if given.pop("fedavg", False) else raw)
             if not (out / "summary.json").exists():
