@@ -10,7 +10,7 @@ The catalogue (`catalogue`), for a config's algorithm, nodes, network and degree
 - built from the run's partition: D-Cliques (cliques of b nodes, at most 10, joined clique to
   clique, or in a ring of cliques where that would give a node more than b neighbours) and
   STL-FW at the budget (3 without one); for an algorithm with doubly-stochastic mixing, which
-  needs a symmetric W, STL-FW symmetrized (`SymmetricSTLFW`);
+  needs a symmetric W, STL-FW symmetrized (`SymmetricSTLFW`, at the budget, 4 without one);
 - with an underlay ([network] underlay), the throughput overlays of Marfoq et al. on its links
   (topologies.throughput): the minimum spanning tree, the delta-MBST at delta = budget and the
   Christofides ring (undirected for doubly-stochastic mixing).
@@ -75,7 +75,7 @@ def catalogue(cfg: Any, mixing: str, budget: int | None, model_bits: float,
     if directed:
         out["stl_fw"] = {"name": "stl_fw", "budget": min(budget or 3, n - 1)}
     else:
-        out["stl_fw_sym"] = SymmetricSTLFW(min(budget or 3, n - 1))
+        out["stl_fw_sym"] = SymmetricSTLFW(min(budget or 4, n - 1))
     if budget is not None and 1 < budget < n - 1:
         out[f"base_graph k={budget}"] = {"name": "base_graph", "k": budget}
     if cfg.network.underlay:
