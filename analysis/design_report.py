@@ -25,6 +25,10 @@ def _mean_sd(values: list[float | None], scale: float = 1.0, digits: int = 3) ->
     return text
 
 
+def _seeds(count: int) -> str:
+    return f"{count} seed" + ("s" if count != 1 else "")
+
+
 def _number(value: float | None, digits: int = 3) -> str:
     return "-" if value is None or not math.isfinite(value) else f"{value:.{digits}g}"
 
@@ -51,7 +55,7 @@ def table(result: Any) -> str:
                                                          _number(p.effective_neighbors))
         rows.append(f"| {i + 1} | {label} | {p.degree} | {neff} | {_number(p.heterogeneity, 2)} | "
                     f"{p.round_s:.4g} | {p.time_factor / fastest:.2f} | {e.horizon_s:.4g} "
-                    f"({len(e.seeds)} seeds) | {_mean_sd(e.accuracy, 100)} | "
+                    f"({_seeds(len(e.seeds))}) | {_mean_sd(e.accuracy, 100)} | "
                     f"{_mean_sd(e.seconds)} |")
     lines = [f"target: {result.target_note}", "", *rows, ""]
     v = result.versus
@@ -59,7 +63,7 @@ def table(result: Any) -> str:
         measure = (f"faster to {100 * v['target']:.2f} %" if v["target"] is not None
                    else "more accurate")
         lines.append(f"pick: {result.pick}; {measure} than {v['runner_up']} in "
-                     f"{100 * v['confidence']:.0f} % of seed pairs ({len(v['seeds'])} seeds "
+                     f"{100 * v['confidence']:.0f} % of seed pairs ({_seeds(len(v['seeds']))} "
                      f"each, to {v['horizon_s']:.4g} simulated s)"
                      + ("; clearly best" if v["clearly_best"] else "; not clearly best"))
     else:

@@ -261,8 +261,10 @@ def run_rungs(plan: Sequence[tuple[float, list[int]]], entries: Mapping[str, Any
         kept = ranked if last or clear else ranked[:math.ceil(len(ranked) / eta)]
         rungs.append({"horizon_s": horizon, "seeds": seeds, "rounds": rounds, "ranked": ranked,
                       "kept": kept, "target": goal if known else None})
-        echo(f"design: rung {r + 1}/{len(plan)}: {len(alive)} candidates x {len(seeds)} seeds "
-             f"to {horizon:.4g} simulated s; best {ranked[0]}"
+        many = "s" if len(seeds) != 1 else ""
+        echo(f"design: rung {r + 1}/{len(plan)}: {len(alive)} candidate(s) x {len(seeds)} "
+             f"seed{many}"
+             f" to {horizon:.4g} simulated s; best {ranked[0]}"
              + ("; clearly best, stopping" if clear and not last else ""))
         alive = kept
         if clear:
