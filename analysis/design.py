@@ -15,7 +15,9 @@
 3. **Short runs** (analysis.halving): successive halving at equal simulated time up to the
    horizon H (`horizon_s`, default: the config's rounds times the median predicted round), in
    OUT/runs (cells of `analysis.study.run`), until one candidate is clearly best or the rungs
-   are spent.
+   are spent. No rung is shorter than `FIRST_ROUNDS` rounds of the slowest candidate: over the
+   first rounds the average model moves alike on every graph (a doubly-stochastic mixing
+   keeps the average), so a shorter rung would rank by round time alone.
 4. **The target**: `target`, else 0.9 x the best mean accuracy at H over the last rung, floored
    to 0.01 %; without a given target each rung before the last ranks by the seconds to its own
    (0.9 x the best mean accuracy at its horizon).
@@ -43,6 +45,7 @@ from analysis.design_predict import Prediction
 from analysis.halving import Evidence
 
 History = list[dict[str, Any]]
+FIRST_ROUNDS = 5  # the shortest rung holds this many rounds of the slowest candidate
 
 
 @dataclass
@@ -306,7 +309,12 @@ def design_topology(cfg: Any, out_dir: str | Path, *, budget: int | None = None,
         skipped[label] = f"predicted slower than the {keep} kept"
     horizon = horizon_s or cfg.rounds * float(np.median([predictions[k].round_s
                                                           for k in running]))
-    plan = rung_plan(horizon, rungs, eta, seeds)
+    least = FIRST_ROUNDS * max(predictions[k].round_s for k in running)
+    if horizon < least:
+        echo(f"design: horizon {horizon:.4g} s raised to {least:.4g} s, {FIRST_ROUNDS} rounds "
+             "of the slowest candidate")
+        horizon = least
+    plan = rung_plan(horizon, rungs, eta, seeds, least)
     fewest = {k: fewest_rounds(cfg, p) for k, p in predictions.items()}
     found, histories, rung_log, clear = run_rungs(
         plan, {k: entries[k] for k in running},
@@ -327,6 +335,8 @@ def design_topology(cfg: Any, out_dir: str | Path, *, budget: int | None = None,
     pick = ranked[0]
     result.wall_s = time.perf_counter() - began
     result.files += write_design(out, result)
+    for stale in ("topology.toml", "topology.edges"):  # an earlier design's pick
+        (out / stale).unlink(missing_ok=True)
     try:
         result.files += write_topology(out, pick, schedules[pick],
                                        {**common_fields(cfg), **entries[pick].overrides})

@@ -177,7 +177,7 @@ def clearly_best(found: Mapping[str, Evidence], ranked: Sequence[str], target: b
     return all(faster_share(best, found[other], True) == 1.0 for other in ranked[1:])
 
 
-def rung_plan(horizon: float, rungs: int, eta: int, seeds: Sequence[int]
+def rung_plan(horizon: float, rungs: int, eta: int, seeds: Sequence[int], least: float = 0.0
               ) -> list[tuple[float, list[int]]]:
     """Each rung's horizon and seeds.
 
@@ -187,12 +187,14 @@ def rung_plan(horizon: float, rungs: int, eta: int, seeds: Sequence[int]
     rungs : how many.
     eta : the horizon grows eta times a rung (and eta times fewer candidates go on).
     seeds : all seeds (the last rung's).
+    least : the shortest horizon of a rung, seconds (the first rounds of decentralized SGD
+        barely tell graphs apart: the average model moves alike on all of them).
 
     Returns
     -------
     list of (seconds, seeds), first rung first.
     """
-    return [(horizon / eta ** (rungs - 1 - r),
+    return [(min(max(horizon / eta ** (rungs - 1 - r), least), max(horizon, least)),
              list(seeds[:max(1, math.ceil(len(seeds) * (r + 1) / rungs))])) for r in range(rungs)]
 
 
@@ -339,9 +341,10 @@ def pick_against_runner_up(rungs: Sequence[Mapping[str, Any]], ranked: Sequence[
                            histories: Mapping[tuple[str, int], History], clear: bool
                            ) -> dict[str, Any]:
     """The pick (ranked[0]) against the best other candidate of the deepest rung that ran two or
-    more, on that rung's seeds and horizon and at that rung's target (the one that decided):
-    the share of seed pairs it is better in (`faster_share`), and whether it is clearly best
-    there (`clearly_best`; or `clear`, the halving's own finding).
+    more, on that rung's seeds and horizon and at that rung's target (the one that decided;
+    their accuracy at the horizon where neither reached it): the share of seed pairs it is
+    better in (`faster_share`), and whether it is clearly best there (`clearly_best`; or
+    `clear`, the halving's own finding).
 
     Parameters
     ----------
@@ -360,11 +363,15 @@ def pick_against_runner_up(rungs: Sequence[Mapping[str, Any]], ranked: Sequence[
         return {"runner_up": None, "horizon_s": None, "seeds": [], "target": None,
                 "confidence": None, "clearly_best": clear}
     target = deepest["target"]
-    reached = target is not None
     at = {k: evidence({s: histories.get((k, s), []) for s in deepest["seeds"]},
                       deepest["horizon_s"], target) for k in deepest["ranked"]}
     pick = ranked[0]
     others = [k for k in ranked if k in at and k != pick]
+    if target is not None and at[pick].reached() + at[others[0]].reached() == 0:
+        target = None  # neither reached it there: their accuracy at the horizon decided
+        at = {k: evidence({s: histories.get((k, s), []) for s in deepest["seeds"]},
+                          deepest["horizon_s"], None) for k in deepest["ranked"]}
+    reached = target is not None
     return {"runner_up": others[0], "horizon_s": deepest["horizon_s"],
             "seeds": list(deepest["seeds"]), "target": target,
             "confidence": faster_share(at[pick], at[others[0]], reached),
