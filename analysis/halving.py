@@ -8,7 +8,8 @@ union graph takes to connect) on its first seeds (one more share of the seeds ea
 them at the last). A later rung extends a candidate's runs (`analysis.study.run` extends a shorter
 run), so it costs only its new rounds. After each rung the candidates are ranked (`order`): more
 seeds at the target first, then fewer mean seconds to it, then a higher mean accuracy at H_r
-(the last evaluation at or before it, else the first after); the best ceil(m / eta) go on.
+(the last evaluation at or before it, else the first after); the best ceil(m / eta) go on, at
+least 2 after a rung on one seed.
 Without a target given, each rung has its own: 0.9 x the best mean accuracy at its horizon.
 With a target given, it stops early when one is clearly best (`clearly_best`): on at least 2
 seeds, every pair of its seed and another candidate's seed has it faster to the target.
@@ -260,7 +261,9 @@ def run_rungs(plan: Sequence[tuple[float, list[int]]], entries: Mapping[str, Any
         ranked = order({label: found[label] for label in alive}, known)
         last = r == len(plan) - 1
         clear = r > 0 and target is not None and clearly_best(found, ranked, known)
-        kept = ranked if last or clear else ranked[:math.ceil(len(ranked) / eta)]
+        # a rung on one seed leaves at least two: one seed never decides alone
+        count = max(math.ceil(len(ranked) / eta), 2 if len(seeds) < 2 else 1)
+        kept = ranked if last or clear else ranked[:count]
         rungs.append({"horizon_s": horizon, "seeds": seeds, "rounds": rounds, "ranked": ranked,
                       "kept": kept, "target": goal if known else None})
         many = "s" if len(seeds) != 1 else ""
