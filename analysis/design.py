@@ -113,13 +113,13 @@ def _predict(entry: Any, seeded: dict[int, Seeded], algorithm: Any, num_params: 
         max_degree,
         round_seconds,
     )
-    from analysis.study import _cell_config
     from analysis.study_measure import cell_schedule, from_factory, measure
+    from p2pfl.config import with_overrides
     from p2pfl.engine.builder import network_clock
 
     rounds, schedules, first, degree = [], [], None, 0
-    for seed, s in seeded.items():
-        cfg = _cell_config(None, entry, seed, s.cfg)
+    for s in seeded.values():
+        cfg = with_overrides(s.cfg, dict(entry.overrides))  # the cell's config, as the study's
         obj = from_factory(entry.factory, cfg, s.counts) if entry.factory else entry.obj
         if first is None:
             first = measure(cfg, obj, s.counts, gamma)

@@ -11,9 +11,20 @@ from typing import Any
 import numpy as np
 
 
-def _mean_sd(values: list[float | None], scale: float = 1.0, digits: int = 3) -> str:
+def mean_sd(values: list[float | None], scale: float = 1.0, digits: int = 3) -> str:
     """'mean ± sd' over the values that are not None, with how many of how many where some are
-    None; '-' for none."""
+    None; '-' for none.
+
+    Parameters
+    ----------
+    values : the values, None where missing.
+    scale : each value times this (100: percent).
+    digits : significant digits of the mean.
+
+    Returns
+    -------
+    str.
+    """
     have = [scale * v for v in values if v is not None]
     if not have:
         return "-"
@@ -55,8 +66,8 @@ def table(result: Any) -> str:
                                                          _number(p.effective_neighbors))
         rows.append(f"| {i + 1} | {label} | {p.degree} | {neff} | {_number(p.heterogeneity, 2)} | "
                     f"{p.round_s:.4g} | {p.time_factor / fastest:.2f} | {e.horizon_s:.4g} "
-                    f"({_seeds(len(e.seeds))}) | {_mean_sd(e.accuracy, 100)} | "
-                    f"{_mean_sd(e.seconds)} |")
+                    f"({_seeds(len(e.seeds))}) | {mean_sd(e.accuracy, 100)} | "
+                    f"{mean_sd(e.seconds)} |")
     lines = [f"target: {result.target_note}", "", *rows, ""]
     v = result.versus
     if v["runner_up"] is not None:

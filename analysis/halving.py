@@ -25,7 +25,6 @@ from typing import Any
 import numpy as np
 
 History = list[dict[str, Any]]
-TARGET_FRACTION = 0.9
 
 
 @dataclass
@@ -231,7 +230,7 @@ def run_rungs(plan: Sequence[tuple[float, list[int]]], entries: Mapping[str, Any
     min_rounds : {label: the fewest rounds its run has} (a rung's horizon may hold fewer:
         evaluations and a time-varying topology's connectivity need some).
     study : runs {label: Entry with its rounds} on seeds; returns {(label, seed): records}.
-    target : a test accuracy; None: each rung's own, TARGET_FRACTION of the best mean accuracy
+    target : a test accuracy; None: each rung's own, 0.9 of the best mean accuracy
         at its horizon (`final_target`).
     echo : prints one line per rung.
 
@@ -279,7 +278,7 @@ def run_rungs(plan: Sequence[tuple[float, list[int]]], entries: Mapping[str, Any
 
 def final_target(found: Mapping[str, Evidence], last: Sequence[str], target: float | None
                  ) -> tuple[float, str]:
-    """The design's target: the one given, else TARGET_FRACTION of the best mean accuracy at the
+    """The design's target: the one given, else 0.9 of the best mean accuracy at the
     horizon over the last rung's candidates, floored to 0.01 %.
 
     Parameters
@@ -292,6 +291,8 @@ def final_target(found: Mapping[str, Evidence], last: Sequence[str], target: flo
     -------
     tuple (accuracy, how it was chosen).
     """
+    from analysis.study import TARGET_FRACTION, share_of_best
+
     if target is not None:
         return target, f"{100 * target:.2f} % test accuracy (given)"
     means = {label: found[label].mean("accuracy") for label in last}
@@ -299,7 +300,7 @@ def final_target(found: Mapping[str, Evidence], last: Sequence[str], target: flo
                default=None)
     if best is None:
         return math.inf, "none: no run of the last rung was evaluated"
-    value = math.floor(TARGET_FRACTION * means[best] * 1e4) / 1e4
+    value = share_of_best(means[best])
     return value, (f"{100 * value:.2f} % test accuracy = {TARGET_FRACTION:g} x "
                    f"{100 * means[best]:.2f} %, the best mean accuracy at the horizon ({best})")
 

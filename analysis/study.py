@@ -172,6 +172,21 @@ def _named(algorithm: Algorithm | None, entry: Entry, step: Callable[..., Any],
         raise ConfigError(f"study {where}{entry.label!r}: {err.field}", err.message) from None
 
 
+def share_of_best(best: float) -> float:
+    """TARGET_FRACTION of a best accuracy, rounded down to 0.01 %: the default target of a study
+    and of a topology design.
+
+    Parameters
+    ----------
+    best : an accuracy in [0, 1].
+
+    Returns
+    -------
+    float.
+    """
+    return math.floor(TARGET_FRACTION * best * 1e4) / 1e4
+
+
 def common_target(rows: list[dict[str, Any]], target: float | None = None,
                   target_loss: float | None = None) -> tuple[str, float | None, str]:
     """The study's one target: the accuracy `target` or the loss `target_loss` given, else
@@ -205,7 +220,7 @@ def common_target(rows: list[dict[str, Any]], target: float | None = None,
     if not finished:
         return "test_acc", None, "none (no run finished)"
     best = max(finished, key=lambda m: m["final_acc_mean"])
-    value = math.floor(TARGET_FRACTION * best["final_acc_mean"] * 1e4) / 1e4
+    value = share_of_best(best["final_acc_mean"])
     who = f"{best['algorithm']} on " if best.get("algorithm") else ""
     return "test_acc", value, (f"{100 * value:.2f} % test accuracy = {TARGET_FRACTION:g} x "
                                f"{100 * best['final_acc_mean']:.2f} %, the best mean final "

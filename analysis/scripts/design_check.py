@@ -59,12 +59,11 @@ def exhaustive(cfg: Any, result: Any, out: Path, seeds: list[int]) -> dict[str, 
 
 def _mean(values: list[float | None]) -> tuple[float, str]:
     """(mean over the reached, inf if none; its text with how many reached)."""
+    from analysis.design_report import mean_sd
+
     have = [v for v in values if v is not None]
-    if not have:
-        return math.inf, "not reached"
-    text = f"{np.mean(have):.3g}" + (f" ± {np.std(have, ddof=1):.2g}" if len(have) > 1 else "")
-    return float(np.mean(have)), text + (f" ({len(have)} of {len(values)})"
-                                         if len(have) < len(values) else "")
+    return (float(np.mean(have)) if have else math.inf,
+            mean_sd(values) if have else "not reached")
 
 
 def main() -> None:

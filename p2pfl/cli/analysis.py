@@ -132,6 +132,32 @@ def analyze(args: argparse.Namespace) -> int:
     return 0
 
 
+def parse_seeds(text: str) -> list[int]:
+    """The seeds of a `--seeds` option.
+
+    Parameters
+    ----------
+    text : comma-separated integers, '0,1,2'.
+
+    Returns
+    -------
+    list of int, checked (`analysis.study_spec.check_seeds`).
+
+    Raises
+    ------
+    ConfigError
+        naming --seeds for anything else.
+    """
+    from analysis.study_spec import check_seeds
+    from p2pfl.config import ConfigError
+
+    try:
+        seeds = [int(s) for s in text.split(",")]
+    except ValueError:
+        raise ConfigError("--seeds", f"must be comma-separated integers, got {text!r}") from None
+    return check_seeds(seeds, "--seeds")
+
+
 def study(args: argparse.Namespace) -> int:
     """The `p2pfl study` command: one run per algorithm, topology, sweep value and seed, then which
     topology metric predicts convergence.
@@ -152,8 +178,8 @@ def study(args: argparse.Namespace) -> int:
     from analysis.study import run_study
     from analysis.study_measure import DEFAULT_X, check_gamma, check_x
     from analysis.study_results import format_table
-    from analysis.study_spec import check_seeds, check_stack, load_study
-    from p2pfl.config import ConfigError, parse_overrides
+    from analysis.study_spec import check_stack, load_study
+    from p2pfl.config import parse_overrides
     from p2pfl.errors import RunInterrupted
     from p2pfl.report.table import parse_target
 
@@ -168,14 +194,7 @@ def study(args: argparse.Namespace) -> int:
     cfg, spec = load_study(args.config, overrides)
     topologies = ([s for s in args.topologies.split(",") if s.strip()] if args.topologies
                   else list(spec.topologies))
-    seeds = spec.seeds or None
-    if args.seeds:
-        try:
-            seeds = [int(s) for s in args.seeds.split(",")]
-        except ValueError:
-            raise ConfigError("--seeds", f"must be comma-separated integers, got "
-                              f"{args.seeds!r}") from None
-        seeds = check_seeds(seeds, "--seeds")
+    seeds = parse_seeds(args.seeds) if args.seeds else (spec.seeds or None)
     target = parse_target(args.target) if args.target is not None else spec.target
     target_loss = None if args.target is not None else spec.target_loss
     algorithms = named or list(spec.algorithms)

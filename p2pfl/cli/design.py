@@ -57,18 +57,13 @@ def design(args: argparse.Namespace) -> int:
     """
     from analysis.design import design_topology
     from analysis.design_report import table
+    from p2pfl.cli.analysis import parse_seeds
     from p2pfl.config import ConfigError, load_config, parse_overrides
     from p2pfl.errors import RunInterrupted
     from p2pfl.report.table import parse_target
 
     cfg = load_config(args.config, parse_overrides(args.overrides))
-    seeds = None
-    if args.seeds is not None:
-        try:
-            seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
-        except ValueError:
-            raise ConfigError("--seeds", f"must be comma-separated integers, got "
-                              f"{args.seeds!r}") from None
+    seeds = parse_seeds(args.seeds) if args.seeds is not None else None
     for name, value, low in (("--budget", args.budget, 1), ("--keep", args.keep, 2)):
         if value is not None and value < low:
             raise ConfigError(name, f"must be an integer >= {low}, got {value}")
