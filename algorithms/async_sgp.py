@@ -234,11 +234,7 @@ class AsyncSGP(Asynchronous):
             return
         dst, slot, mass = box["dst"][now], box["slot"][now], box["mass"][now]
         self.inbox = {k: v[~now] for k, v in box.items()}
-        receivers, at, count = np.unique(dst, return_inverse=True, return_counts=True)
-        order = np.argsort(-count, kind="stable")  # most messages first (`add_payloads`)
-        place = np.empty_like(order)
-        place[order] = np.arange(len(order))
-        receivers, at = receivers[order], place[at]
+        receivers, at = np.unique(dst, return_inverse=True)
         index = torch.as_tensor(receivers, device=ctx.device)
         old = self.weights[index]
         new = old + torch.as_tensor(np.bincount(at, weights=mass, minlength=len(receivers)),

@@ -199,38 +199,48 @@ def test_row_operations_by_index_in_blocks_equal_plain_indexing():
         assert (a["w"] - expected).abs().max() < 1e-15
 
 
-@pytest.mark.parametrize("limit", [2**31, 40])
-def test_payloads_are_added_in_the_order_given_bit_for_bit(monkeypatch, limit):
-    """Mailbox.add_payloads equals the messages added one by one in the order given, bit for
-    bit (float64), whatever slots they were stored in: a row's sum depends on its own messages
-    only, so a batch of receivers gives each the sum it would get alone. Also with a pool over
-    the 32-bit limit of CPU sparse kernels (here lowered: in column tiles)."""
-    import p2pfl.scale.mailbox as mailbox
+@pytest.mark.parametrize("limit,tile", [(2**31, 2**20), (60, 2**20), (40, 5)])
+def test_a_rows_payload_sum_is_the_same_in_any_batch(monkeypatch, limit, tile):
+    """Mailbox.add_payloads gives a row, bit for bit (float64), what it gets alone: whatever the
+    other rows of the batch, their messages, its position and the slots the payloads were stored
+    in (the exact windows rely on it); and the sum of its messages to round-off. Also past the
+    32-bit limit of CPU sparse kernels (here lowered: rows in chunks, the payloads read from a
+    compact copy) and with a tensor in column tiles."""
+    import p2pfl.scale.payload_sum as payload_sum
     from p2pfl.scale.mailbox import Mailbox
 
-    monkeypatch.setattr(mailbox, "INT32_ELEMENTS", limit)
+    monkeypatch.setattr(payload_sum, "INT32_ELEMENTS", limit)
+    monkeypatch.setattr(payload_sum, "TILE_COLUMNS", tile)
     g = torch.Generator().manual_seed(1)
-    box = Mailbox({"w": torch.zeros(5, 3, 4, dtype=torch.float64)})
-    rows = torch.randn(5, 3, 4, generator=g, dtype=torch.float64) * torch.logspace(
-        -8, 8, 5, dtype=torch.float64)[:, None, None]  # magnitudes where order shows
-    slots = box.store({"w": rows}, np.zeros(5), np.zeros(5), np.zeros(5, dtype=np.int64),
-                      np.ones(5, dtype=np.int64))
-    dst, src = np.array([2, 0, 2, 1, 0, 2]), np.array([4, 1, 0, 3, 0, 1])
-    weights = np.array([0.5, 0.25, 2.0, -1.0, 3.0, 0.125])
-    out = {"w": torch.randn(3, 3, 4, generator=g, dtype=torch.float64)}
-    alone = {"w": out["w"][2:].clone()}
+    rng = np.random.default_rng(1)
+    box = Mailbox({"w": torch.zeros(7, 3, 4, dtype=torch.float64)})
+    rows = torch.randn(7, 3, 4, generator=g, dtype=torch.float64) * torch.logspace(
+        -8, 8, 7, dtype=torch.float64)[:, None, None]  # magnitudes where order shows
+    slots = box.store({"w": rows}, np.zeros(7), np.zeros(7), np.zeros(7, dtype=np.int64),
+                      np.ones(7, dtype=np.int64))
+    dst = rng.integers(0, 6, size=25)
+    src = rng.integers(0, 7, size=25)
+    weights = rng.normal(size=25)
+    out = {"w": torch.randn(6, 3, 4, generator=g, dtype=torch.float64)}
     expected = out["w"].clone()
     for j, i, c in zip(dst, src, weights, strict=True):
         expected[j] += c * rows[i]
-    ranked = {"w": out["w"][[2, 0, 1]].clone()}  # most messages first: passes on prefixes
-    box.add_payloads(out, dst, slots[src], weights)
-    assert torch.equal(out["w"], expected)
-    box.add_payloads(ranked, np.array([0, 1, 0, 2, 1, 0]), slots[src], weights)  # 2, 0, 1
-    assert torch.equal(ranked["w"], expected[[2, 0, 1]])
-    mine = dst == 2  # receiver 2 alone, its messages in the same order
-    box.add_payloads(alone, np.zeros(mine.sum(), dtype=np.int64), slots[src[mine]],
-                     weights[mine])
-    assert torch.equal(alone["w"][0], expected[2])
+    batch = {"w": out["w"].clone()}
+    box.add_payloads(batch, dst, slots[src], weights)
+    assert (batch["w"] - expected).abs().max() <= 1e-14 * rows.abs().max()
+    for j in range(6):
+        mine = dst == j  # row j alone, then first of a batch of others, then last
+        alone = {"w": out["w"][j:j + 1].clone()}
+        box.add_payloads(alone, np.zeros(mine.sum(), dtype=np.int64), slots[src[mine]],
+                         weights[mine])
+        assert torch.equal(alone["w"][0], batch["w"][j])
+        others = ~mine & (rng.random(25) < 0.5)
+        moved = {"w": torch.cat([out["w"][j:j + 1], out["w"][dst[others]]])}
+        place = np.concatenate([np.zeros(mine.sum(), dtype=np.int64),
+                                1 + np.arange(others.sum())])
+        box.add_payloads(moved, place, slots[np.concatenate([src[mine], src[others]])],
+                         np.concatenate([weights[mine], weights[others]]))
+        assert torch.equal(moved["w"][0], batch["w"][j])
 
 
 def test_push_sum_mass_is_conserved_at_every_event():

@@ -15,15 +15,14 @@ messages, and each payload still needed once, not the pool's free slots).
 from __future__ import annotations
 
 import math
-import warnings
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import torch
 
-from p2pfl.core.mixing import INT32_ELEMENTS
 from p2pfl.core.population import Params, copy_rows, same_rows
+from p2pfl.scale.payload_sum import add_rows_of
 
 _FIELDS = {"due": np.float64, "src": np.int64, "dst": np.int64, "share": np.float64,
            "sent": np.float64, "slot": np.int64, "group": np.int64}
@@ -192,14 +191,9 @@ class Mailbox:
 
     def add_payloads(self, out: Params, rows: np.ndarray, slots: np.ndarray,
                      weights: np.ndarray) -> None:
-        """out[k][rows[e]] += weights[e] * the payload row of slots[e], for every e at once.
-
-        A row adds its payloads one after the other in the order given (not that of their
-        slots, which depends on when each was stored), so its result depends only on its own
-        messages: the j-th message of every row is one pass, a sparse [r, slots] x pool product
-        with one entry per row, reading only the slots named (a pool too large for 32-bit
-        sparse offsets: in column tiles). With the rows that have the most messages first, a
-        pass touches only its rows: O(M x row size) in all.
+        """out[k][rows[e]] += weights[e] * the payload row of slots[e], for every e at once: one
+        sparse [rows x slots] x pool product per tensor, a row's messages in the order given, its
+        result the same whatever other rows share the product (p2pfl/scale/payload_sum.py).
 
         Parameters
         ----------
@@ -208,26 +202,7 @@ class Mailbox:
         slots : int64 [M], payload slots.
         weights : float64 [M].
         """
-        count = len(next(iter(out.values())))
-        order = np.argsort(rows, kind="stable")
-        rows, slots, weights = rows[order], slots[order], weights[order]
-        rank = np.arange(len(rows)) - np.searchsorted(rows, rows)  # its place in its row
-        first = next(iter(self.pool.values()))
-        with warnings.catch_warnings():  # torch calls CSR "beta"; CSR x dense is stable
-            warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in")
-            for j in range(int(rank.max(initial=-1)) + 1):
-                at = rank == j
-                # rows 0..r-1 all in the pass (the caller put the rows with most messages
-                # first): the product touches those rows only
-                r = int(rows[at][-1]) + 1 if at.sum() == int(rows[at][-1]) + 1 else count
-                crow = torch.as_tensor(np.concatenate(
-                    [[0], np.cumsum(np.bincount(rows[at], minlength=r))]), device=first.device)
-                cols = torch.as_tensor(slots[at], device=first.device)
-                values = torch.as_tensor(weights[at], device=first.device, dtype=first.dtype)
-                for k, v in self.pool.items():
-                    W = torch.sparse_csr_tensor(crow, cols, values,
-                                                size=(r, len(v)), check_invariants=False)
-                    _add_product(out[k].view(count, -1)[:r], W, v.view(len(v), -1))
+        add_rows_of(out, rows, slots, weights, self.pool)
 
     def carried(self) -> float:
         """Sum over the messages in flight of share * the payload's scalar (e.g. the Push-Sum
@@ -297,15 +272,3 @@ class Mailbox:
             v.index_copy_(0, used[~copied], state["payloads"][k].to(device, v.dtype))
         if copied.any():
             copy_rows(self.pool, used[copied], source, rows[copied])
-
-
-def _add_product(out: torch.Tensor, W: torch.Tensor, source: torch.Tensor) -> None:
-    """out += W @ source (W CSR [r, s], source [s, c], out [r, c] contiguous), in column tiles
-    when an operand reaches INT32_ELEMENTS (the 32-bit offsets of CPU sparse kernels)."""
-    if max(source.numel(), out.numel()) < INT32_ELEMENTS:
-        torch.addmm(out, W, source, out=out)
-        return
-    width = max(1, (INT32_ELEMENTS - 1) // max(len(source), len(out)))
-    for start in range(0, source.shape[1], width):
-        tile = out[:, start:start + width]
-        tile.copy_(torch.addmm(tile.contiguous(), W, source[:, start:start + width].contiguous()))

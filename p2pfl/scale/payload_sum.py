@@ -1,0 +1,114 @@
+"""Weighted sums of payload rows added to model rows, one sparse product per tensor, each row's
+result a function of its own messages alone.
+
+`add_rows_of(out, rows, slots, weights, pool)` adds, for every message e,
+weights[e] * pool[slots[e]] to out[rows[e]]: one CSR [rows x slots] x pool product per tensor,
+which reads only the slots named, each payload once per product (a payload sent to several rows
+of the batch is read once for them all: O(messages x row size) with cache reuse).
+
+The exact windows of the event engine need a row's result to be the same, bit for bit, whatever
+other rows share its product. CPU and CUDA CSR x dense kernels compute each output row from its
+own entries, in their order, so it is; what can change a row's bits is the width of the dense
+operand (a kernel chosen by the number of columns). So a tensor is always split into the same
+column tiles, a function of its shape alone (`column_tiles`), never of the batch or of the
+pool's size; the 32-bit offsets of the sparse kernels are respected by cutting the rows into
+chunks and reading, where the pool is too large, a compact copy of the chunk's payloads
+(`tests/test_async.py` checks rows alone against rows in batches, with the pool too large).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterator
+
+import numpy as np
+import torch
+
+from p2pfl.core.mixing import INT32_ELEMENTS
+from p2pfl.core.population import Params
+
+TILE_COLUMNS = 2**20  # the widest column tile of a tensor (its rows of 1,024 operands per chunk)
+
+
+def column_tiles(width: int) -> list[slice]:
+    """The column tiles of a tensor `width` wide: one, or near-equal tiles of at most
+    TILE_COLUMNS (a function of the width alone).
+
+    Parameters
+    ----------
+    width : columns (elements of a row).
+
+    Returns
+    -------
+    list of slices covering 0..width.
+    """
+    count = -(-width // TILE_COLUMNS)
+    edges = np.linspace(0, width, count + 1).round().astype(int).tolist()
+    return [slice(a, b) for a, b in zip(edges[:-1], edges[1:], strict=True)]
+
+
+def _chunks(rows: np.ndarray, cap: int) -> Iterator[slice]:
+    """Consecutive runs of messages (sorted by row) holding whole rows, at most `cap` messages
+    each, their rows spanning fewer than `cap`; a row with more messages than `cap` is split into
+    runs of its own."""
+    start, m = 0, len(rows)
+    while start < m:
+        end = min(start + cap, m, int(np.searchsorted(rows, rows[start] + cap)))  # rows < cap
+        if end < m and rows[end] == rows[end - 1]:  # a row would be cut: end before it
+            first = int(np.searchsorted(rows, rows[end], side="left"))
+            end = first if first > start else end  # a row longer than cap: its own runs
+        yield slice(start, end)
+        start = end
+
+
+def add_rows_of(out: Params, rows: np.ndarray, slots: np.ndarray, weights: np.ndarray,
+                pool: Params) -> None:
+    """out[k][rows[e]] += weights[e] * pool[k][slots[e]], for every message e at once (module
+    docstring); a row adds its messages in the order given.
+
+    Parameters
+    ----------
+    out : name -> [r, *shape], contiguous, the pool's dtype and device; added to in place.
+    rows : int64 [M], rows of `out`.
+    slots : int64 [M], rows of the pool.
+    weights : float64 [M].
+    pool : name -> [S, *shape].
+    """
+    if not len(rows):
+        return
+    order = np.argsort(rows, kind="stable")  # a row's messages in the order given
+    rows, slots, weights = rows[order], slots[order], weights[order]
+    count = len(next(iter(out.values())))
+    with warnings.catch_warnings():  # torch calls CSR "beta"; CSR x dense is stable
+        warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in")
+        for k, v in pool.items():
+            source, target = v.view(len(v), -1), out[k].view(count, -1)
+            for cols in column_tiles(source.shape[1]):
+                width = cols.stop - cols.start
+                cap = max(1, (INT32_ELEMENTS - 1) // width)
+                for part in _chunks(rows, cap):
+                    _add_chunk(target[:, cols], rows[part], slots[part], weights[part],
+                               source[:, cols], cap)
+
+
+def _add_chunk(target: torch.Tensor, rows: np.ndarray, slots: np.ndarray,
+               weights: np.ndarray, source: torch.Tensor, cap: int) -> None:
+    """target[rows[e]] += weights[e] * source[slots[e]] for a chunk (rows sorted, at most `cap`
+    of them and of messages): one CSR product over the chunk's rows, reading the whole source or,
+    where it has more than `cap` rows, a compact copy of the chunk's payloads."""
+    lo, hi = int(rows[0]), int(rows[-1]) + 1
+    if len(source) > cap:
+        used, slots = np.unique(slots, return_inverse=True)
+        source = source.index_select(0, torch.as_tensor(used, device=source.device))
+    device = source.device
+    crow = torch.as_tensor(np.concatenate([[0], np.cumsum(np.bincount(rows - lo,
+                                                                      minlength=hi - lo))]),
+                           device=device)
+    W = torch.sparse_csr_tensor(crow, torch.as_tensor(slots, device=device),
+                                torch.as_tensor(weights, device=device, dtype=source.dtype),
+                                size=(hi - lo, len(source)), check_invariants=False)
+    block = target[lo:hi]
+    if block.is_contiguous() and source.is_contiguous():
+        torch.addmm(block, W, source, out=block)
+        return
+    block.copy_(torch.addmm(block.contiguous(), W, source.contiguous()))
