@@ -50,7 +50,7 @@ from algorithms.asynchronous import Asynchronous, Instant
 from algorithms.base import require_one_local_step
 from algorithms.weight_collapse import collapsed, warn_collapse, weights_clause
 from p2pfl.context import RunContext
-from p2pfl.core.population import add_rows, row_block, row_scale
+from p2pfl.core.population import row_block, row_scale
 from p2pfl.options import AlgorithmOptions, option
 
 if TYPE_CHECKING:
@@ -63,6 +63,7 @@ class AsyncSGP(Asynchronous):
     name = "async_sgp"
     source = "asynchronous SGP: Assran and Rabbat 2020 (arXiv 1803.08950); Assran et al. 2019"
     mixing = "column_stochastic"
+    snapshot_in_row = True  # a row changes only at its node's own phase end and read, and marks
 
     @dataclass
     class Options(AlgorithmOptions):
@@ -141,11 +142,7 @@ class AsyncSGP(Asynchronous):
                       "or slow links around it; one_push_in_flight = true bounds its pushes)")
 
     def phase_end(self, ctx: RunContext, ev: Instant, nodes: np.ndarray) -> None:
-        self.settle(ctx, ev, nodes)
-        index = torch.as_tensor(nodes, device=ctx.device)
-        scale = (self.read_weights[index] / self.weights[index]).to(ctx.dtype)
-        # x_i <- x_i + w_read (y - z_read), on the stored z: z_i += (w_read / w_i) offset_i
-        add_rows(ctx.population.params, nodes, scale, lambda part: ev.offsets(nodes[part]))
+        self.settle(ctx, ev, nodes, ended=True)
         busy = ev.sending(nodes) if self.cfg.one_push_in_flight else np.zeros(len(nodes), bool)
         if not busy.all():
             self.push(ctx, ev, nodes[~busy])
@@ -214,33 +211,38 @@ class AsyncSGP(Asynchronous):
                       "mass": np.concatenate([self.inbox["mass"], messages.share * scalar])}
         ev.mixed(messages.due - messages.sent)
 
-    def settle(self, ctx: RunContext, ev: Instant, nodes: np.ndarray | None = None) -> None:
+    def settle(self, ctx: RunContext, ev: Instant, nodes: np.ndarray | None = None,
+               ended: bool = False) -> None:
         """Add the messages that have arrived at `nodes` (None: every node) to their numerators
         and weights, all at once: x_j <- x_j + sum P_ji x_i, w_j <- w_j + sum P_ji w_i, then
         z_j = x_j / w_j; on the stored z, a `row_block` of receivers at a time: z_j <- (w_old /
         w_new) z_j plus the payload rows times P_ji w_i / w_new (one sparse product with the
-        payload pool), O(messages x parameters).
+        payload pool), O(messages x parameters). With `ended`, the phases of `nodes` end: in the
+        same pass, x_j <- x_j + w_read (y - z_read), i.e. z_j += (w_read / w_new) offset_j.
 
         Parameters
         ----------
         ctx : the run.
         ev : the simulation.
-        nodes : int64 [m], rows, or None.
+        nodes : int64 [m], sorted rows, or None.
+        ended : whether the phases of `nodes` end now.
         """
         box = self.inbox
         now = np.ones(len(box["dst"]), dtype=bool) if nodes is None else np.isin(box["dst"],
                                                                                  nodes)
-        if not now.any():
+        if not now.any() and not ended:
             return
         dst, slot, mass = box["dst"][now], box["slot"][now], box["mass"][now]
         self.inbox = {k: v[~now] for k, v in box.items()}
-        receivers, at = np.unique(dst, return_inverse=True)
+        receivers = nodes if ended else np.unique(dst)
+        at = np.searchsorted(receivers, dst)
         index = torch.as_tensor(receivers, device=ctx.device)
         old = self.weights[index]
         new = old + torch.as_tensor(np.bincount(at, weights=mass, minlength=len(receivers)),
                                     device=ctx.device)
         keep = (old / new).to(ctx.dtype)
         coef = mass / new.cpu().numpy()[at]  # z_j += (P_ji w_i / w_new) z_i, per message
+        step = (self.read_weights[index] / new).to(ctx.dtype) if ended else None
         block = row_block(ctx.population.params)
         for start in range(0, len(receivers), block):  # receivers, a block at a time
             part = index[start:start + block]
@@ -249,6 +251,10 @@ class AsyncSGP(Asynchronous):
                 v.mul_(row_scale(keep[start:start + len(part)], v))  # z_j <- (w_old / w_new) z_j
             these = (at >= start) & (at < start + len(part))
             ev.add_payloads(rows, at[these] - start, slot[these], coef[these])
+            if step is not None:  # z_j += (w_read / w_new) offset_j
+                offsets = ev.offsets(receivers[start:start + len(part)])
+                for k, v in rows.items():
+                    v.add_(offsets[k].mul(row_scale(step[start:start + len(part)], v)))
             ctx.population.write(part, rows)
         self.weights[index] = new
         ev.drop(slot)

@@ -126,6 +126,11 @@ class Asynchronous(Algorithm):
 
     transfers: ClassVar[int] = 1  # messages one after the other in a nominal round
     couples_sender: ClassVar[bool] = False  # an arrival also changes its sender's row
+    # True: the algorithm writes a node's row only when the node's phase ends (its offset asked
+    # for first), before its next phase reads the row, and at a mark (`settle`, every begun
+    # phase computed by then); so a phase's snapshot stays its node's row until the phase is
+    # computed, and the engine reads it there instead of copying it when the phase begins
+    snapshot_in_row: ClassVar[bool] = False
     events: Instant | None = None  # the simulation, once the engine binds it
 
     def bind(self, ev: Instant) -> None:

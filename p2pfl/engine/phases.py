@@ -2,7 +2,9 @@
 in batches.
 
 A phase of node i begins at a simulated instant by reading the node's model (a snapshot into a
-stacked buffer [N, *shape]), and ends `Clock.phase_s` later with its offset y^K - x_read. What
+stacked buffer [N, *shape]; for an algorithm that leaves the row alone until the phase is
+computed, `Asynchronous.snapshot_in_row`, the row itself, not copied), and ends `Clock.phase_s`
+later with its offset y^K - x_read. What
 it computes depends only on what it read, the node's data and its phase index k (its minibatches
 are those of round k's plan, its step size the algorithm's for phase k), not on when the
 computation runs. So the engine computes phases only when an offset is needed, and then every
@@ -67,6 +69,7 @@ class Phases:
 
     def __init__(self, ctx: RunContext, algorithm: Asynchronous, offset: int) -> None:
         self.ctx, self.algorithm, self.offset = ctx, algorithm, offset
+        self.in_row = algorithm.snapshot_in_row  # an uncomputed phase's snapshot is its row
         n = ctx.num_nodes
         self.buffer: Params = {k: torch.empty_like(v) for k, v in ctx.population.params.items()}
         self._scratch: Params = {k: torch.empty_like(v) for k, v in self.buffer.items()}
@@ -97,7 +100,8 @@ class Phases:
         self.phase[nodes] += 1
         k = self.phase[nodes]
         self.lr[nodes] = self.algorithm.phase_lr(ctx, nodes, k).double().cpu().numpy()
-        copy_rows(self.buffer, index, ctx.population.params, index)  # the snapshots
+        if not self.in_row:
+            copy_rows(self.buffer, index, ctx.population.params, index)  # the snapshots
         self.read[nodes] = now
         self.due[nodes] = now + ctx.clock.phase_s(k, nodes + self.offset)
         self.computed[nodes] = False
@@ -126,15 +130,16 @@ class Phases:
         for r in np.unique(k).tolist():
             self._plan(r)
         index = torch.as_tensor(pending, device=ctx.device)
+        read = ctx.population.params if self.in_row else self.buffer  # the snapshots
         rows = {name: torch.index_select(b, 0, index, out=self._scratch[name][:len(pending)])
-                for name, b in self.buffer.items()}
+                for name, b in read.items()}
         lr = torch.as_tensor(self.lr[pending], device=ctx.device, dtype=ctx.dtype)
         losses = ctx.trainer.train(rows, index, mixed_plan(self._plans, pending, k),
                                    algorithm.solver, lr)
         block = row_block(self.buffer)
         for start in range(0, len(pending), block):  # offsets, a block at a time
             part = index[start:start + block]
-            for name, b in self.buffer.items():
+            for name, b in read.items():
                 rows[name][start:start + len(part)].sub_(b.index_select(0, part))
         for name, b in self.buffer.items():
             b.index_copy_(0, index, rows[name])
@@ -161,7 +166,8 @@ class Phases:
     def state_dict(self) -> dict[str, Any]:
         """The phases' arrays, and the buffer rows that are not the nodes' models: a snapshot
         still holding the same bits as its node's population row (nothing has changed the row
-        since the phase read it) is not saved again (`stored`: the rows saved, in `buffer`).
+        since the phase read it), or an uncomputed phase's with `snapshot_in_row`, is not saved
+        again (`stored`: the rows saved, in `buffer`).
 
         Returns
         -------
@@ -170,7 +176,10 @@ class Phases:
         arrays = {k: torch.from_numpy(getattr(self, k).copy())
                   for k in ("phase", "read", "due", "computed", "lr", "loss", "steps")}
         rows = torch.arange(len(self.phase), device=self.ctx.device)
-        stored = rows[~same_rows(self.buffer, rows, self.ctx.population.params, rows)]
+        same = same_rows(self.buffer, rows, self.ctx.population.params, rows)
+        if self.in_row:  # an uncomputed phase's snapshot is its row
+            same |= torch.as_tensor(~self.computed, device=same.device)
+        stored = rows[~same]
         return arrays | {"stored": stored.cpu(),
                          "buffer": {k: v.index_select(0, stored) for k, v in self.buffer.items()}}
 
