@@ -50,7 +50,7 @@ from algorithms.asynchronous import Asynchronous, Instant
 from algorithms.base import require_one_local_step
 from algorithms.weight_collapse import collapsed, warn_collapse, weights_clause
 from p2pfl.context import RunContext
-from p2pfl.core.population import row_block, row_scale
+from p2pfl.core.population import Params, row_block, row_scale
 from p2pfl.options import AlgorithmOptions, option
 
 if TYPE_CHECKING:
@@ -217,8 +217,10 @@ class AsyncSGP(Asynchronous):
         and weights, all at once: x_j <- x_j + sum P_ji x_i, w_j <- w_j + sum P_ji w_i, then
         z_j = x_j / w_j; on the stored z, a `row_block` of receivers at a time: z_j <- (w_old /
         w_new) z_j plus the payload rows times P_ji w_i / w_new (one sparse product with the
-        payload pool), O(messages x parameters). With `ended`, the phases of `nodes` end: in the
-        same pass, x_j <- x_j + w_read (y - z_read), i.e. z_j += (w_read / w_new) offset_j.
+        payload pool), O(messages x parameters). With `ended`, the phases of `nodes` end in the
+        same pass: x_j <- x_j + w_read (y - z_read), i.e. z_j += (w_read / w_new) offset_j; where
+        the row is still the phase's snapshot (nothing was added since it read: w_old = w_read),
+        that is z_j <- (w_read / w_new) y_j plus the payload rows, from the phase's result.
 
         Parameters
         ----------
@@ -235,26 +237,27 @@ class AsyncSGP(Asynchronous):
         dst, slot, mass = box["dst"][now], box["slot"][now], box["mass"][now]
         self.inbox = {k: v[~now] for k, v in box.items()}
         receivers = nodes if ended else np.unique(dst)
+        if not ended:  # rows change with their phases in progress (a mark)
+            ev.keep_offsets(receivers)
         at = np.searchsorted(receivers, dst)
         index = torch.as_tensor(receivers, device=ctx.device)
         old = self.weights[index]
         new = old + torch.as_tensor(np.bincount(at, weights=mass, minlength=len(receivers)),
                                     device=ctx.device)
         keep = (old / new).to(ctx.dtype)
+        step = (self.read_weights[index] / new).to(ctx.dtype)
         coef = mass / new.cpu().numpy()[at]  # z_j += (P_ji w_i / w_new) z_i, per message
-        step = (self.read_weights[index] / new).to(ctx.dtype) if ended else None
-        block = row_block(ctx.population.params)
+        params, block = ctx.population.params, row_block(ctx.population.params)
         for start in range(0, len(receivers), block):  # receivers, a block at a time
-            part = index[start:start + block]
-            rows = {k: v.index_select(0, part) for k, v in ctx.population.params.items()}
-            for v in rows.values():
-                v.mul_(row_scale(keep[start:start + len(part)], v))  # z_j <- (w_old / w_new) z_j
+            part, mine = index[start:start + block], receivers[start:start + block]
+            here = slice(start, start + len(part))
+            if ended:
+                rows = _ended_rows(params, part, *ev.results(mine), keep[here], step[here])
+            else:
+                rows = {k: v.index_select(0, part).mul_(row_scale(keep[here], v))
+                        for k, v in params.items()}  # z_j <- (w_old / w_new) z_j
             these = (at >= start) & (at < start + len(part))
             ev.add_payloads(rows, at[these] - start, slot[these], coef[these])
-            if step is not None:  # z_j += (w_read / w_new) offset_j
-                offsets = ev.offsets(receivers[start:start + len(part)])
-                for k, v in rows.items():
-                    v.add_(offsets[k].mul(row_scale(step[start:start + len(part)], v)))
             ctx.population.write(part, rows)
         self.weights[index] = new
         ev.drop(slot)
@@ -314,3 +317,22 @@ class AsyncSGP(Asynchronous):
         # the lowest since the checkpoint
         self.inbox = {k: v.cpu().numpy().copy() for k, v in state["inbox"].items()}
         self.collapse_warned = bool(state.get("collapse_warned", False))  # older: not yet
+
+
+def _ended_rows(params: Params, part: torch.Tensor, results: Params, held: np.ndarray,
+                keep: torch.Tensor, step: torch.Tensor) -> Params:
+    """The rows `part` [b] whose phases end, before their messages are added: (w_old / w_new) z
+    + (w_read / w_new) offset where the phase holds its offset, (w_read / w_new) y where it holds
+    its result y (`Instant.results`: `held` [b] says which); each row by the same operations in
+    any block."""
+    if not held.any():
+        return {k: v.mul(row_scale(step, v)) for k, v in results.items()}
+    rows = {k: v.index_select(0, part).mul_(row_scale(keep, v)) for k, v in params.items()}
+    only = step * torch.as_tensor(held, device=step.device)  # the offsets of `held` rows
+    result = torch.as_tensor(np.flatnonzero(~held), device=step.device)
+    for k, v in rows.items():
+        v.add_(results[k] * row_scale(only, v))
+        if len(result):
+            v.index_copy_(0, result, results[k].index_select(0, result).mul(
+                row_scale(step.index_select(0, result), v)))
+    return rows

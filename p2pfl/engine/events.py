@@ -98,6 +98,12 @@ class Simulation:
     def offsets(self, nodes: np.ndarray) -> Params:
         return self.phases.offsets(nodes)
 
+    def results(self, nodes: np.ndarray) -> tuple[Params, np.ndarray]:
+        return self.phases.results(nodes)
+
+    def keep_offsets(self, nodes: np.ndarray) -> None:
+        self.phases.keep_offsets(nodes)
+
     def read_s(self, nodes: np.ndarray) -> np.ndarray:
         return self.phases.read[nodes]
 

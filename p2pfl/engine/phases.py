@@ -70,6 +70,9 @@ class Phases:
     def __init__(self, ctx: RunContext, algorithm: Asynchronous, offset: int) -> None:
         self.ctx, self.algorithm, self.offset = ctx, algorithm, offset
         self.in_row = algorithm.snapshot_in_row  # an uncomputed phase's snapshot is its row
+        # the buffer holds the offset y^K - x_read (else, with in_row, the result y^K: the
+        # offset is y^K minus the row, which is still the snapshot)
+        self.offset_held = np.zeros(ctx.num_nodes, dtype=bool)
         n = ctx.num_nodes
         self.buffer: Params = {k: torch.empty_like(v) for k, v in ctx.population.params.items()}
         self._scratch: Params = {k: torch.empty_like(v) for k, v in self.buffer.items()}
@@ -136,11 +139,13 @@ class Phases:
         lr = torch.as_tensor(self.lr[pending], device=ctx.device, dtype=ctx.dtype)
         losses = ctx.trainer.train(rows, index, mixed_plan(self._plans, pending, k),
                                    algorithm.solver, lr)
-        block = row_block(self.buffer)
-        for start in range(0, len(pending), block):  # offsets, a block at a time
-            part = index[start:start + block]
-            for name, b in read.items():
-                rows[name][start:start + len(part)].sub_(b.index_select(0, part))
+        if not self.in_row:  # results stay results while the rows are the snapshots
+            block = row_block(self.buffer)
+            for start in range(0, len(pending), block):  # offsets, a block at a time
+                part = index[start:start + block]
+                for name, b in read.items():
+                    rows[name][start:start + len(part)].sub_(b.index_select(0, part))
+        self.offset_held[pending] = not self.in_row
         for name, b in self.buffer.items():
             b.index_copy_(0, index, rows[name])
         self.loss[pending] = losses.detach().double().cpu().numpy()
@@ -156,12 +161,56 @@ class Phases:
     def offsets(self, nodes: np.ndarray) -> Params:
         """The offsets y^K - x_read of the latest phases of `nodes`: name -> [m, *shape] (a view
         for one node, valid until it begins again)."""
+        out, held = self.results(nodes)
+        if held.all():
+            return out
+        rows = torch.as_tensor(nodes[~held], device=self.ctx.device)
+        at = torch.as_tensor(np.flatnonzero(~held), device=self.ctx.device)
+        params = self.ctx.population.params
+        return {k: v.index_add(0, at, params[k].index_select(0, rows), alpha=-1)
+                for k, v in out.items()}
+
+    def results(self, nodes: np.ndarray) -> tuple[Params, np.ndarray]:
+        """What the latest phases of `nodes` hold: their offsets y^K - x_read, or (where the
+        row is still the snapshot, `snapshot_in_row`) their results y^K.
+
+        Parameters
+        ----------
+        nodes : int64 [m], rows.
+
+        Returns
+        -------
+        (name -> [m, *shape], a view for one node valid until it begins again; bool [m], True
+        where it is the offset).
+        """
         self.compute(nodes)
+        held = self.offset_held[nodes]
         if len(nodes) == 1:
             i = int(nodes[0])
-            return {name: b[i:i + 1] for name, b in self.buffer.items()}
+            return {name: b[i:i + 1] for name, b in self.buffer.items()}, held
         index = torch.as_tensor(nodes, device=self.ctx.device)
-        return {name: b[index] for name, b in self.buffer.items()}
+        return {name: b.index_select(0, index) for name, b in self.buffer.items()}, held
+
+    def keep_offsets(self, nodes: np.ndarray) -> None:
+        """The rows of `nodes` are about to change while their phases are in progress: those
+        phases hold their offsets from now on (computed first).
+
+        Parameters
+        ----------
+        nodes : int64 [m], distinct rows.
+        """
+        going = nodes[np.isfinite(self.due[nodes])]
+        self.compute(going)
+        going = going[~self.offset_held[going]]
+        if not len(going):
+            return
+        params, block = self.ctx.population.params, row_block(self.buffer)
+        for start in range(0, len(going), block):
+            part = torch.as_tensor(going[start:start + block], device=self.ctx.device)
+            for name, b in self.buffer.items():
+                b.index_copy_(0, part, b.index_select(0, part).sub_(
+                    params[name].index_select(0, part)))
+        self.offset_held[going] = True
 
     def state_dict(self) -> dict[str, Any]:
         """The phases' arrays, and the buffer rows that are not the nodes' models: a snapshot
@@ -173,8 +222,8 @@ class Phases:
         -------
         dict of tensors.
         """
-        arrays = {k: torch.from_numpy(getattr(self, k).copy())
-                  for k in ("phase", "read", "due", "computed", "lr", "loss", "steps")}
+        arrays = {k: torch.from_numpy(getattr(self, k).copy()) for k in (
+            "phase", "read", "due", "computed", "lr", "loss", "steps", "offset_held")}
         rows = torch.arange(len(self.phase), device=self.ctx.device)
         same = same_rows(self.buffer, rows, self.ctx.population.params, rows)
         if self.in_row:  # an uncomputed phase's snapshot is its row
@@ -193,6 +242,8 @@ class Phases:
         """
         for k in ("phase", "read", "due", "computed", "lr", "loss", "steps"):
             setattr(self, k, state[k].cpu().numpy().copy())
+        # older: every computed phase held its offset
+        self.offset_held = state.get("offset_held", state["computed"]).cpu().numpy().copy()
         saved = {k: v.to(self.ctx.device) for k, v in state["buffer"].items()}
         if "stored" not in state:  # the whole buffer
             self.buffer = {k: v.clone() for k, v in saved.items()}
