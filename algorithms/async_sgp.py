@@ -52,6 +52,7 @@ from algorithms.weight_collapse import collapsed, warn_collapse, weights_clause
 from p2pfl.context import RunContext
 from p2pfl.core.population import Params, row_block, row_scale
 from p2pfl.options import AlgorithmOptions, option
+from p2pfl.scale.payload_sum import scaled_rows
 
 if TYPE_CHECKING:
     from p2pfl.scale.mailbox import Delivery
@@ -252,10 +253,9 @@ class AsyncSGP(Asynchronous):
             part, mine = index[start:start + block], receivers[start:start + block]
             here = slice(start, start + len(part))
             if ended:
-                rows = _ended_rows(params, part, *ev.results(mine), keep[here], step[here])
+                rows = _ended_rows(params, part, *ev.results(mine, step[here]), keep[here])
             else:
-                rows = {k: v.index_select(0, part).mul_(row_scale(keep[here], v))
-                        for k, v in params.items()}  # z_j <- (w_old / w_new) z_j
+                rows = scaled_rows(params, part, keep[here])  # z_j <- (w_old / w_new) z_j
             these = (at >= start) & (at < start + len(part))
             ev.add_payloads(rows, at[these] - start, slot[these], coef[these])
             ctx.population.write(part, rows)
@@ -319,20 +319,15 @@ class AsyncSGP(Asynchronous):
         self.collapse_warned = bool(state.get("collapse_warned", False))  # older: not yet
 
 
-def _ended_rows(params: Params, part: torch.Tensor, results: Params, held: np.ndarray,
-                keep: torch.Tensor, step: torch.Tensor) -> Params:
+def _ended_rows(params: Params, part: torch.Tensor, scaled: Params, held: np.ndarray,
+                keep: torch.Tensor) -> Params:
     """The rows `part` [b] whose phases end, before their messages are added: (w_old / w_new) z
     + (w_read / w_new) offset where the phase holds its offset, (w_read / w_new) y where it holds
-    its result y (`Instant.results`: `held` [b] says which); each row by the same operations in
-    any block."""
+    its result y (`scaled`: what each phase holds times w_read / w_new; `held` [b] says which);
+    each row by the same operations in any block."""
     if not held.any():
-        return {k: v.mul(row_scale(step, v)) for k, v in results.items()}
-    rows = {k: v.index_select(0, part).mul_(row_scale(keep, v)) for k, v in params.items()}
-    only = step * torch.as_tensor(held, device=step.device)  # the offsets of `held` rows
-    result = torch.as_tensor(np.flatnonzero(~held), device=step.device)
-    for k, v in rows.items():
-        v.add_(results[k] * row_scale(only, v))
-        if len(result):
-            v.index_copy_(0, result, results[k].index_select(0, result).mul(
-                row_scale(step.index_select(0, result), v)))
-    return rows
+        return scaled
+    rows = scaled_rows(params, part, keep)
+    offset = torch.as_tensor(held, device=keep.device)
+    return {k: torch.where(row_scale(offset, v), v.add_(scaled[k]), scaled[k])
+            for k, v in rows.items()}

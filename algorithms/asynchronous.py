@@ -56,10 +56,12 @@ class Instant(Protocol):
     def offsets(self, nodes: np.ndarray) -> Params:
         """The offsets y^K - x_read of the nodes' latest local phases: name -> [m, *shape]."""
 
-    def results(self, nodes: np.ndarray) -> tuple[Params, np.ndarray]:
+    def results(self, nodes: np.ndarray, scale: torch.Tensor | None = None
+                ) -> tuple[Params, np.ndarray]:
         """What the nodes' latest local phases hold: name -> [m, *shape], each its offset
         y^K - x_read, or its result y^K where the node's row is still the phase's snapshot
-        (`snapshot_in_row`); and bool [m], True where it is the offset."""
+        (`snapshot_in_row`), times `scale` [m] if given (one pass); and bool [m], True where
+        it is the offset."""
 
     def keep_offsets(self, nodes: np.ndarray) -> None:
         """The rows of `nodes` [m] change now, with their phases in progress (a mark's

@@ -147,8 +147,9 @@ def call_all(callbacks: list[Callback], end: RoundEnd, record: dict[str, Any]) -
 PLAIN = (bool, int, float, str, type(None), torch.Tensor)
 
 
-def check_state(callback: Callback) -> None:
-    """Refuse a callback whose state_dict() a checkpoint could write but a resume could not load.
+def check_state(callback: Callback) -> dict[str, Any]:
+    """Refuse a callback whose state_dict() a checkpoint could write but a resume could not load;
+    return the state checked (a checkpoint writes it as it is: state_dict() is called once).
 
     Checkpoints load without running code, so the state may hold only tensors, numbers, strings,
     None and lists, tuples and str-keyed dicts of them.
@@ -156,6 +157,10 @@ def check_state(callback: Callback) -> None:
     Parameters
     ----------
     callback : the callback.
+
+    Returns
+    -------
+    dict, its state_dict().
 
     Raises
     ------
@@ -179,3 +184,4 @@ def check_state(callback: Callback) -> None:
     if problem:
         raise CallbackError(f"callback {type(callback).__name__}: {problem.strip()}: a checkpoint "
                             "keeps tensors, numbers, strings, None and lists and dicts of them")
+    return state

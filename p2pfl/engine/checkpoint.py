@@ -69,7 +69,7 @@ def save_checkpoint(run_dir: Path, cfg: Config, population: dict[str, torch.Tens
     state = {"version": VERSION, "round": len(metrics), "config": cfg.to_dict(),
              "chunks": None if chunks is None else list(chunks),
              "population": population, "algorithm": algorithm.state_dict(),
-             "callbacks": [_checked(c).state_dict() for c in callbacks],
+             "callbacks": [check_state(c) for c in callbacks],
              "streams": dict(STREAMS), "metrics": list(metrics)}
     run_dir = Path(run_dir)
     previous = _listed_digests(run_dir)[:1]
@@ -173,11 +173,6 @@ def read_population(run_dir: Path, state: dict[str, Any],
             blocks.append(flat[offsets[i]:offsets[i] + size])
             offsets[i] += size
     return {"flat": torch.cat(blocks)}
-
-
-def _checked(callback: Any) -> Any:
-    check_state(callback)
-    return callback
 
 
 def save_tensors(state: Any, f: Any, path: Path) -> None:

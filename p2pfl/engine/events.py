@@ -40,6 +40,7 @@ from typing import Any
 
 import networkx as nx
 import numpy as np
+import torch
 
 from algorithms.asynchronous import Asynchronous
 from p2pfl.callbacks import Callback, RoundEnd
@@ -98,8 +99,9 @@ class Simulation:
     def offsets(self, nodes: np.ndarray) -> Params:
         return self.phases.offsets(nodes)
 
-    def results(self, nodes: np.ndarray) -> tuple[Params, np.ndarray]:
-        return self.phases.results(nodes)
+    def results(self, nodes: np.ndarray, scale: torch.Tensor | None = None
+                ) -> tuple[Params, np.ndarray]:
+        return self.phases.results(nodes, scale)
 
     def keep_offsets(self, nodes: np.ndarray) -> None:
         self.phases.keep_offsets(nodes)

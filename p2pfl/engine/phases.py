@@ -2,18 +2,22 @@
 in batches.
 
 A phase of node i begins at a simulated instant by reading the node's model (a snapshot into a
-stacked buffer [N, *shape]; for an algorithm that leaves the row alone until the phase is
-computed, `Asynchronous.snapshot_in_row`, the row itself, not copied), and ends `Clock.phase_s`
-later with its offset y^K - x_read. What
+stacked buffer [N, *shape]), and ends `Clock.phase_s` later with its offset y^K - x_read. What
 it computes depends only on what it read, the node's data and its phase index k (its minibatches
 are those of round k's plan, its step size the algorithm's for phase k), not on when the
 computation runs. So the engine computes phases only when an offset is needed, and then every
 phase that has begun and is not computed yet, in one batched call of the run's trainer (rows of
 different phase indices take their own round's minibatches), and every begun phase at each mark
 (`Simulation.advance`): with nodes of near-equal speeds a batch holds nearly every node even when
-no two events coincide. The buffer then holds the offset
-in place of the snapshot. The state (buffer, flags, times, step sizes, losses) is a checkpoint's;
-a snapshot that is still its node's model is saved once, as the population's row.
+no two events coincide. The buffer then holds the offset in place of the snapshot.
+
+An algorithm that leaves a node's row alone while its phase is in progress, except at a mark
+(`Asynchronous.snapshot_in_row`), saves two passes over the rows per phase: the snapshot is the
+row itself, not copied, and the buffer holds the result y^K, whose offset is y^K minus the row;
+a mark that changes the rows of phases in progress first has them keep their offsets
+(`keep_offsets`; `offset_held` says which do). The state (buffer, flags, times, step sizes,
+losses) is a checkpoint's; a snapshot that is still its node's model is saved once, as the
+population's row.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from algorithms.asynchronous import Asynchronous
 from p2pfl.context import RunContext
 from p2pfl.core.federated import BatchPlan
 from p2pfl.core.population import Params, copy_rows, row_block, same_rows
+from p2pfl.scale.payload_sum import scaled_rows
 
 
 def mixed_plan(plans: dict[int, BatchPlan], nodes: np.ndarray, k: np.ndarray) -> BatchPlan:
@@ -170,25 +175,29 @@ class Phases:
         return {k: v.index_add(0, at, params[k].index_select(0, rows), alpha=-1)
                 for k, v in out.items()}
 
-    def results(self, nodes: np.ndarray) -> tuple[Params, np.ndarray]:
+    def results(self, nodes: np.ndarray, scale: torch.Tensor | None = None
+                ) -> tuple[Params, np.ndarray]:
         """What the latest phases of `nodes` hold: their offsets y^K - x_read, or (where the
-        row is still the snapshot, `snapshot_in_row`) their results y^K.
+        row is still the snapshot, `snapshot_in_row`) their results y^K; each times its `scale`.
 
         Parameters
         ----------
         nodes : int64 [m], rows.
+        scale : [m] in the run's dtype, or None (1).
 
         Returns
         -------
-        (name -> [m, *shape], a view for one node valid until it begins again; bool [m], True
-        where it is the offset).
+        (name -> [m, *shape], a view for one node without `scale`, valid until it begins
+        again; bool [m], True where it is the offset).
         """
         self.compute(nodes)
         held = self.offset_held[nodes]
+        index = torch.as_tensor(nodes, device=self.ctx.device)
+        if scale is not None:
+            return scaled_rows(self.buffer, index, scale), held
         if len(nodes) == 1:
             i = int(nodes[0])
             return {name: b[i:i + 1] for name, b in self.buffer.items()}, held
-        index = torch.as_tensor(nodes, device=self.ctx.device)
         return {name: b.index_select(0, index) for name, b in self.buffer.items()}, held
 
     def keep_offsets(self, nodes: np.ndarray) -> None:

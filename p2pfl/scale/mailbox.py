@@ -99,10 +99,16 @@ class Mailbox:
         if len(free) < m:
             self._grow(len(self.refs) + m - len(free))
             free = np.flatnonzero(self.refs == 0)
-        slots = free[:m]
+        run = np.flatnonzero(free[m - 1:] - free[:len(free) - m + 1] == m - 1) if m else []
+        slots = free[run[0]:run[0] + m] if len(run) else free[:m]  # consecutive where free
         device = next(iter(self.pool.values())).device
         index = torch.as_tensor(slots, device=device)
-        if rows is not None:
+        if rows is not None and len(run) and all(
+                source[k].dtype == v.dtype for k, v in self.pool.items()):
+            of = torch.as_tensor(rows, device=device)  # straight into the slots: one pass
+            for k, v in self.pool.items():
+                torch.index_select(source[k], 0, of, out=v[slots[0]:slots[0] + m])
+        elif rows is not None:
             copy_rows(self.pool, index, source, torch.as_tensor(rows, device=device))
         else:
             for k, v in self.pool.items():

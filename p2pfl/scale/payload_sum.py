@@ -25,7 +25,7 @@ import numpy as np
 import torch
 
 from p2pfl.core.mixing import INT32_ELEMENTS
-from p2pfl.core.population import Params
+from p2pfl.core.population import Params, row_scale
 
 TILE_COLUMNS = 2**20  # the widest column tile of a tensor (its rows of 1,024 operands per chunk)
 
@@ -112,3 +112,34 @@ def _add_chunk(target: torch.Tensor, rows: np.ndarray, slots: np.ndarray,
         torch.addmm(block, W, source, out=block)
         return
     block.copy_(torch.addmm(block.contiguous(), W, source.contiguous()))
+
+
+def scaled_rows(source: Params, rows: torch.Tensor, scale: torch.Tensor) -> Params:
+    """scale[e] * source[k][rows[e]] for every k, in one pass over each row: on CPU a diagonal
+    CSR [m x rows of source] product (the gather and the product at once; each value the one
+    rounded product), else a gather then the product.
+
+    Parameters
+    ----------
+    source : name -> [n, *shape].
+    rows : int64 [m], rows of `source`, on its device.
+    scale : [m], the source's dtype.
+
+    Returns
+    -------
+    name -> [m, *shape], new tensors.
+    """
+    m, out = len(rows), {}
+    for k, v in source.items():
+        flat = v.view(len(v), -1)
+        if v.device.type != "cpu" or flat.numel() >= INT32_ELEMENTS:
+            out[k] = v.index_select(0, rows).mul_(row_scale(scale, v))
+            continue
+        row = v.new_empty((m, *v.shape[1:]))
+        with warnings.catch_warnings():  # torch calls CSR "beta"; CSR x dense is stable
+            warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in")
+            W = torch.sparse_csr_tensor(torch.arange(m + 1), rows, scale, size=(m, len(v)),
+                                        check_invariants=False)
+            torch.addmm(row.view(m, -1), W, flat, beta=0, out=row.view(m, -1))
+        out[k] = row
+    return out
