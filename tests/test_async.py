@@ -243,6 +243,21 @@ def test_a_rows_payload_sum_is_the_same_in_any_batch(monkeypatch, limit, tile):
         assert torch.equal(moved["w"][0], batch["w"][j])
 
 
+def test_rows_gathered_and_scaled_in_one_pass_equal_the_gather_then_the_product():
+    """payload_sum.scaled_rows (a diagonal sparse product on the CPU) gives each row the one
+    rounded product, as gathering and then multiplying does; no rows give empty tensors."""
+    from p2pfl.scale.payload_sum import scaled_rows
+
+    g = torch.Generator().manual_seed(3)
+    source = {"w": torch.randn(9, 3, 4, generator=g), "b": torch.randn(9, 7, generator=g)}
+    rows, scale = torch.tensor([4, 0, 4, 8]), torch.randn(4, generator=g)
+    out = scaled_rows(source, rows, scale)
+    for k, v in source.items():
+        assert torch.equal(out[k], v[rows] * scale.view(-1, *[1] * (v.dim() - 1)))
+    empty = scaled_rows(source, rows[:0], scale[:0])
+    assert [tuple(v.shape) for v in empty.values()] == [(0, 3, 4), (0, 7)]
+
+
 def test_push_sum_mass_is_conserved_at_every_event():
     """Stragglers, jitter and latency: no two events coincide, messages stay in flight; the
     weights on the nodes plus those in flight stay N after every instant."""

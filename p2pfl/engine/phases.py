@@ -165,7 +165,9 @@ class Phases:
 
     def offsets(self, nodes: np.ndarray) -> Params:
         """The offsets y^K - x_read of the latest phases of `nodes`: name -> [m, *shape] (a view
-        for one node, valid until it begins again)."""
+        for one node, valid until it begins again; with `snapshot_in_row`, a phase that holds
+        its result gives its offset only while its row is still the snapshot: at its end, before
+        the row changes)."""
         out, held = self.results(nodes)
         if held.all():
             return out

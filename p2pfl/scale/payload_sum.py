@@ -7,13 +7,15 @@ which reads only the slots named, each payload once per product (a payload sent 
 of the batch is read once for them all: O(messages x row size) with cache reuse).
 
 The exact windows of the event engine need a row's result to be the same, bit for bit, whatever
-other rows share its product. CPU and CUDA CSR x dense kernels compute each output row from its
-own entries, in their order, so it is; what can change a row's bits is the width of the dense
+other rows share its product. The CPU CSR x dense kernel computes each output row from its own
+entries, in their order, so it is; what can change a row's bits is the width of the dense
 operand (a kernel chosen by the number of columns). So a tensor is always split into the same
 column tiles, a function of its shape alone (`column_tiles`), never of the batch or of the
 pool's size; the 32-bit offsets of the sparse kernels are respected by cutting the rows into
-chunks and reading, where the pool is too large, a compact copy of the chunk's payloads
-(`tests/test_async.py` checks rows alone against rows in batches, with the pool too large).
+chunks and reading, where the pool is too large or a tensor is in several tiles, a compact copy
+of the chunk's payloads (`tests/test_async.py` checks rows alone against rows in batches on the
+CPU, with the pool too large and in tiles). On CUDA the product is deterministic from run to run;
+that its rows are independent of their batch is not checked.
 """
 
 from __future__ import annotations
@@ -83,6 +85,8 @@ def add_rows_of(out: Params, rows: np.ndarray, slots: np.ndarray, weights: np.nd
         warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in")
         for k, v in pool.items():
             source, target = v.view(len(v), -1), out[k].view(count, -1)
+            if not source.shape[1]:  # a tensor without elements: nothing to add
+                continue
             for cols in column_tiles(source.shape[1]):
                 width = cols.stop - cols.start
                 cap = max(1, (INT32_ELEMENTS - 1) // width)
@@ -95,9 +99,10 @@ def _add_chunk(target: torch.Tensor, rows: np.ndarray, slots: np.ndarray,
                weights: np.ndarray, source: torch.Tensor, cap: int) -> None:
     """target[rows[e]] += weights[e] * source[slots[e]] for a chunk (rows sorted, at most `cap`
     of them and of messages): one CSR product over the chunk's rows, reading the whole source or,
-    where it has more than `cap` rows, a compact copy of the chunk's payloads."""
+    where it has more than `cap` rows or is a column tile, a compact copy of the chunk's
+    payloads."""
     lo, hi = int(rows[0]), int(rows[-1]) + 1
-    if len(source) > cap:
+    if len(source) > cap or not source.is_contiguous():
         used, slots = np.unique(slots, return_inverse=True)
         source = source.index_select(0, torch.as_tensor(used, device=source.device))
     device = source.device
@@ -132,7 +137,7 @@ def scaled_rows(source: Params, rows: torch.Tensor, scale: torch.Tensor) -> Para
     m, out = len(rows), {}
     for k, v in source.items():
         flat = v.view(len(v), -1)
-        if v.device.type != "cpu" or flat.numel() >= INT32_ELEMENTS:
+        if v.device.type != "cpu" or flat.numel() >= INT32_ELEMENTS or not m * flat.shape[1]:
             out[k] = v.index_select(0, rows).mul_(row_scale(scale, v))
             continue
         row = v.new_empty((m, *v.shape[1:]))
