@@ -9,7 +9,9 @@ Pairs timed on the same machine in one process:
 - `dpsgd` (synchronous D-PSGD) against `adpsgd`, on a random 4-regular graph;
 - `sgp` (synchronous SGP) against `async_sgp`, on the directed exponential graph.
 
-For each run: the wall seconds of its rows (the evaluation, done once at the end, not counted),
+For each run: the wall seconds of its rows (the evaluation, done once at the end, not counted;
+a synchronous run's network clock is a round callback outside its rows' time, so it is timed
+apart, replayed on the same config: "clock s", and "x sync + clock" compares against both),
 the local steps done, the wall time per local step, and for the event runs the events (phase
 ends and message arrivals), the instants they fell in, the exact windows and the batched
 updates (levels) they were processed in (p2pfl/engine/windows.py), events per window and
@@ -26,11 +28,14 @@ from __future__ import annotations
 import argparse
 import json
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
+import topologies as T
 from p2pfl.config import config_from_dict
 from p2pfl.engine import run
+from p2pfl.engine.builder import build
 
 PAIRS = (("dpsgd", "adpsgd", {"name": "random_regular", "d": 4}),
          ("sgp", "async_sgp", {"name": "exponential", "directed": True}))
@@ -65,6 +70,29 @@ def async_config(algorithm: str, topology: dict[str, Any], nodes: int, rounds: i
         "network": {"enabled": True, "jitter": jitter, "model": model}})
 
 
+def clock_seconds(cfg: Any) -> float:
+    """Wall seconds of a synchronous run's network clock over its rounds after the first (what
+    its `NetworkTime` callback does each round: `Clock.plan_round`, then `commit`), replayed on
+    a fresh build of the config (no faults, as the benchmark's runs have none).
+
+    Parameters
+    ----------
+    cfg : the run's config.
+
+    Returns
+    -------
+    float, seconds.
+    """
+    ctx, _ = build(cfg)
+    total = 0.0
+    for t in range(cfg.rounds):
+        graph = ctx.schedule.at(t)
+        begin = time.perf_counter()
+        ctx.clock.commit(ctx.clock.plan_round(t, graph, T.Faults.none(ctx.clock.n)))
+        total += (time.perf_counter() - begin) if t else 0.0
+    return total
+
+
 def timed(algorithm: str, topology: dict[str, Any], nodes: int, rounds: int, jitter: float,
           device: str, model: str = "flow", net: str = "mlp") -> dict[str, Any]:
     """Run one config and measure it (the first row is not counted).
@@ -75,8 +103,8 @@ def timed(algorithm: str, topology: dict[str, Any], nodes: int, rounds: int, jit
 
     Returns
     -------
-    dict: algorithm, model, net, nodes, rows, steps, wall_s, ms_per_step, events, instants,
-    windows, batches, events_per_s.
+    dict: algorithm, model, net, nodes, rows, steps, wall_s, clock_s (a synchronous run's
+    clock, else None), ms_per_step, events, instants, windows, batches, events_per_s.
     """
     cfg = async_config(algorithm, topology, nodes, rounds, jitter, device, model, net)
     with tempfile.TemporaryDirectory() as out:
@@ -87,13 +115,15 @@ def timed(algorithm: str, topology: dict[str, Any], nodes: int, rounds: int, jit
         steps = nodes * (history[-1]["steps_mean"] - history[0]["steps_mean"])
     else:
         steps = nodes * len(rows)
+    clock = clock_seconds(cfg) if "events" not in history[-1] else None
     events = sum(r.get("events", 0) for r in rows)
     instants = sum(r.get("instants", 0) for r in rows)
     windows = sum(r.get("windows", 0) for r in rows)
     batches = sum(r.get("batches", 0) for r in rows)
     return {"algorithm": algorithm, "model": model, "net": net, "nodes": nodes,
             "rows": len(rows), "steps": steps,
-            "wall_s": wall, "ms_per_step": 1e3 * wall / steps, "events": events,
+            "wall_s": wall, "clock_s": clock, "ms_per_step": 1e3 * wall / steps,
+            "events": events,
             "instants": instants, "windows": windows, "batches": batches,
             "events_per_s": events / wall if events else None}
 
@@ -109,21 +139,27 @@ def table(results: list[dict[str, Any]]) -> str:
     -------
     str.
     """
-    lines = ["| algorithm | network | model | N | local steps | wall s | ms / local step | "
-             "x sync | events | windows | batches | events / window | events / s |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| algorithm | network | model | N | local steps | wall s | clock s | "
+             "ms / local step | x sync | x sync + clock | events | windows | batches | "
+             "events / window | events / s |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     sync = None
     for r in results:
+        clock = f"{r['clock_s']:.2f}" if r["clock_s"] is not None else ""
         if r["events_per_s"] is None:
-            sync, ratio = r, "1"
+            sync, ratio, whole = r, "1", "1"
+        elif sync:
+            ratio = f"{r['ms_per_step'] / sync['ms_per_step']:.2f}"
+            with_clock = (sync["wall_s"] + sync["clock_s"]) / sync["steps"]
+            whole = f"{r['wall_s'] / r['steps'] / with_clock:.2f}"
         else:
-            ratio = f"{r['ms_per_step'] / sync['ms_per_step']:.2f}" if sync else ""
+            ratio = whole = ""
         events = (f"{r['events']:,} | {r['windows']:,} | {r['batches']:,} | "
                   f"{r['events'] / max(r['windows'], 1):,.0f}") if r["events"] else " | | | "
         rate = f"{r['events_per_s']:,.0f}" if r["events_per_s"] else ""
         lines.append(f"| {r['algorithm']} | {r['model']} | {r['net']} | {r['nodes']:,} | "
-                     f"{r['steps']:,.0f} | {r['wall_s']:.2f} | {r['ms_per_step']:.3f} | {ratio} | "
-                     f"{events} | {rate} |")
+                     f"{r['steps']:,.0f} | {r['wall_s']:.2f} | {clock} | "
+                     f"{r['ms_per_step']:.3f} | {ratio} | {whole} | {events} | {rate} |")
     return "\n".join(lines) + "\n"
 
 
