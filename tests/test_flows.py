@@ -68,6 +68,24 @@ def test_a_checkpoint_of_flows_in_progress_continues_them_exactly() -> None:
     assert np.where(np.isnan(first), rest, first).tolist() == whole.tolist()
 
 
+def test_the_active_flows_on_each_resource_are_counted_at_every_event() -> None:
+    """Flows.on, kept as flows become active and stop (the lowest level a joining flow can move
+    reads it), equals counting the active flows' resources afresh after every event, with
+    queues, finishes taken early and flows of 0 bits."""
+    rng = np.random.default_rng(3)
+    flows = Flows(np.array([1.0, 2.0, 0.5, 4.0]))
+    flows.add(rng.random(40), rng.random(40) * 0.1, rng.random(40) * (rng.random(40) > 0.1),
+              rng.integers(0, 5, (40, 2)), queue=rng.integers(-1, 4, 40))
+    events = 0
+    while (event := flows.advance()) is not None:
+        events += 1
+        if events == 5:
+            flows.finish(flows.in_flight()[:3], event[0])
+        fresh = np.bincount(flows.routes[flows.active].ravel(), minlength=len(flows.on))
+        assert flows.on[:-1].tolist() == fresh[:-1].tolist()  # the pad limits nothing
+    assert events > 10
+
+
 def fixture_scenarios() -> list[dict]:
     return json.loads(FIXTURE.read_text())["scenarios"]
 

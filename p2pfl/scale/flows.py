@@ -183,6 +183,7 @@ class Flows:
         self.capacity = np.append(np.where(np.isfinite(capacity), capacity, 0.0), 0.0)
         self.pad = len(capacity)
         self.usage = np.zeros(self.pad + 1)  # what the active flows take of each resource
+        self.on = np.zeros(self.pad + 1, dtype=np.int64)  # active flows crossing each resource
         self.routes = np.zeros((0, 1), dtype=np.int64)
         for name, kind in _STATE.items():
             setattr(self, name, np.zeros(0, dtype=kind))
@@ -289,6 +290,7 @@ class Flows:
         """Make the finished flows inert (compacting the arrays when they are the majority);
         the next flow of each of their queues may start now."""
         queues = self.queue[done]
+        self._count(done[self.active[done]], -1)
         self.live[done], self.active[done], self.held[done] = False, False, False
         self.ready[done], self.end[done], self.queue[done] = np.inf, np.inf, -1
         if (~self.live).sum() > max(64, len(self.live) // 2):
@@ -312,10 +314,12 @@ class Flows:
         ended = np.flatnonzero(active & (self.end - now <= slack))
         joined = np.flatnonzero(~active & ~self.held & (self.ready <= now))
         active[ended], self.end[ended] = False, np.inf
+        self._count(ended, -1)
         self._take(ended, -rate[ended])
         empty = joined[bits[joined] <= 0]
         joined = joined[bits[joined] > 0]
         active[joined] = True
+        self._count(joined, 1)
         lowest = self._lowest_moved(rate[ended], joined)
         rate[ended] = 0.0
         moving = active & (rate >= lowest * (1 - 1e-12))
@@ -332,6 +336,7 @@ class Flows:
             self._take(moved, new)
             unlimited = moved[np.isinf(new)]
             active[unlimited], rate[unlimited] = False, 0.0
+            self._count(unlimited, -1)
             finished.append(unlimited)
             going = moved[np.isfinite(new)]
             self.end[going] = now + self.left[going] / np.where(new[np.isfinite(new)] > 0,
@@ -347,6 +352,12 @@ class Flows:
                                       weights=np.repeat(rates[finite], width),
                                       minlength=len(self.usage))
             self.usage[-1] = 0.0
+
+    def _count(self, flows: np.ndarray, sign: int) -> None:
+        """on[r] += sign for each of `flows` crossing resource r (they became active: +1; they
+        stopped being active: -1)."""
+        if len(flows):
+            self.on += sign * np.bincount(self.routes[flows].ravel(), minlength=len(self.on))
 
     def _lowest_moved(self, ended_rates: np.ndarray, joined: np.ndarray) -> float:
         """The lowest level an event can change: the flows below it keep their rates.
@@ -368,7 +379,7 @@ class Flows:
         """
         lowest = ended_rates[np.isfinite(ended_rates)].min(initial=np.inf)
         if len(joined):
-            on = np.bincount(self.routes[self.active].ravel(), minlength=len(self.capacity))
+            on = self.on
             share = np.divide(self.capacity, on, out=np.full(len(on), np.inf), where=on > 0)
             share[-1] = np.inf  # the pad limits nothing
             lowest = min(lowest, share[self.routes[joined]].min())
@@ -389,6 +400,7 @@ class Flows:
         self.finite = state["finite"].cpu().numpy().astype(bool)
         self.pad = len(self.capacity) - 1
         self.next_id = int(state["next_id"])
+        self.on = np.bincount(self.routes[self.active].ravel(), minlength=self.pad + 1)
 
 
 def _widen(routes: np.ndarray, width: int, pad: int) -> np.ndarray:
