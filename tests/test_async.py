@@ -289,13 +289,22 @@ def test_settling_at_marks_moves_no_model():
         randomized(ctx)
         sim = Simulation(ctx, algorithm)
         end = ctx.clock.nominal_s() * 6
-        held = 0
+        held = converted = 0
         for t in np.linspace(end / marks, end, marks):
             sim.advance(t)
-            algorithm.settle(ctx, sim)
+            going = np.flatnonzero(np.isfinite(sim.phases.due) & ~sim.phases.offset_held)
+            offsets = sim.phases.offsets(going)  # results minus the rows, still the snapshots
+            algorithm.settle(ctx, sim)  # converts them itself (`keep_offsets`) where it adds
+            moved = going[sim.phases.offset_held[going]]
+            converted += len(moved)
+            if len(moved):
+                at = np.searchsorted(going, moved)
+                for k, v in offsets.items():
+                    assert torch.equal(v[at], sim.phases.buffer[k][moved])
             if t < end:
                 held += int(sim.phases.offset_held[np.isfinite(sim.phases.due)].sum())
         assert (held > 0) == (marks > 1)  # phases in progress over a mark kept their offsets
+        assert converted > 0
         ends.append((ctx.population.params, algorithm.weights, sim.phases.steps))
     (one, w_one, steps_one), (many, w_many, steps_many) = ends
     assert steps_one.tolist() == steps_many.tolist() and steps_one.min() >= 5
