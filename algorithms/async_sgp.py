@@ -101,7 +101,7 @@ class AsyncSGP(Asynchronous):
         self._columns: dict[int, sp.csc_array] = {}
         # arrived, not yet added (the receiver adds them when it next reads its model)
         self.inbox = {"dst": np.zeros(0, dtype=np.int64), "slot": np.zeros(0, dtype=np.int64),
-                      "mass": np.zeros(0)}
+                      "mass": np.zeros(0), "shown": np.zeros(0, dtype=bool)}
 
     def start(self, ctx: RunContext, ev: Instant) -> None:
         ev.begin(np.arange(ctx.num_nodes))
@@ -109,7 +109,7 @@ class AsyncSGP(Asynchronous):
     def phase_lr(self, ctx: RunContext, nodes: np.ndarray, k: np.ndarray) -> torch.Tensor:
         """lr(k) / w_i: the numerator step expressed on the stored z (w as read now, after what
         has arrived; a collapsed weight warned first: `check_collapse`)."""
-        self.settle(ctx, self.events, nodes)
+        self.add_arrived(ctx, self.events, nodes, keep=False)
         index = torch.as_tensor(nodes, device=ctx.device)
         self.read_weights[index] = self.weights[index]
         self.lowest_weights[index] = torch.minimum(self.lowest_weights[index],
@@ -143,13 +143,14 @@ class AsyncSGP(Asynchronous):
                       "or slow links around it; one_push_in_flight = true bounds its pushes)")
 
     def phase_end(self, ctx: RunContext, ev: Instant, nodes: np.ndarray) -> None:
-        self.settle(ctx, ev, nodes, ended=True)
+        models = self.end_rows(ctx, ev, nodes)
         busy = ev.sending(nodes) if self.cfg.one_push_in_flight else np.zeros(len(nodes), bool)
+        ev.drop(models[busy])
         if not busy.all():
-            self.push(ctx, ev, nodes[~busy])
+            self.push(ctx, ev, nodes[~busy], models[~busy])
         ev.begin(nodes)
 
-    def push(self, ctx: RunContext, ev: Instant, nodes: np.ndarray) -> None:
+    def push(self, ctx: RunContext, ev: Instant, nodes: np.ndarray, models: np.ndarray) -> None:
         """Keep P_ii of (x_i, w_i) and send P_ji of it to each out-neighbour j.
 
         Parameters
@@ -157,6 +158,8 @@ class AsyncSGP(Asynchronous):
         ctx : the run.
         ev : the instant.
         nodes : int64 [m], the senders.
+        models : int64 [m], the payload slots holding their models z_i (`end_rows`; sent,
+            or dropped where a node has no out-neighbour).
         """
         k = ev.phase(nodes)
         src, dst, share = [], [], []
@@ -177,10 +180,11 @@ class AsyncSGP(Asynchronous):
         w_send = self.weights[index].cpu().numpy()
         self.weights -= torch.as_tensor(kept, device=ctx.device)
         if not len(src_a):
+            ev.drop(models)
             return
         owner = np.searchsorted(nodes, src_a)
         phase = ev.phase(src_a)
-        ev.send(src_a, dst_a, phase, share=share_a,
+        ev.send(src_a, dst_a, phase, share=share_a, slots=models,
                 snapshot=nodes, owner=owner, scalar=w_send, read=ev.time(nodes),
                 copies=1, scalars=1)
 
@@ -209,64 +213,120 @@ class AsyncSGP(Asynchronous):
         ev.hold(messages.slot)
         self.inbox = {"dst": np.concatenate([self.inbox["dst"], messages.dst]),
                       "slot": np.concatenate([self.inbox["slot"], messages.slot]),
-                      "mass": np.concatenate([self.inbox["mass"], messages.share * scalar])}
+                      "mass": np.concatenate([self.inbox["mass"], messages.share * scalar]),
+                      "shown": np.concatenate([self.inbox["shown"],
+                                               np.zeros(len(messages), dtype=bool)])}
         ev.mixed(messages.due - messages.sent)
 
-    def settle(self, ctx: RunContext, ev: Instant, nodes: np.ndarray | None = None,
-               ended: bool = False) -> None:
-        """Add the messages that have arrived at `nodes` (None: every node) to their numerators
-        and weights, all at once: x_j <- x_j + sum P_ji x_i, w_j <- w_j + sum P_ji w_i, then
-        z_j = x_j / w_j; on the stored z, a `row_block` of receivers at a time: z_j <- (w_old /
-        w_new) z_j plus the payload rows times P_ji w_i / w_new (one sparse product with the
-        payload pool), O(messages x parameters). With `ended`, the phases of `nodes` end in the
-        same pass: x_j <- x_j + w_read (y - z_read), i.e. z_j += (w_read / w_new) offset_j; where
-        the row is still the phase's snapshot (nothing was added since it read: w_old = w_read),
-        that is z_j <- (w_read / w_new) y_j plus the payload rows, from the phase's result.
+    def settle(self, ctx: RunContext, ev: Instant) -> None:
+        """At a mark, show in every row what has arrived (`add_arrived`), the messages kept for
+        the phase ends, so that where the marks fall changes no bit of the run."""
+        self.add_arrived(ctx, ev, None, keep=True)
+
+    def add_arrived(self, ctx: RunContext, ev: Instant, nodes: np.ndarray | None,
+                    keep: bool) -> None:
+        """Add the messages that have arrived at `nodes` (None: every node), and that no mark
+        has shown yet, to their numerators and weights at once: x_j <- x_j + sum P_ji x_i,
+        w_j <- w_j + sum P_ji w_i, then z_j = x_j / w_j; on the stored z, a `row_block` of
+        receivers at a time: z_j <- (w_old / w_new) z_j plus the payload rows times
+        P_ji w_i / w_new (one sparse product with the payload pool), O(messages x parameters).
 
         Parameters
         ----------
         ctx : the run.
         ev : the simulation.
-        nodes : int64 [m], sorted rows, or None.
-        ended : whether the phases of `nodes` end now.
+        nodes : int64 [m], sorted rows whose phases read their models now, or None.
+        keep : keep the messages (`shown`), for a phase in progress at a mark, whose end adds
+            them again to its result (`end_rows`); else they are released (the phase about to
+            read the row sees them).
         """
         box = self.inbox
-        now = np.ones(len(box["dst"]), dtype=bool) if nodes is None else np.isin(box["dst"],
-                                                                                 nodes)
-        if not now.any() and not ended:
-            return
+        mine = np.ones(len(box["dst"]), bool) if nodes is None else np.isin(box["dst"], nodes)
+        now = mine & ~box["shown"]
         dst, slot, mass = box["dst"][now], box["slot"][now], box["mass"][now]
-        self.inbox = {k: v[~now] for k, v in box.items()}
-        receivers = nodes if ended else np.unique(dst)
-        if not ended:  # rows change with their phases in progress (a mark)
-            ev.keep_offsets(receivers)
+        if keep:
+            box["shown"] = box["shown"] | now
+        else:
+            self.inbox = {k: v[~mine] for k, v in box.items()}
+        if len(dst):
+            self._add(ctx, ev, dst, slot, mass)
+        if not keep:
+            ev.drop(box["slot"][mine])
+
+    def _add(self, ctx: RunContext, ev: Instant, dst: np.ndarray, slot: np.ndarray,
+             mass: np.ndarray) -> None:
+        """The update of `add_arrived` for messages [M] (receivers, payload slots, weights)."""
+        receivers = np.unique(dst)
         at = np.searchsorted(receivers, dst)
         index = torch.as_tensor(receivers, device=ctx.device)
         old = self.weights[index]
         new = old + torch.as_tensor(np.bincount(at, weights=mass, minlength=len(receivers)),
                                     device=ctx.device)
-        keep = (old / new).to(ctx.dtype)
-        step = (self.read_weights[index] / new).to(ctx.dtype)
+        keep_rows = (old / new).to(ctx.dtype)
         coef = mass / new.cpu().numpy()[at]  # z_j += (P_ji w_i / w_new) z_i, per message
         params, block = ctx.population.params, row_block(ctx.population.params)
         for start in range(0, len(receivers), block):  # receivers, a block at a time
-            part, mine = index[start:start + block], receivers[start:start + block]
-            here = slice(start, start + len(part))
-            if ended:
-                rows = _ended_rows(params, part, *ev.results(mine, step[here]), keep[here])
-            else:
-                rows = scaled_rows(params, part, keep[here])  # z_j <- (w_old / w_new) z_j
+            part = index[start:start + block]
+            rows = scaled_rows(params, part, keep_rows[start:start + len(part)])
             these = (at >= start) & (at < start + len(part))
             ev.add_payloads(rows, at[these] - start, slot[these], coef[these])
             ctx.population.write(part, rows)
         self.weights[index] = new
+
+    def end_rows(self, ctx: RunContext, ev: Instant, nodes: np.ndarray) -> np.ndarray:
+        """The phases of `nodes` end: x_j <- x_read + w_read (y - z_read) plus every message
+        that arrived since the read (shown at a mark or not), w_j <- w_read plus their weights;
+        on the stored z, z_j <- (w_read / w_new) y_j plus the payload rows times
+        P_ji w_i / w_new, the phase's result y_j read as one more payload
+        (`Instant.result_slots`), in one sparse product into new payload slots, then copied
+        into the rows. Where the marks fell changes no bit of it.
+
+        Parameters
+        ----------
+        ctx : the run.
+        ev : the simulation.
+        nodes : int64 [m], sorted rows.
+
+        Returns
+        -------
+        int64 [m], the payload slots holding the new rows (held once: the caller sends or
+        drops them).
+        """
+        box = self.inbox
+        mine = np.isin(box["dst"], nodes)
+        slot, mass, at = box["slot"][mine], box["mass"][mine], np.searchsorted(nodes,
+                                                                                box["dst"][mine])
+        self.inbox = {k: v[~mine] for k, v in box.items()}
+        index = torch.as_tensor(nodes, device=ctx.device)
+        read = self.read_weights[index]
+        new = read + torch.as_tensor(np.bincount(at, weights=mass, minlength=len(nodes)),
+                                     device=ctx.device)
+        result = ev.result_slots(nodes)
+        to = new.cpu().numpy()
+        models = ev.sums(len(nodes), np.concatenate([np.arange(len(nodes)), at]),
+                         np.concatenate([result, slot]),  # its own result first
+                         np.concatenate([(read / new).cpu().numpy(), mass / to[at]]))
+        ev.copy_out(ctx.population.params, index, models)
+        self.weights[index] = new
         ev.drop(slot)
+        return models
+
+    def results_of_offsets(self, ctx: RunContext, nodes: np.ndarray, offsets: Params) -> Params:
+        """z_j + (w_read / w_j) offset_j, the phases then read with w_j: their ends,
+        (w_j / w_new) z_j + (w_read / w_new) offset_j plus what arrives, are those of the
+        offsets (`Asynchronous.results_of_offsets`)."""
+        index = torch.as_tensor(nodes, device=ctx.device)
+        scale = (self.read_weights[index] / self.weights[index]).to(ctx.dtype)
+        self.read_weights[index] = self.weights[index]
+        return {k: ctx.population.params[k].index_select(0, index).add_(
+            v * row_scale(scale, v)) for k, v in offsets.items()}
 
     def mass_in_flight(self) -> float:
         """The Push-Sum weight sent and not yet added to its receiver (in flight, or arrived and
         kept until the receiver reads)."""
         carried = self.events.carried() if self.events is not None else 0.0
-        return carried + math.fsum(self.inbox["mass"].tolist())  # exact: any order
+        unshown = self.inbox["mass"][~self.inbox["shown"]]  # a mark's: in the weights
+        return carried + math.fsum(unshown.tolist())  # exact: any order
 
     def average_model(self, ctx: RunContext) -> Any:
         """sum_i w_i z_i / sum_i w_i over the nodes (what is in flight aside)."""
@@ -316,18 +376,6 @@ class AsyncSGP(Asynchronous):
         self.lowest_weights = state.get("lowest_weights", self.read_weights).clone()  # older:
         # the lowest since the checkpoint
         self.inbox = {k: v.cpu().numpy().copy() for k, v in state["inbox"].items()}
+        self.inbox.setdefault("shown", np.zeros(len(self.inbox["dst"]), dtype=bool))  # older
         self.collapse_warned = bool(state.get("collapse_warned", False))  # older: not yet
 
-
-def _ended_rows(params: Params, part: torch.Tensor, scaled: Params, held: np.ndarray,
-                keep: torch.Tensor) -> Params:
-    """The rows `part` [b] whose phases end, before their messages are added: (w_old / w_new) z
-    + (w_read / w_new) offset where the phase holds its offset, (w_read / w_new) y where it holds
-    its result y (`scaled`: what each phase holds times w_read / w_new; `held` [b] says which);
-    each row by the same operations in any block."""
-    if not held.any():
-        return scaled
-    rows = scaled_rows(params, part, keep)
-    offset = torch.as_tensor(held, device=keep.device)
-    return {k: torch.where(row_scale(offset, v), v.add_(scaled[k]), scaled[k])
-            for k, v in rows.items()}

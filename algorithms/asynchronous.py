@@ -56,16 +56,9 @@ class Instant(Protocol):
     def offsets(self, nodes: np.ndarray) -> Params:
         """The offsets y^K - x_read of the nodes' latest local phases: name -> [m, *shape]."""
 
-    def results(self, nodes: np.ndarray, scale: torch.Tensor | None = None
-                ) -> tuple[Params, np.ndarray]:
-        """What the nodes' latest local phases hold: name -> [m, *shape], each its offset
-        y^K - x_read, or its result y^K where the node's row is still the phase's snapshot
-        (`snapshot_in_row`), times `scale` [m] if given (one pass); and bool [m], True where
-        it is the offset."""
-
-    def keep_offsets(self, nodes: np.ndarray) -> None:
-        """The rows of `nodes` [m] change now, with their phases in progress (a mark's
-        `settle`): their phases keep their offsets (needed only with `snapshot_in_row`)."""
+    def result_slots(self, nodes: np.ndarray) -> np.ndarray:
+        """With `snapshot_in_row`: the payload slots [m] holding the results y^K of the nodes'
+        latest local phases; read them as payloads (`sums`) before the nodes begin again."""
 
     def read_s(self, nodes: np.ndarray) -> np.ndarray:
         """float64 [m]: when the nodes' latest local phases read their models."""
@@ -85,13 +78,15 @@ class Instant(Protocol):
              owner: np.ndarray | None = None, scalar: np.ndarray | None = None,
              tag: np.ndarray | None = None, read: np.ndarray | None = None,
              copies: int = 1, scalars: int = 0, snapshot: np.ndarray | None = None,
-             both_ways: bool = False) -> None:
+             both_ways: bool = False, slots: np.ndarray | None = None) -> None:
         """Put messages src -> dst [M] (graph node ids) in flight, each sent at its sender's
         `time`; the network times them, with the draws and edge values of rounds k [M] (an int:
         all of them).
 
         `payload` [u, *shape] holds snapshots (copied now), or `snapshot` [u] names the
-        population rows to copy now; message e carries row owner[e] (default: row e) and
+        population rows to copy now, or `slots` [u] are payload slots written by `sums` (held,
+        now carried by the messages; `snapshot` then names the rows they equal, or is None);
+        message e carries row owner[e] (default: row e) and
         share[e] of it; `scalar`, `tag` and `read` [u] go with each row (`read` default: its
         sender's time). Each message counts
         `copies` model copies and `scalars` float64 scalars sent. `both_ways`: the message is
@@ -113,6 +108,17 @@ class Instant(Protocol):
         once, each row adding its messages in the order given (O(M x model size); `out`
         [r, *shape])."""
 
+    def sums(self, count: int, rows: np.ndarray, slots: np.ndarray, weights: np.ndarray,
+             start: Params | None = None) -> np.ndarray:
+        """Write `count` new payload rows: row r is start[r] [count, *shape] (None: 0) plus
+        weights[e] times the payload of slots[e] for every e [M] with rows[e] = r, in the order
+        given, each row from its own entries alone (O(M x model size)); without `start` every
+        row must have one. Returns int64 [count], their slots, held once: `send` them, or
+        `drop` them."""
+
+    def copy_out(self, out: Params, rows: torch.Tensor, slots: np.ndarray) -> None:
+        """out[k][rows[e]] = the payload row of slots[e] [m] (e.g. the population's rows)."""
+
     def slot_info(self, slots: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(scalar [u], tag [u], read [u]) of payload slots [u]."""
 
@@ -122,7 +128,7 @@ class Instant(Protocol):
         model) holds it."""
 
     def drop(self, slots: np.ndarray) -> None:
-        """Release held slots [u] (one per message)."""
+        """Release held slots [u] (one hold each: a message's, or a slot from `sums`)."""
 
     def mixed(self, ages_s: np.ndarray) -> None:
         """Record the staleness (s) of what was just mixed into models."""
@@ -137,10 +143,11 @@ class Asynchronous(Algorithm):
 
     transfers: ClassVar[int] = 1  # messages one after the other in a nominal round
     couples_sender: ClassVar[bool] = False  # an arrival also changes its sender's row
-    # True: the algorithm writes a node's row only when the node's phase ends (its offset asked
-    # for first), before its next phase reads the row, and at a mark (`settle`, every begun
-    # phase computed by then); so a phase's snapshot stays its node's row until the phase is
-    # computed, and the engine reads it there instead of copying it when the phase begins
+    # True: the algorithm writes a node's row only when the node's phase ends (its result
+    # asked for first, `result_slots`), before its next phase reads the row, and at a mark
+    # (`settle`, every begun phase computed by then; the phase end then does not read the
+    # row); so a phase's snapshot stays its node's row until the phase is computed, and the
+    # engine reads it there instead of copying it when the phase begins
     snapshot_in_row: ClassVar[bool] = False
     events: Instant | None = None  # the simulation, once the engine binds it
 
@@ -215,6 +222,23 @@ class Asynchronous(Algorithm):
         ctx : the run.
         ev : the simulation.
         """
+
+    def results_of_offsets(self, ctx: RunContext, nodes: np.ndarray, offsets: Params) -> Params:
+        """With `snapshot_in_row`, loading a checkpoint whose phases in progress held their
+        offsets y^K - x_read (written before they held results): the results to hold instead,
+        which end the phases as the offsets would have with the rows as they are now.
+
+        Parameters
+        ----------
+        ctx : the run (its state and the algorithm's loaded).
+        nodes : int64 [m], rows.
+        offsets : name -> [m, *shape].
+
+        Returns
+        -------
+        name -> [m, *shape].
+        """
+        raise NotImplementedError(f"{self.name} does not keep its snapshots in the rows")
 
     def left_undone(self, ctx: RunContext) -> str:
         """What the run's end leaves unapplied, as one line for the log ("" when nothing); the

@@ -243,6 +243,43 @@ def test_a_rows_payload_sum_is_the_same_in_any_batch(monkeypatch, limit, tile):
         assert torch.equal(moved["w"][0], batch["w"][j])
 
 
+@pytest.mark.parametrize("limit", [2**31 - 1, 40])
+def test_sums_written_into_new_slots_are_the_sums_in_any_slots(monkeypatch, limit):
+    """`Mailbox.sums` writes each row's weighted sum of payloads into new slots: the same bits
+    whether the claimed slots are consecutive (the product writes into the pool itself) or
+    scattered (through a copy), whatever else was free and with a start added; each row equal
+    to the sum computed by hand, to round-off, also with the products in chunks."""
+    import p2pfl.scale.payload_sum as payload_sum
+    from p2pfl.scale.mailbox import Mailbox
+
+    monkeypatch.setattr(payload_sum, "INT32_ELEMENTS", limit)
+    g = torch.Generator().manual_seed(2)
+    rows = torch.randn(6, 2, 5, generator=g, dtype=torch.float64)
+    start = {"w": torch.randn(3, 2, 5, generator=g, dtype=torch.float64)}
+    dst = np.array([0, 1, 2, 2, 0, 1, 2, 0])
+    src = np.array([5, 0, 3, 1, 2, 2, 4, 0])
+    weights = np.random.default_rng(2).normal(size=8)
+    expected = torch.zeros(3, 2, 5, dtype=torch.float64)
+    for j, i, c in zip(dst, src, weights, strict=True):
+        expected[j] += c * rows[i]
+    made = []
+    for scattered in (False, True):
+        box = Mailbox({"w": torch.zeros(6, 2, 5, dtype=torch.float64)})
+        slots = box.store({"w": rows}, np.zeros(6), np.zeros(6), np.zeros(6, dtype=np.int64),
+                          np.ones(6, dtype=np.int64))
+        if scattered:  # free slots apart: 6, 8 and 10 of 12
+            box.claim(6)
+            box.release_slots(np.array([6, 8, 10]))
+        new = box.sums(3, dst, slots[src], weights)
+        assert (Mailbox.run_of(new) is None) == scattered
+        assert (box.pool["w"][new] - expected).abs().max() < 1e-14
+        assert torch.equal(box.pool["w"][slots], rows)  # the payloads read are untouched
+        plus = box.sums(3, dst, slots[src], weights, start)
+        assert (box.pool["w"][plus] - expected - start["w"]).abs().max() < 1e-14
+        made.append((box.pool["w"][new], box.pool["w"][plus]))
+    assert all(torch.equal(a, b) for a, b in zip(*made, strict=True))
+
+
 def test_rows_gathered_and_scaled_in_one_pass_equal_the_gather_then_the_product():
     """payload_sum.scaled_rows (a diagonal sparse product on the CPU) gives each row the one
     rounded product, as gathering and then multiplying does; no rows give empty tensors."""
@@ -276,38 +313,39 @@ def test_push_sum_mass_is_conserved_at_every_event():
 
 
 def test_settling_at_marks_moves_no_model():
-    """A mark adds what has arrived to the rows (async_sgp's `settle`), with phases in progress
-    that then keep their offsets: it changes how the state is stored, not the state. Settling at
-    twelve marks ends where settling once at the end does, to round-off (float64), so the phase
-    ends computed from their offsets and from their results (the row still the snapshot) agree."""
+    """A mark shows what has arrived in the rows (async_sgp's `settle`), with phases in
+    progress whose ends then add the same messages again to their results: showing changes no
+    bit of the run. With twelve marks, the phases in progress at the end hold the same results
+    bit for bit (float64) whether each mark showed the messages or not, so they were trained
+    from the same snapshots; the rows shown at the end equal those of settling once, to
+    round-off (which phases are computed in one batch changes the last bits); the weights shown
+    plus those in flight stay N at every mark."""
     cfg = small_config(algorithm__name="async_sgp", topology__name="exponential",
                        topology__directed=True, algorithm__local_steps=1, network__enabled=True,
                        network__jitter=0.2, algorithm__lr=0.01)
     ends = []
-    for marks in (1, 12):
+    for marks, show in ((1, True), (12, False), (12, True)):
         ctx, algorithm = build(cfg)
         randomized(ctx)
         sim = Simulation(ctx, algorithm)
         end = ctx.clock.nominal_s() * 6
-        held = converted = 0
+        shown = 0
         for t in np.linspace(end / marks, end, marks):
             sim.advance(t)
-            going = np.flatnonzero(np.isfinite(sim.phases.due) & ~sim.phases.offset_held)
-            offsets = sim.phases.offsets(going)  # results minus the rows, still the snapshots
-            algorithm.settle(ctx, sim)  # converts them itself (`keep_offsets`) where it adds
-            moved = going[sim.phases.offset_held[going]]
-            converted += len(moved)
-            if len(moved):
-                at = np.searchsorted(going, moved)
-                for k, v in offsets.items():
-                    assert torch.equal(v[at], sim.phases.buffer[k][moved])
-            if t < end:
-                held += int(sim.phases.offset_held[np.isfinite(sim.phases.due)].sum())
-        assert (held > 0) == (marks > 1)  # phases in progress over a mark kept their offsets
-        assert converted > 0
-        ends.append((ctx.population.params, algorithm.weights, sim.phases.steps))
-    (one, w_one, steps_one), (many, w_many, steps_many) = ends
-    assert steps_one.tolist() == steps_many.tolist() and steps_one.min() >= 5
+            if show:
+                algorithm.settle(ctx, sim)
+                shown += int(algorithm.inbox["shown"].sum())
+                total = algorithm.weights.sum().item() + algorithm.mass_in_flight()
+                assert total == pytest.approx(ctx.num_nodes, abs=1e-12)
+        assert (shown > 0) == show  # shown at marks, then added again by the phase ends
+        ends.append((ctx.population.params, algorithm.weights, sim.phases.steps,
+                     phase_rows(sim)))
+    (one, w_one, steps_one, _), (_, _, steps_hidden, y_hidden), (many, w_many, steps_many,
+                                                                   y_many) = ends
+    assert steps_one.tolist() == steps_many.tolist() == steps_hidden.tolist()
+    assert steps_one.min() >= 5
+    for k, v in y_hidden.items():
+        assert torch.equal(y_many[k].view(torch.int64), v.view(torch.int64))
     assert (w_one - w_many).abs().max() < 1e-12
     assert_close(one, many)
 
@@ -330,8 +368,8 @@ def queued_pushes():
     instants: (config, run, algorithm, simulation)."""
     cfg = small_config(algorithm__name="async_sgp", topology__name="exponential",
                        topology__directed=True, algorithm__local_steps=1, network__enabled=True,
-                       network__stragglers=0.3, network__jitter=0.2,
-                       algorithm__one_push_in_flight=False)
+                       network__stragglers=0.3, network__jitter=0.2, algorithm__lr=0.001,
+                       algorithm__one_push_in_flight=False)  # lr: finite though w collapses
     ctx, algorithm = build(cfg)
     sim = Simulation(ctx, algorithm)
     for _ in range(60):
@@ -339,11 +377,13 @@ def queued_pushes():
     return cfg, ctx, algorithm, sim
 
 
-def loaded(cfg, ctx, algorithm, state: dict) -> Simulation:
-    """A new run's simulation loaded from `state`, as a resume restores it (population first)."""
+def loaded(cfg, ctx, algorithm, state: dict, algorithm_state: dict | None = None) -> Simulation:
+    """A new run's simulation loaded from `state` (and the algorithm's, default its own), as a
+    resume restores it (population first)."""
     ctx2, algorithm2 = build(cfg)
     ctx2.population.load_state_dict(ctx.population.state_dict())
-    algorithm2.load_state_dict(algorithm.state_dict())
+    algorithm2.load_state_dict(algorithm.state_dict() if algorithm_state is None
+                               else algorithm_state)
     sim = Simulation(ctx2, algorithm2)
     sim.load_state_dict(state)
     return sim
@@ -361,13 +401,15 @@ def assert_same_rows(sim: Simulation, sim2: Simulation, slots: np.ndarray) -> No
 
 
 def phase_rows(sim: Simulation) -> dict[str, torch.Tensor]:
-    """Each node's phase: its offset once computed, else its snapshot (its population row for
-    an algorithm whose snapshots stay in the rows)."""
-    out = {k: v.clone() for k, v in sim.phases.buffer.items()}
-    if sim.phases.in_row:
-        rows = torch.as_tensor(np.flatnonzero(~sim.phases.computed))
-        for k, v in out.items():
-            v[rows] = sim.ctx.population.params[k][rows]
+    """Each node's phase: what it holds once computed, else its snapshot (for an algorithm whose
+    snapshots stay in the rows, its population row, and once computed its payload slot)."""
+    phases = sim.phases
+    if not phases.in_row:
+        return {k: v.clone() for k, v in phases.buffer.items()}
+    out = {k: v.clone() for k, v in sim.ctx.population.params.items()}
+    done = torch.as_tensor(np.flatnonzero(phases.computed & (phases.slot >= 0)))
+    for k, v in out.items():
+        v[done] = sim.mailbox.pool[k][phases.slot[done.numpy()]]
     return out
 
 
@@ -381,13 +423,14 @@ def test_the_checkpoint_holds_each_payload_once_and_resumes_bitwise():
     state, box = sim.state_dict(), sim.mailbox
     table = state["mailbox"]
     sends = {(int(i), float(t)) for i, t in zip(box.src, box.sent, strict=True)}
-    used = np.unique(np.concatenate([box.slot, algorithm.inbox["slot"]]))
+    results = sim.phases.slot[sim.phases.slot >= 0]  # the computed phases' results
+    used = np.unique(np.concatenate([box.slot, algorithm.inbox["slot"], results]))
     assert len(np.unique(box.slot)) == len(sends) < len(box)  # the messages of a send share
     assert table["payload_slots"].tolist() == used.tolist() and len(used) < len(box.refs)
     from_rows = table["payload_rows"] >= 0
     stored = next(iter(table["payloads"].values()))
     assert len(stored) == (~from_rows).sum() and from_rows.any()
-    assert 0 < len(state["phases"]["stored"]) < ctx.num_nodes
+    assert len(results) and "buffer" not in state["phases"]  # saved once, in the table
 
     sim2 = loaded(cfg, ctx, algorithm, state)
     assert_same_rows(sim, sim2, used)
@@ -398,17 +441,59 @@ def test_the_checkpoint_holds_each_payload_once_and_resumes_bitwise():
         assert torch.equal(sim2.ctx.population.params[k].view(torch.int64), v.view(torch.int64))
 
 
-def test_a_checkpoint_from_before_the_payload_table_loads():
-    """The state as the previous code saved it (the whole payload pool, no slot rows, the whole
-    phase buffer) loads to the same payloads and snapshots."""
-    cfg, ctx, algorithm, sim = queued_pushes()
+def older_state(sim: Simulation, phases: dict, shown: np.ndarray) -> dict:
+    """`sim`'s state as code before the payload table saved it: the whole payload pool, no
+    slot rows, the phases' rows (`phases`) in a buffer, no result slots, and the inbox without
+    the messages `shown` [inbox] (the code before marks kept them had added and released
+    them)."""
     state = sim.state_dict()
+    algorithm = sim.algorithm
+    refs = state["mailbox"]["refs"].clone()
+    results = sim.phases.slot[sim.phases.slot >= 0]
+    gone = np.concatenate([results, algorithm.inbox["slot"][shown]])
+    np.subtract.at(refs.numpy(), gone, 1)  # the results and the released messages
     state["mailbox"] = {k: v for k, v in state["mailbox"].items() if k not in (
-        "payload_slots", "payload_rows", "payloads", "row")} | {
-        "pool": {k: v.clone() for k, v in sim.mailbox.pool.items()}}
-    state["phases"] = {k: v for k, v in state["phases"].items() if k != "stored"} | {
-        "buffer": {k: v.clone() for k, v in sim.phases.buffer.items()}}
-    assert_same_rows(sim, loaded(cfg, ctx, algorithm, state), np.flatnonzero(sim.mailbox.refs))
+        "payload_slots", "payload_rows", "payloads", "row", "refs")} | {
+        "pool": {k: v.clone() for k, v in sim.mailbox.pool.items()}, "refs": refs}
+    state["phases"] = {k: v for k, v in state["phases"].items() if k != "slot"} | {
+        "buffer": phases}
+    return state
+
+
+def test_a_checkpoint_from_before_the_payload_table_loads():
+    """States as earlier code saved them load and go on as the run does: (1) the whole payload
+    pool and the phase buffer holding the computed phases' results (`offset_held` False): the
+    same payloads and phases, bit for bit, and 20 more instants identical; (2) the phases'
+    offsets y^K - x_read after a mark added messages to the rows and released them: the
+    offsets become results (`results_of_offsets`) and the run goes on to round-off."""
+    cfg, ctx, algorithm, sim = queued_pushes()
+    hidden = np.zeros(len(algorithm.inbox["dst"]), dtype=bool)
+    state = older_state(sim, phase_rows(sim), hidden)
+    state["phases"]["offset_held"] = torch.zeros(ctx.num_nodes, dtype=torch.bool)
+    sim2 = loaded(cfg, ctx, algorithm, state)
+    assert_same_rows(sim, sim2, np.flatnonzero(state["mailbox"]["refs"].numpy()))
+    for _ in range(20):
+        sim.step()
+        sim2.step()
+    for k, v in ctx.population.params.items():
+        assert torch.equal(sim2.ctx.population.params[k].view(torch.int64), v.view(torch.int64))
+
+    cfg, ctx, algorithm, sim = queued_pushes()  # afresh: its weights collapse later on
+    sim.phases.compute()  # as at a mark: every phase begun
+    snapshots = {k: v.clone() for k, v in ctx.population.params.items()}
+    algorithm.settle(ctx, sim)  # a mark: the rows change, the phases in progress
+    shown = algorithm.inbox["shown"]
+    assert shown.any()
+    offsets = {k: v - snapshots[k] for k, v in phase_rows(sim).items()}
+    before = algorithm.state_dict()  # the inbox as it was: without the shown messages
+    before["inbox"] = {k: v[torch.as_tensor(~shown)] for k, v in before["inbox"].items()
+                       if k != "shown"}
+    sim2 = loaded(cfg, ctx, algorithm, older_state(sim, offsets, shown), before)
+    assert not sim2.algorithm.inbox["shown"].any()
+    for _ in range(20):
+        sim.step()
+        sim2.step()
+    assert_close(ctx.population.params, sim2.ctx.population.params)
 
 
 def test_a_collapsing_push_sum_weight_is_warned_once_and_named_when_it_diverges(tmp_path):

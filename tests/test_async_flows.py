@@ -49,7 +49,7 @@ def simulate(name: str, steps: int, **network) -> tuple[Simulation, RecordingMai
     ctx, algorithm = build(cfg)
     sim = RecordingSimulation(ctx, algorithm)
     sim.posted = []
-    sim.mailbox = box = RecordingMailbox(ctx.population.params)
+    sim.mailbox = sim.phases.pool = box = RecordingMailbox(ctx.population.params)
     for _ in range(steps):
         sim.step()
         usage, capacity = sim.network.usage[:-1], sim.network.capacity[:-1]

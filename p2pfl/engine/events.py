@@ -69,8 +69,8 @@ class Simulation:
     def __init__(self, ctx: RunContext, algorithm: Asynchronous, windows: bool = True) -> None:
         self.ctx, self.algorithm = ctx, algorithm
         self.offset = 1 if algorithm.mixing == "server" else 0  # the star's server is node 0
-        self.phases = Phases(ctx, algorithm, self.offset)
         self.mailbox = Mailbox(ctx.population.params)
+        self.phases = Phases(ctx, algorithm, self.offset, self.mailbox)
         self.transport = Transport(ctx, lambda: self.phases.phase)
         self.network = self.transport.network
         self.now, self.started = 0.0, False  # now: the current window's first instant
@@ -99,12 +99,8 @@ class Simulation:
     def offsets(self, nodes: np.ndarray) -> Params:
         return self.phases.offsets(nodes)
 
-    def results(self, nodes: np.ndarray, scale: torch.Tensor | None = None
-                ) -> tuple[Params, np.ndarray]:
-        return self.phases.results(nodes, scale)
-
-    def keep_offsets(self, nodes: np.ndarray) -> None:
-        self.phases.keep_offsets(nodes)
+    def result_slots(self, nodes: np.ndarray) -> np.ndarray:
+        return self.phases.result_slots(nodes)
 
     def read_s(self, nodes: np.ndarray) -> np.ndarray:
         return self.phases.read[nodes]
@@ -124,21 +120,26 @@ class Simulation:
              owner: np.ndarray | None = None, scalar: np.ndarray | None = None,
              tag: np.ndarray | None = None, read: np.ndarray | None = None,
              copies: int = 1, scalars: int = 0, snapshot: np.ndarray | None = None,
-             both_ways: bool = False) -> None:
+             both_ways: bool = False, slots: np.ndarray | None = None) -> None:
         m = len(src)
         slot = np.full(m, -1, dtype=np.int64)
         sent = self.clock[src]
-        if payload is not None or snapshot is not None:
-            u = len(snapshot) if snapshot is not None else len(next(iter(payload.values())))
+        if payload is not None or snapshot is not None or slots is not None:
+            u = len(next(iter(payload.values()))) if payload is not None else len(
+                snapshot if slots is None else slots)
             owner = np.arange(m) if owner is None else owner
             if read is None:
                 read = np.zeros(u)
                 read[owner] = sent
-            slots = self.mailbox.store(
-                payload if snapshot is None else self.ctx.population.params,
-                np.zeros(u) if scalar is None else scalar, read,
-                np.zeros(u, dtype=np.int64) if tag is None else tag,
-                np.bincount(owner, minlength=u), rows=snapshot)
+            about = (np.zeros(u) if scalar is None else scalar, read,
+                     np.zeros(u, dtype=np.int64) if tag is None else tag,
+                     np.bincount(owner, minlength=u))
+            if slots is None:
+                slots = self.mailbox.store(
+                    payload if snapshot is None else self.ctx.population.params, *about,
+                    rows=snapshot)
+            else:
+                self.mailbox.label(slots, *about, rows=snapshot)
             slot = slots[owner]
         k = np.broadcast_to(np.asarray(k, dtype=np.int64), (m,))
         due, group = self.transport.time(src, dst, k, sent, both_ways)
@@ -158,6 +159,13 @@ class Simulation:
                      weights: np.ndarray) -> None:
         self.mailbox.add_payloads(out, rows, slots, weights)
 
+    def sums(self, count: int, rows: np.ndarray, slots: np.ndarray, weights: np.ndarray,
+             start: Params | None = None) -> np.ndarray:
+        return self.mailbox.sums(count, rows, slots, weights, start)
+
+    def copy_out(self, out: Params, rows: torch.Tensor, slots: np.ndarray) -> None:
+        self.mailbox.copy_out(out, rows, slots)
+
     def slot_info(self, slots: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         box = self.mailbox
         return box.scalar[slots], box.tag[slots], box.read[slots]
@@ -166,7 +174,7 @@ class Simulation:
         np.add.at(self.mailbox.refs, slots, 1)
 
     def drop(self, slots: np.ndarray) -> None:
-        np.subtract.at(self.mailbox.refs, slots, 1)
+        self.mailbox.release_slots(slots)
 
     def mixed(self, ages_s: np.ndarray) -> None:
         self.ages += np.asarray(ages_s, dtype=np.float64).tolist()
@@ -321,8 +329,8 @@ class Simulation:
         state : what `state_dict` returned.
         """
         self.now, self.started = float(state["now"]), bool(state["started"])
-        self.phases.load_state_dict(state["phases"])
         self.mailbox.load_state_dict(state["mailbox"], self.ctx.population.params)
+        self.phases.load_state_dict(state["phases"])  # its results may be in the mailbox
         self.instants, self.copies = int(state["instants"]), int(state["copies"])
         self.events = int(state["events"])
         self.windows, self.batches = int(state.get("windows", 0)), int(state.get("batches", 0))

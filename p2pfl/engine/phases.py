@@ -12,12 +12,13 @@ different phase indices take their own round's minibatches), and every begun pha
 no two events coincide. The buffer then holds the offset in place of the snapshot.
 
 An algorithm that leaves a node's row alone while its phase is in progress, except at a mark
-(`Asynchronous.snapshot_in_row`), saves two passes over the rows per phase: the snapshot is the
-row itself, not copied, and the buffer holds the result y^K, whose offset is y^K minus the row;
-a mark that changes the rows of phases in progress first has them keep their offsets
-(`keep_offsets`; `offset_held` says which do). The state (buffer, flags, times, step sizes,
-losses) is a checkpoint's; a snapshot that is still its node's model is saved once, as the
-population's row.
+(`Asynchronous.snapshot_in_row`), saves passes over the rows per phase: the snapshot is the row
+itself, not copied, and the phase holds its result y^K (not its offset) in a payload slot of
+the run's `Mailbox` (`slot`): a batch of phases is gathered into a run of free slots and trained
+there, not copied back, and the algorithm reads the results as payloads, in the same sparse
+product as its messages (`result_slots`). The state (buffer, times, step sizes, losses, slots)
+is a checkpoint's; a snapshot that is still its node's model is saved once, as the population's
+row (the results: with the mailbox's payloads).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from algorithms.asynchronous import Asynchronous
 from p2pfl.context import RunContext
 from p2pfl.core.federated import BatchPlan
 from p2pfl.core.population import Params, copy_rows, row_block, same_rows
-from p2pfl.scale.payload_sum import scaled_rows
+from p2pfl.scale.mailbox import Mailbox
 
 
 def mixed_plan(plans: dict[int, BatchPlan], nodes: np.ndarray, k: np.ndarray) -> BatchPlan:
@@ -70,17 +71,20 @@ class Phases:
     ctx : the run.
     algorithm : its asynchronous algorithm (step sizes, plans, solver).
     offset : graph node id of row 0 (the star: 1).
+    pool : the run's mailbox, whose slots hold the results with `snapshot_in_row`.
     """
 
-    def __init__(self, ctx: RunContext, algorithm: Asynchronous, offset: int) -> None:
-        self.ctx, self.algorithm, self.offset = ctx, algorithm, offset
+    def __init__(self, ctx: RunContext, algorithm: Asynchronous, offset: int,
+                 pool: Mailbox) -> None:
+        self.ctx, self.algorithm, self.offset, self.pool = ctx, algorithm, offset, pool
         self.in_row = algorithm.snapshot_in_row  # an uncomputed phase's snapshot is its row
-        # the buffer holds the offset y^K - x_read (else, with in_row, the result y^K: the
-        # offset is y^K minus the row, which is still the snapshot)
-        self.offset_held = np.zeros(ctx.num_nodes, dtype=bool)
+        # what a computed phase holds: its offset y^K - x_read in its node's buffer row; with
+        # in_row, its result y^K in its payload slot of the pool
         n = ctx.num_nodes
-        self.buffer: Params = {k: torch.empty_like(v) for k, v in ctx.population.params.items()}
-        self._scratch: Params = {k: torch.empty_like(v) for k, v in self.buffer.items()}
+        self.slot = np.full(n, -1, dtype=np.int64)  # with in_row: the pool slot (-1: none)
+        self.buffer: Params = {} if self.in_row else {
+            k: torch.empty_like(v) for k, v in ctx.population.params.items()}
+        self._scratch: Params = {k: torch.empty_like(v) for k, v in ctx.population.params.items()}
         self.phase = np.full(n, -1, dtype=np.int64)  # index of the latest phase (-1: none yet)
         self.read = np.zeros(n)  # when it read its model (s)
         self.due = np.full(n, np.inf)  # when it ends (inf: ended, or none)
@@ -107,6 +111,10 @@ class Phases:
             ctx.population.write(index, models)
         self.phase[nodes] += 1
         k = self.phase[nodes]
+        if self.in_row:  # the ended phases' results have been read
+            held = self.slot[nodes]
+            self.pool.release_slots(held[held >= 0])
+            self.slot[nodes] = -1
         self.lr[nodes] = self.algorithm.phase_lr(ctx, nodes, k).double().cpu().numpy()
         if not self.in_row:
             copy_rows(self.buffer, index, ctx.population.params, index)  # the snapshots
@@ -138,9 +146,13 @@ class Phases:
         for r in np.unique(k).tolist():
             self._plan(r)
         index = torch.as_tensor(pending, device=ctx.device)
+        slots = self.pool.claim(len(pending)) if self.in_row else pending
+        run = self.pool.run_of(slots) if self.in_row else None
+        store = self.pool.pool if self.in_row else self.buffer
         read = ctx.population.params if self.in_row else self.buffer  # the snapshots
-        rows = {name: torch.index_select(b, 0, index, out=self._scratch[name][:len(pending)])
-                for name, b in read.items()}
+        rows = {name: torch.index_select(b, 0, index, out=(
+            store[name][run] if run is not None else self._scratch[name][:len(pending)]))
+            for name, b in read.items()}  # trained in place, in the slots where they are a run
         lr = torch.as_tensor(self.lr[pending], device=ctx.device, dtype=ctx.dtype)
         losses = ctx.trainer.train(rows, index, mixed_plan(self._plans, pending, k),
                                    algorithm.solver, lr)
@@ -150,9 +162,11 @@ class Phases:
                 part = index[start:start + block]
                 for name, b in read.items():
                     rows[name][start:start + len(part)].sub_(b.index_select(0, part))
-        self.offset_held[pending] = not self.in_row
-        for name, b in self.buffer.items():
-            b.index_copy_(0, index, rows[name])
+        self.slot[pending] = slots if self.in_row else -1
+        if run is None:
+            at = torch.as_tensor(slots, device=ctx.device)
+            for name, b in store.items():
+                b.index_copy_(0, at, rows[name])
         self.loss[pending] = losses.detach().double().cpu().numpy()
         self.computed[pending] = True
         alive = self.phase[self.phase >= 0].min(initial=0)  # plans no phase will need again
@@ -165,87 +179,49 @@ class Phases:
 
     def offsets(self, nodes: np.ndarray) -> Params:
         """The offsets y^K - x_read of the latest phases of `nodes`: name -> [m, *shape] (a view
-        for one node, valid until it begins again; with `snapshot_in_row`, a phase that holds
-        its result gives its offset only while its row is still the snapshot: at its end, before
-        the row changes)."""
-        out, held = self.results(nodes)
-        if held.all():
-            return out
-        rows = torch.as_tensor(nodes[~held], device=self.ctx.device)
-        at = torch.as_tensor(np.flatnonzero(~held), device=self.ctx.device)
-        params = self.ctx.population.params
-        return {k: v.index_add(0, at, params[k].index_select(0, rows), alpha=-1)
-                for k, v in out.items()}
-
-    def results(self, nodes: np.ndarray, scale: torch.Tensor | None = None
-                ) -> tuple[Params, np.ndarray]:
-        """What the latest phases of `nodes` hold: their offsets y^K - x_read, or (where the
-        row is still the snapshot, `snapshot_in_row`) their results y^K; each times its `scale`.
-
-        Parameters
-        ----------
-        nodes : int64 [m], rows.
-        scale : [m] in the run's dtype, or None (1).
-
-        Returns
-        -------
-        (name -> [m, *shape], a view for one node without `scale`, valid until it begins
-        again; bool [m], True where it is the offset).
-        """
+        for one node, valid until it begins again); not with `snapshot_in_row`, whose phases
+        hold their results (`result_slots`)."""
+        if self.in_row:
+            raise TypeError("phases of an algorithm with snapshot_in_row hold their results: "
+                            "read them with result_slots")
         self.compute(nodes)
-        held = self.offset_held[nodes]
-        index = torch.as_tensor(nodes, device=self.ctx.device)
-        if scale is not None:
-            return scaled_rows(self.buffer, index, scale), held
         if len(nodes) == 1:
             i = int(nodes[0])
-            return {name: b[i:i + 1] for name, b in self.buffer.items()}, held
-        return {name: b.index_select(0, index) for name, b in self.buffer.items()}, held
+            return {name: b[i:i + 1] for name, b in self.buffer.items()}
+        index = torch.as_tensor(nodes, device=self.ctx.device)
+        return {name: b.index_select(0, index) for name, b in self.buffer.items()}
 
-    def keep_offsets(self, nodes: np.ndarray) -> None:
-        """The rows of `nodes` are about to change while their phases are in progress: those
-        phases hold their offsets from now on (computed first).
-
-        Parameters
-        ----------
-        nodes : int64 [m], distinct rows.
-        """
-        going = nodes[np.isfinite(self.due[nodes])]
-        self.compute(going)
-        going = going[~self.offset_held[going]]
-        if not len(going):
-            return
-        params, block = self.ctx.population.params, row_block(self.buffer)
-        for start in range(0, len(going), block):
-            part = torch.as_tensor(going[start:start + block], device=self.ctx.device)
-            for name, b in self.buffer.items():
-                b.index_copy_(0, part, b.index_select(0, part).sub_(
-                    params[name].index_select(0, part)))
-        self.offset_held[going] = True
+    def result_slots(self, nodes: np.ndarray) -> np.ndarray:
+        """With `snapshot_in_row`: the pool slots [m] holding the results y^K of the latest
+        phases of `nodes` (computed first); valid until the nodes begin again."""
+        self.compute(nodes)
+        return self.slot[nodes]
 
     def state_dict(self) -> dict[str, Any]:
         """The phases' arrays, and the buffer rows that are not the nodes' models: a snapshot
         still holding the same bits as its node's population row (nothing has changed the row
-        since the phase read it), or an uncomputed phase's with `snapshot_in_row`, is not saved
-        again (`stored`: the rows saved, in `buffer`).
+        since the phase read it) is not saved again (`stored`: the rows saved, in `buffer`);
+        with `snapshot_in_row`, the slots (the pool is the mailbox's state).
 
         Returns
         -------
         dict of tensors.
         """
         arrays = {k: torch.from_numpy(getattr(self, k).copy()) for k in (
-            "phase", "read", "due", "computed", "lr", "loss", "steps", "offset_held")}
+            "phase", "read", "due", "computed", "lr", "loss", "steps")}
+        if self.in_row:
+            return arrays | {"slot": torch.from_numpy(self.slot.copy())}
         rows = torch.arange(len(self.phase), device=self.ctx.device)
-        same = same_rows(self.buffer, rows, self.ctx.population.params, rows)
-        if self.in_row:  # an uncomputed phase's snapshot is its row
-            same |= torch.as_tensor(~self.computed, device=same.device)
-        stored = rows[~same]
+        stored = rows[~same_rows(self.buffer, rows, self.ctx.population.params, rows)]
         return arrays | {"stored": stored.cpu(),
                          "buffer": {k: v.index_select(0, stored) for k, v in self.buffer.items()}}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Put a `state_dict` back, once the population is restored: the rows not stored are
-        the population's (a checkpoint from before `stored` holds the whole buffer).
+        """Put a `state_dict` back, once the population and the mailbox are restored: the rows
+        not stored are the population's (a checkpoint from before `stored` holds the whole
+        buffer; one from before `slot`, with `snapshot_in_row`, the computed phases' offsets
+        or, where `offset_held` is False, results in the buffer: they move to slots, the
+        offsets as the results that end the same, `Asynchronous.results_of_offsets`).
 
         Parameters
         ----------
@@ -253,13 +229,31 @@ class Phases:
         """
         for k in ("phase", "read", "due", "computed", "lr", "loss", "steps"):
             setattr(self, k, state[k].cpu().numpy().copy())
-        # older: every computed phase held its offset
-        self.offset_held = state.get("offset_held", state["computed"]).cpu().numpy().copy()
-        saved = {k: v.to(self.ctx.device) for k, v in state["buffer"].items()}
-        if "stored" not in state:  # the whole buffer
-            self.buffer = {k: v.clone() for k, v in saved.items()}
+        if "slot" in state:
+            self.slot = state["slot"].cpu().numpy().copy()
             return
-        self.buffer = {k: v.clone() for k, v in self.ctx.population.params.items()}
-        stored = state["stored"].to(self.ctx.device)
-        for k, v in self.buffer.items():
-            v.index_copy_(0, stored, saved[k])
+        saved = {k: v.to(self.ctx.device) for k, v in state["buffer"].items()}
+        buffer = {k: v.clone() for k, v in (saved if "stored" not in state  # the whole buffer
+                                            else self.ctx.population.params).items()}
+        if "stored" in state:
+            stored = state["stored"].to(self.ctx.device)
+            for k, v in buffer.items():
+                v.index_copy_(0, stored, saved[k])
+        if not self.in_row:
+            self.buffer = buffer
+            return
+        need = np.flatnonzero(self.computed & (self.phase >= 0))
+        device = self.ctx.device
+        rows = {k: v.index_select(0, torch.as_tensor(need, device=device))
+                for k, v in buffer.items()}
+        # older: every computed phase held its offset
+        held = state.get("offset_held", state["computed"]).cpu().numpy()[need]
+        if held.any():
+            at = torch.as_tensor(np.flatnonzero(held), device=device)
+            adopted = self.algorithm.results_of_offsets(
+                self.ctx, need[held], {k: v.index_select(0, at) for k, v in rows.items()})
+            for k, v in rows.items():
+                v.index_copy_(0, at, adopted[k])
+        self.slot[need] = self.pool.claim(len(need))
+        for k, v in self.pool.pool.items():
+            v.index_copy_(0, torch.as_tensor(self.slot[need], device=device), rows[k])

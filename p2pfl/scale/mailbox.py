@@ -94,29 +94,116 @@ class Mailbox:
         -------
         int64 array [m], the slots.
         """
-        m = len(scalar)
-        free = np.flatnonzero(self.refs == 0)
-        if len(free) < m:
-            self._grow(len(self.refs) + m - len(free))
-            free = np.flatnonzero(self.refs == 0)
-        run = np.flatnonzero(free[m - 1:] - free[:len(free) - m + 1] == m - 1) if m else []
-        slots = free[run[0]:run[0] + m] if len(run) else free[:m]  # consecutive where free
+        slots = self.claim(len(scalar))
         device = next(iter(self.pool.values())).device
         index = torch.as_tensor(slots, device=device)
-        if rows is not None and len(run) and all(
+        run = self.run_of(slots)
+        if rows is not None and run is not None and all(
                 source[k].dtype == v.dtype for k, v in self.pool.items()):
             of = torch.as_tensor(rows, device=device)  # straight into the slots: one pass
             for k, v in self.pool.items():
-                torch.index_select(source[k], 0, of, out=v[slots[0]:slots[0] + m])
+                torch.index_select(source[k], 0, of, out=v[run])
         elif rows is not None:
             copy_rows(self.pool, index, source, torch.as_tensor(rows, device=device))
         else:
             for k, v in self.pool.items():
                 v.index_copy_(0, index, source[k].to(v.dtype))
+        self.label(slots, scalar, read, tag, refs, rows)
+        return slots
+
+    def claim(self, m: int) -> np.ndarray:
+        """Take m free slots, consecutive where a run of m is free (the pool grows first where
+        fewer are free); each held once (`refs` 1) until `label` or `release`. A claim may move
+        the pool: take views of it after.
+
+        Parameters
+        ----------
+        m : slots.
+
+        Returns
+        -------
+        int64 [m], ascending.
+        """
+        free = np.flatnonzero(self.refs == 0)
+        if len(free) < m:
+            self._grow(len(self.refs) + m - len(free))
+            free = np.flatnonzero(self.refs == 0)
+        run = np.flatnonzero(free[m - 1:] - free[:len(free) - m + 1] == m - 1) if m else []
+        slots = free[run[0]:run[0] + m] if len(run) else free[:m]
+        self.refs[slots], self.row[slots] = 1, -1
+        return slots
+
+    @staticmethod
+    def run_of(slots: np.ndarray) -> slice | None:
+        """slots as a slice where they are consecutive and ascending (one view of the pool),
+        else None."""
+        if len(slots) and int(slots[-1]) - int(slots[0]) == len(slots) - 1:
+            return slice(int(slots[0]), int(slots[-1]) + 1)
+        return None
+
+    def label(self, slots: np.ndarray, scalar: np.ndarray, read: np.ndarray, tag: np.ndarray,
+              refs: np.ndarray, rows: np.ndarray | None = None) -> None:
+        """Say what written slots [m] hold: each payload's scalar, read time and tag (float64,
+        float64, int64 [m]), the messages that will carry it (`refs` [m]; 0 frees it) and the
+        rows of the models it equals (int64 [m], or None: none)."""
         self.scalar[slots], self.read[slots], self.tag[slots] = scalar, read, tag
         self.refs[slots] = refs
         self.row[slots] = -1 if rows is None else rows
-        return slots
+
+    def sums(self, count: int, rows: np.ndarray, slots: np.ndarray, weights: np.ndarray,
+             start: Params | None = None) -> np.ndarray:
+        """Write weighted sums of payload rows into `count` claimed slots (`claim`): row r is
+        start[r] (none: 0) plus weights[e] * the payload of slots[e] for every e with
+        rows[e] = r, in the order given, each row from its own entries (`add_rows_of`); on the
+        CPU, into the pool itself where the claimed slots are consecutive, else through a
+        copy.
+
+        Parameters
+        ----------
+        count : rows (the slots claimed).
+        rows : int64 [M], in 0..count-1, every one of them present unless `start` is given.
+        slots : int64 [M], payload slots (not the new ones).
+        weights : float64 [M].
+        start : name -> [count, *shape], or None.
+
+        Returns
+        -------
+        int64 [count], the new slots, held once (`label` them or `release_slots` them).
+        """
+        new = self.claim(count)
+        run = self.run_of(new)
+        direct = run is not None and all(v.device.type == "cpu" for v in self.pool.values())
+        out = {k: v[run] if direct else v.new_empty((count, *v.shape[1:]))
+               for k, v in self.pool.items()}
+        if start is not None:
+            for k, v in out.items():
+                v.copy_(start[k])
+        add_rows_of(out, rows, slots, weights, self.pool, overwrite=start is None)
+        if not direct:
+            index = torch.as_tensor(new, device=next(iter(self.pool.values())).device)
+            for k, v in self.pool.items():
+                v.index_copy_(0, index, out[k])
+        return new
+
+    def copy_out(self, out: Params, rows: torch.Tensor, slots: np.ndarray) -> None:
+        """out[k][rows[e]] = the payload row of slots[e] (one pass where the slots are a run).
+
+        Parameters
+        ----------
+        out : name -> [n, *shape], written in place.
+        rows : int64 [m], distinct rows of `out`, on its device.
+        slots : int64 [m], payload slots.
+        """
+        run = self.run_of(slots)
+        if run is None:
+            copy_rows(out, rows, self.pool, torch.as_tensor(slots, device=rows.device))
+            return
+        for k, v in out.items():
+            v.index_copy_(0, rows, self.pool[k][run])
+
+    def release_slots(self, slots: np.ndarray) -> None:
+        """Release one hold of each of slots [u] (a held result, a claimed slot not sent)."""
+        np.subtract.at(self.refs, slots, 1)
 
     def _grow(self, capacity: int) -> None:
         capacity = max(capacity, 2 * len(self.refs), self.first_capacity)
@@ -183,8 +270,7 @@ class Mailbox:
         ----------
         delivery : what `take` returned.
         """
-        slots = delivery.slot[delivery.slot >= 0]
-        np.subtract.at(self.refs, slots, 1)
+        self.release_slots(delivery.slot[delivery.slot >= 0])
 
     def payload(self, slots: np.ndarray) -> Params:
         """The payload rows of `slots`: name -> [m, *shape] (copies; a view for one slot, valid

@@ -64,23 +64,27 @@ def _chunks(rows: np.ndarray, cap: int) -> Iterator[slice]:
 
 
 def add_rows_of(out: Params, rows: np.ndarray, slots: np.ndarray, weights: np.ndarray,
-                pool: Params) -> None:
+                pool: Params, overwrite: bool = False) -> None:
     """out[k][rows[e]] += weights[e] * pool[k][slots[e]], for every message e at once (module
     docstring); a row adds its messages in the order given.
 
     Parameters
     ----------
-    out : name -> [r, *shape], contiguous, the pool's dtype and device; added to in place.
+    out : name -> [r, *shape], contiguous, the pool's dtype and device; added to in place (on
+        the CPU it may be rows of the pool other than `slots`).
     rows : int64 [M], rows of `out`.
     slots : int64 [M], rows of the pool.
     weights : float64 [M].
     pool : name -> [S, *shape].
+    overwrite : out[k][r] is the sum alone, its old value not read (every row of `out` from
+        the first to the last of `rows` must be in `rows`).
     """
     if not len(rows):
         return
     order = np.argsort(rows, kind="stable")  # a row's messages in the order given
     rows, slots, weights = rows[order], slots[order], weights[order]
     count = len(next(iter(out.values())))
+    beta = 0.0 if overwrite else 1.0
     with warnings.catch_warnings():  # torch calls CSR "beta"; CSR x dense is stable
         warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in")
         for k, v in pool.items():
@@ -90,17 +94,21 @@ def add_rows_of(out: Params, rows: np.ndarray, slots: np.ndarray, weights: np.nd
             for cols in column_tiles(source.shape[1]):
                 width = cols.stop - cols.start
                 cap = max(1, (INT32_ELEMENTS - 1) // width)
-                for part in _chunks(rows, cap):
+                parts = list(_chunks(rows, cap))
+                split = any(rows[p.start] == rows[p.start - 1] for p in parts[1:])
+                if split and beta == 0:  # a row in two products: the second adds to the first
+                    target[int(rows[0]):int(rows[-1]) + 1, cols] = 0
+                for part in parts:
                     _add_chunk(target[:, cols], rows[part], slots[part], weights[part],
-                               source[:, cols], cap)
+                               source[:, cols], cap, 1.0 if split else beta)
 
 
 def _add_chunk(target: torch.Tensor, rows: np.ndarray, slots: np.ndarray,
-               weights: np.ndarray, source: torch.Tensor, cap: int) -> None:
-    """target[rows[e]] += weights[e] * source[slots[e]] for a chunk (rows sorted, at most `cap`
-    of them and of messages): one CSR product over the chunk's rows, reading the whole source or,
-    where it has more than `cap` rows or is a column tile, a compact copy of the chunk's
-    payloads."""
+               weights: np.ndarray, source: torch.Tensor, cap: int, beta: float) -> None:
+    """target[rows[e]] = beta * target[rows[e]] + weights[e] * source[slots[e]] for a chunk
+    (rows sorted, at most `cap` of them and of messages; beta 0: the old rows not read): one
+    CSR product over the chunk's rows, reading the whole source or, where it has more than `cap`
+    rows or is a column tile, a compact copy of the chunk's payloads."""
     lo, hi = int(rows[0]), int(rows[-1]) + 1
     if len(source) > cap or not source.is_contiguous():
         used, slots = np.unique(slots, return_inverse=True)
@@ -114,9 +122,9 @@ def _add_chunk(target: torch.Tensor, rows: np.ndarray, slots: np.ndarray,
                                 size=(hi - lo, len(source)), check_invariants=False)
     block = target[lo:hi]
     if block.is_contiguous() and source.is_contiguous():
-        torch.addmm(block, W, source, out=block)
+        torch.addmm(block, W, source, beta=beta, out=block)
         return
-    block.copy_(torch.addmm(block.contiguous(), W, source.contiguous()))
+    block.copy_(torch.addmm(block.contiguous(), W, source.contiguous(), beta=beta))
 
 
 def scaled_rows(source: Params, rows: torch.Tensor, scale: torch.Tensor) -> Params:
