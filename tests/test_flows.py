@@ -32,6 +32,16 @@ def test_a_late_transfer_takes_half_the_link_from_then_on() -> None:
     np.testing.assert_allclose(finish_times(t), [1.6, 2.1])  # 1 bit/s each once both run
 
 
+def test_a_joining_transfer_takes_from_a_faster_one_bottlenecked_elsewhere() -> None:
+    """c crosses r (10 bit/s) and b (8 bit/s) and runs at 8, limited by b; s joins r at 0.5 s:
+    max-min gives each 5 (c is re-solved though its own bottleneck b did not change):
+    c has 6 bits left, ends at 1.7 s; s has 4 left then and takes r alone, ending at 2.1 s."""
+    A = sp.csr_array(np.array([[1, 1], [1, 0]]))
+    t = Transfers(np.array([0.0, 0.5]), np.zeros(2), np.array([10.0, 10.0]), A,
+                  np.array([10.0, 8.0]))
+    np.testing.assert_allclose(finish_times(t), [1.7, 2.1])
+
+
 def test_empty_and_unlimited_transfers_arrive_after_their_latency() -> None:
     A = sp.csr_array(np.array([[1.0], [0.0]]))
     t = Transfers(np.array([1.0, 2.0]), np.array([0.5, 0.25]), np.array([0.0, 5.0]), A,
@@ -158,3 +168,22 @@ def test_the_event_loop_equals_re_solving_every_flow_at_every_event() -> None:
                       capacity)
         np.testing.assert_allclose(finish_times(t), reference_finish_times(t), rtol=1e-9,
                                    err_msg=f"case {case}")
+
+
+def test_near_equal_levels_re_solved_where_they_change_equal_re_solving_every_flow() -> None:
+    """Many senders of equal uplinks, each fanning out to 4 receivers of mixed downlinks, sizes
+    and starts jittered by a few percent (every level near every other): the event loop, which
+    re-solves only the flows without a bottleneck around an event (`Flows._resolve`), gives
+    the times of re-solving every flow at every event."""
+    rng = np.random.default_rng(7)
+    n, fan = 16, 4
+    src = np.repeat(np.arange(n), fan)
+    dst = (src + rng.permuted(np.tile(np.arange(1, n), (n, 1)), axis=1)[:, :fan].ravel()) % n
+    m = len(src)
+    incidence = sp.csr_array((np.ones(2 * m), (np.tile(np.arange(m), 2),
+                                                np.concatenate([src, n + dst]))),
+                             shape=(m, 2 * n))
+    capacity = np.concatenate([np.full(n, 10.0), rng.choice([3.0, 6.0, 30.0], n)])
+    t = Transfers(rng.uniform(0, 0.05, m), np.full(m, 0.01), rng.uniform(0.97, 1.03, m),
+                  incidence, capacity)
+    np.testing.assert_allclose(finish_times(t), reference_finish_times(t), rtol=1e-9)
