@@ -99,7 +99,8 @@ class AsyncSGP(Asynchronous):
         self.lowest_weights = self.weights.clone()  # the smallest w each node's phases read
         self.collapse_warned = False  # a WeightCollapseWarning was given (once per run)
         self._columns: dict[int, sp.csc_array] = {}
-        # arrived, not yet added (the receiver adds them when it next reads its model)
+        # arrived, kept until the receiver's phase ends or it reads its model (`shown`: a mark
+        # has shown them in its row and weight, `add_arrived`)
         self.inbox = {"dst": np.zeros(0, dtype=np.int64), "slot": np.zeros(0, dtype=np.int64),
                       "mass": np.zeros(0), "shown": np.zeros(0, dtype=bool)}
 
@@ -322,8 +323,8 @@ class AsyncSGP(Asynchronous):
             v * row_scale(scale, v)) for k, v in offsets.items()}
 
     def mass_in_flight(self) -> float:
-        """The Push-Sum weight sent and not yet added to its receiver (in flight, or arrived and
-        kept until the receiver reads)."""
+        """The Push-Sum weight sent and not yet in its receiver's weight (in flight, or arrived,
+        kept in the inbox and not shown at a mark)."""
         carried = self.events.carried() if self.events is not None else 0.0
         unshown = self.inbox["mass"][~self.inbox["shown"]]  # a mark's: in the weights
         return carried + math.fsum(unshown.tolist())  # exact: any order

@@ -243,12 +243,13 @@ def test_a_rows_payload_sum_is_the_same_in_any_batch(monkeypatch, limit, tile):
         assert torch.equal(moved["w"][0], batch["w"][j])
 
 
-@pytest.mark.parametrize("limit", [2**31 - 1, 40])
+@pytest.mark.parametrize("limit", [2**31 - 1, 40, 25])
 def test_sums_written_into_new_slots_are_the_sums_in_any_slots(monkeypatch, limit):
     """`Mailbox.sums` writes each row's weighted sum of payloads into new slots: the same bits
     whether the claimed slots are consecutive (the product writes into the pool itself) or
     scattered (through a copy), whatever else was free and with a start added; each row equal
-    to the sum computed by hand, to round-off, also with the products in chunks."""
+    to the sum computed by hand, to round-off, also with the products in chunks (40) and with
+    rows longer than a chunk, whose second product adds to the first (25)."""
     import p2pfl.scale.payload_sum as payload_sum
     from p2pfl.scale.mailbox import Mailbox
 
@@ -278,6 +279,23 @@ def test_sums_written_into_new_slots_are_the_sums_in_any_slots(monkeypatch, limi
         assert (box.pool["w"][plus] - expected - start["w"]).abs().max() < 1e-14
         made.append((box.pool["w"][new], box.pool["w"][plus]))
     assert all(torch.equal(a, b) for a, b in zip(*made, strict=True))
+
+
+def test_claimed_slots_are_a_run_where_one_is_free():
+    """`Mailbox.claim` takes a run of free slots where one is long enough (small claims the
+    first, large batches with `high` the last, so that the two stay apart), else the longest
+    runs first; it grows the pool by half where too few are free, and `release_slots` frees."""
+    from p2pfl.scale.mailbox import Mailbox
+
+    box = Mailbox({"w": torch.zeros(10, 2)})
+    assert box.claim(10).tolist() == list(range(10))  # the first capacity: the rows
+    box.release_slots(np.array([1, 2, 5, 6, 7, 9]))  # free: 1-2, 5-7, 9
+    assert box.claim(2).tolist() == [1, 2]
+    box.release_slots(np.array([1, 2]))
+    assert box.claim(2, high=True).tolist() == [6, 7]
+    assert box.claim(3).tolist() == [1, 2, 5]  # no run of 3: the longest runs first
+    assert box.claim(3).tolist() == [9, 10, 11] and len(box.refs) == 15  # grown by half
+    assert box.refs.tolist() == [1] * 12 + [0] * 3
 
 
 def test_rows_gathered_and_scaled_in_one_pass_equal_the_gather_then_the_product():

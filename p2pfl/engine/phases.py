@@ -84,7 +84,7 @@ class Phases:
         self.slot = np.full(n, -1, dtype=np.int64)  # with in_row: the pool slot (-1: none)
         self.buffer: Params = {} if self.in_row else {
             k: torch.empty_like(v) for k, v in ctx.population.params.items()}
-        self._scratch: Params = {k: torch.empty_like(v) for k, v in ctx.population.params.items()}
+        self._scratch: Params = {}  # [N, *shape] where a batch cannot train in place (lazily)
         self.phase = np.full(n, -1, dtype=np.int64)  # index of the latest phase (-1: none yet)
         self.read = np.zeros(n)  # when it read its model (s)
         self.due = np.full(n, np.inf)  # when it ends (inf: ended, or none)
@@ -146,10 +146,12 @@ class Phases:
         for r in np.unique(k).tolist():
             self._plan(r)
         index = torch.as_tensor(pending, device=ctx.device)
-        slots = self.pool.claim(len(pending)) if self.in_row else pending
+        slots = self.pool.claim(len(pending), high=True) if self.in_row else pending
         run = self.pool.run_of(slots) if self.in_row else None
         store = self.pool.pool if self.in_row else self.buffer
         read = ctx.population.params if self.in_row else self.buffer  # the snapshots
+        if run is None and not self._scratch:
+            self._scratch = {k: torch.empty_like(v) for k, v in read.items()}
         rows = {name: torch.index_select(b, 0, index, out=(
             store[name][run] if run is not None else self._scratch[name][:len(pending)]))
             for name, b in read.items()}  # trained in place, in the slots where they are a run

@@ -65,7 +65,7 @@ class Mailbox:
     Parameters
     ----------
     like : name -> [rows, *shape]; the payloads' shapes, dtype and device (the pool starts with
-        as many slots as rows, allocated when the first payload is stored, and doubles).
+        as many slots as rows, allocated when the first payload is stored, and grows by half).
     """
 
     def __init__(self, like: Params) -> None:
@@ -111,14 +111,16 @@ class Mailbox:
         self.label(slots, scalar, read, tag, refs, rows)
         return slots
 
-    def claim(self, m: int) -> np.ndarray:
+    def claim(self, m: int, high: bool = False) -> np.ndarray:
         """Take m free slots, consecutive where a run of m is free (the pool grows first where
-        fewer are free); each held once (`refs` 1) until `label` or `release`. A claim may move
-        the pool: take views of it after.
+        fewer are free; else the longest runs first); each held once (`refs` 1) until `label`
+        or `release_slots`. A claim may move the pool: take views of it after.
 
         Parameters
         ----------
         m : slots.
+        high : from the last run that holds them (large batches, kept apart from the small
+            claims, which take the first).
 
         Returns
         -------
@@ -128,8 +130,19 @@ class Mailbox:
         if len(free) < m:
             self._grow(len(self.refs) + m - len(free))
             free = np.flatnonzero(self.refs == 0)
-        run = np.flatnonzero(free[m - 1:] - free[:len(free) - m + 1] == m - 1) if m else []
-        slots = free[run[0]:run[0] + m] if len(run) else free[:m]
+        starts = np.flatnonzero(np.diff(free, prepend=-2) != 1)  # the runs of free slots
+        lengths = np.diff(np.append(starts, len(free)))
+        fits = np.flatnonzero(lengths >= m)
+        if len(fits) and high:  # the last run that holds them all, its last slots
+            last = starts[fits[-1]] + lengths[fits[-1]]
+            slots = free[last - m:last]
+        elif len(fits):  # the first run that holds them all
+            slots = free[starts[fits[0]]:starts[fits[0]] + m]
+        else:  # the longest runs first
+            order = np.argsort(-lengths, kind="stable")
+            taken = np.concatenate([free[a:a + n] for a, n in zip(starts[order],
+                                                                   lengths[order], strict=True)])
+            slots = np.sort(taken[:m])
         self.refs[slots], self.row[slots] = 1, -1
         return slots
 
@@ -173,8 +186,8 @@ class Mailbox:
         new = self.claim(count)
         run = self.run_of(new)
         direct = run is not None and all(v.device.type == "cpu" for v in self.pool.values())
-        out = {k: v[run] if direct else v.new_empty((count, *v.shape[1:]))
-               for k, v in self.pool.items()}
+        out = {k: v[run] if direct else v.new_zeros((count, *v.shape[1:]))  # zeros: beta = 0
+               for k, v in self.pool.items()}  # is not relied on to ignore NaNs off the CPU
         if start is not None:
             for k, v in out.items():
                 v.copy_(start[k])
@@ -206,7 +219,7 @@ class Mailbox:
         np.subtract.at(self.refs, slots, 1)
 
     def _grow(self, capacity: int) -> None:
-        capacity = max(capacity, 2 * len(self.refs), self.first_capacity)
+        capacity = max(capacity, len(self.refs) * 3 // 2, self.first_capacity)
         extra = capacity - len(self.refs)
         for k, v in self.pool.items():
             self.pool[k] = torch.cat([v, v.new_empty((extra, *v.shape[1:]))])
