@@ -15,7 +15,7 @@ import torch
 
 from p2pfl.engine.builder import build
 from p2pfl.engine.events import Simulation
-from p2pfl.engine.windows import jitter_floor, levels, lookahead_s, message_floor_s
+from p2pfl.engine.windows import jitter_floor, levels, lookahead_s, message_floor_s, release_levels
 from tests.conftest import small_config
 
 TOPOLOGY = {"async_sgp": {"topology__name": "exponential", "topology__directed": True},
@@ -166,3 +166,31 @@ def test_levels_keep_each_node_in_order_and_pairs_apart() -> None:
     kind = np.array([1, 1, 1, 0, 0])
     first, second = np.array([0, 2, 1, 3, 0]), np.array([1, 3, 2, -1, -1])
     assert levels(time, kind, first, second).tolist() == [0, 0, 1, 1, 1]
+
+
+def test_levels_of_one_node_events_and_release_levels_equal_going_event_by_event() -> None:
+    """Events of one node each (the array path of `levels`) get the levels of going through
+    them one by one (one past the node's last event, or the same at the same instant and
+    kind), as when a pair is among them (the loop); `release_levels` gives each (node, time)
+    its last level, and none for a pair not among the events."""
+    rng = np.random.default_rng(3)
+    time = np.sort(rng.choice([0.5, 1.0, 1.25, 2.0], 300))
+    kind = rng.integers(0, 2, 300)
+    order = np.lexsort((kind, time))  # canonical: by time, phase ends first
+    time, kind, first = time[order], kind[order], rng.integers(0, 12, 300)
+    alone = levels(time, kind, first, np.full(300, -1))
+    with_pair = levels(np.append(time, 9.0), np.append(kind, 1), np.append(first, 0),
+                       np.append(np.full(300, -1), 1))
+    expected, last = [], {}
+    for t, k, a in zip(time.tolist(), kind.tolist(), first.tolist(), strict=True):
+        seen = last.get(a)
+        level = 0 if seen is None else seen[0] if seen[1:] == (t, k) else seen[0] + 1
+        expected.append(level)
+        last[a] = (level, t, k)
+    assert alone.tolist() == expected == with_pair[:300].tolist()
+    table = release_levels(alone, time, first, np.full(300, -1))
+    ids, at = np.repeat(np.arange(13), 5), np.tile([0.5, 1.0, 1.25, 2.0, 3.0], 13)
+    got = table.get(ids, at, -7)
+    for i, t, g in zip(ids.tolist(), at.tolist(), got.tolist(), strict=True):
+        mine = (first == i) & (time == t)
+        assert g == (alone[mine].max() if mine.any() else -7)

@@ -26,6 +26,7 @@ exp(jitter * ndtri(1e-12)) (p2pfl/scale/network.py).
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import networkx as nx
 import numpy as np
@@ -147,6 +148,17 @@ def levels(time: np.ndarray, kind: np.ndarray, first: np.ndarray, second: np.nda
     ...        np.array([1, 1, 1, 3]), np.array([-1, -1, -1, -1])).tolist()
     [0, 0, 1, 0]
     """
+    if not (second >= 0).any():  # one node each: its events alone set their levels
+        order = np.argsort(first, kind="stable")  # each node's events, in canonical order
+        node, t, k = first[order], time[order], kind[order]
+        new = np.ones(len(order), dtype=np.int64)  # one past the node's last event's level
+        new[1:] = (node[1:] == node[:-1]) & ((t[1:] != t[:-1]) | (k[1:] != k[:-1]))
+        starts = np.flatnonzero(np.diff(node, prepend=-1) != 0)  # each node's first event
+        new[starts] = 0
+        count = np.cumsum(new)
+        out = np.empty(len(order), dtype=np.int64)
+        out[order] = count - np.repeat(count[starts], np.diff(np.append(starts, len(order))))
+        return out
     last: dict[int, tuple[int, float, int]] = {}  # node -> (level, time, kind) of its last event
     out = np.zeros(len(time), dtype=np.int64)
     for e, (t, k, a, b) in enumerate(zip(time.tolist(), kind.tolist(), first.tolist(),
@@ -163,8 +175,30 @@ def levels(time: np.ndarray, kind: np.ndarray, first: np.ndarray, second: np.nda
     return out
 
 
+@dataclass(frozen=True)
+class ReleaseTable:
+    """For each (node, time) of a window's events, the last level holding an event of that
+    node at that time (a phase the node begins at that time begins after it), as sorted keys
+    node * len(times) + the time's rank among `times`."""
+
+    times: np.ndarray  # float64 [T], the window's distinct event times, sorted
+    keys: np.ndarray  # int64 [K], sorted
+    levels: np.ndarray  # int64 [K]
+
+    def get(self, ids: np.ndarray, times: np.ndarray, default: int) -> np.ndarray:
+        """int64 [m]: the level of each (ids[e], times[e]), or `default` where none."""
+        rank = np.searchsorted(self.times, times)
+        ok = rank < len(self.times)
+        ok[ok] = self.times[rank[ok]] == times[ok]
+        key = ids * len(self.times) + rank
+        at = np.minimum(np.searchsorted(self.keys, key), max(len(self.keys) - 1, 0))
+        ok &= len(self.keys) > 0
+        ok[ok] = self.keys[at[ok]] == key[ok]
+        return np.where(ok, self.levels[at] if len(self.keys) else default, default)
+
+
 def release_levels(level: np.ndarray, time: np.ndarray, first: np.ndarray,
-                   second: np.ndarray) -> dict[tuple[int, float], int]:
+                   second: np.ndarray) -> ReleaseTable:
     """For each (node, time) of a window's events, the last level holding an event of that
     node at that time: a phase the node begins at that time begins after it.
 
@@ -174,16 +208,17 @@ def release_levels(level: np.ndarray, time: np.ndarray, first: np.ndarray,
 
     Returns
     -------
-    dict (node, time) -> level.
+    ReleaseTable.
     """
-    out: dict[tuple[int, float], int] = {}
-    for nodes in (first, second):
-        has = nodes >= 0
-        for node, t, lv in zip(nodes[has].tolist(), time[has].tolist(), level[has].tolist(),
-                               strict=True):
-            key = (node, t)
-            out[key] = max(out.get(key, lv), lv)
-    return out
+    has = second >= 0
+    nodes = np.concatenate([first, second[has]])
+    at, lv = np.concatenate([time, time[has]]), np.concatenate([level, level[has]])
+    times = np.unique(at)
+    key = nodes * len(times) + np.searchsorted(times, at)
+    order = np.lexsort((lv, key))  # by key, the highest level last
+    key, lv = key[order], lv[order]
+    last = np.append(key[1:] != key[:-1], True) if len(key) else np.zeros(0, dtype=bool)
+    return ReleaseTable(times, key[last], lv[last])
 
 
 class Window:
@@ -199,7 +234,7 @@ class Window:
         self.n = n
         self.level = 0  # the level being processed
         self.last_due = np.full(n, -np.inf)  # each sender's latest arrival in the window
-        self._release: dict[tuple[int, float], int] = {}
+        self._release = release_levels(*(np.zeros(0, dtype=np.int64),) * 4)
         # phases asked for: (rows, models or None, times, the level after which each begins)
         self.pending: list[tuple[np.ndarray, Params | None, np.ndarray, np.ndarray]] = []
 
@@ -221,7 +256,8 @@ class Window:
 
     def close(self) -> None:
         """The window's events are done: its messages have all arrived."""
-        self._release, self.level = {}, 0
+        self._release = release_levels(*(np.zeros(0, dtype=np.int64),) * 4)
+        self.level = 0
         self.last_due = np.full(self.n, -np.inf)
 
     def release(self, ids: np.ndarray, times: np.ndarray) -> np.ndarray:
@@ -237,9 +273,9 @@ class Window:
         -------
         int64 [m].
         """
-        get, now = self._release.get, self.level
-        return np.array([max(now, get((i, t), now)) for i, t in
-                         zip(ids.tolist(), times.tolist(), strict=True)], dtype=np.int64)
+        now = self.level
+        return np.maximum(now, self._release.get(np.asarray(ids, dtype=np.int64),
+                                                 np.asarray(times, dtype=np.float64), now))
 
     def ask(self, nodes: np.ndarray, models: Params | None, times: np.ndarray,
             release: np.ndarray) -> None:
