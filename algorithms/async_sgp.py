@@ -19,9 +19,11 @@ Node i holds a numerator x_i and a Push-Sum weight w_i; its de-biased model is z
 A message that has arrived is added to its receiver's numerator and weight (x_j <- x_j + P_ji x_i,
 w_j <- w_j + P_ji w_i, then z_j = x_j / w_j) whatever the receiver is doing: a node never waits.
 Additions commute, so the receiver adds what has arrived when it next reads its model (its phase
-end, its next phase, a record), all at once: the models read are those of adding each message
-the instant it arrives (in another order of float additions), for one update per read instead
-of one per message. The mass is conserved exactly: sum_i w_i plus the weights sent and not yet
+end, its next phase), all at once: the models read are those of adding each message the instant
+it arrives (in another order of float additions), for one update per read instead of one per
+message. A record (a mark) shows them in the rows and weights and keeps them: the phase end
+adds them again to its result from the weight its phase read, so where the marks fall changes
+no bit of the run. The mass is conserved exactly: sum_i w_i plus the weights sent and not yet
 added stays N (each sender keeps w_i minus what it sends). With equal speeds, no jitter and zero
 latency every node pushes at the same instants and receives before its next phase, which is
 synchronous SGP. The staleness the run records is the age of each message added: its arrival
