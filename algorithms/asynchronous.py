@@ -226,7 +226,9 @@ class Asynchronous(Algorithm):
     def results_of_offsets(self, ctx: RunContext, nodes: np.ndarray, offsets: Params) -> Params:
         """With `snapshot_in_row`, loading a checkpoint whose phases in progress held their
         offsets y^K - x_read (written before they held results): the results to hold instead,
-        which end the phases as the offsets would have with the rows as they are now.
+        which end the phases as the offsets would have with the rows as they are now. By
+        default x_read + offset, the row read being the node's row now (an algorithm whose
+        marks change the rows, as asynchronous SGP's, says how it ends a phase instead).
 
         Parameters
         ----------
@@ -238,7 +240,9 @@ class Asynchronous(Algorithm):
         -------
         name -> [m, *shape].
         """
-        raise NotImplementedError(f"{self.name} does not keep its snapshots in the rows")
+        index = torch.as_tensor(nodes, device=ctx.device)
+        return {k: ctx.population.params[k].index_select(0, index).add_(v)
+                for k, v in offsets.items()}
 
     def left_undone(self, ctx: RunContext) -> str:
         """What the run's end leaves unapplied, as one line for the log ("" when nothing); the

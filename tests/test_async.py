@@ -514,6 +514,26 @@ def test_a_checkpoint_from_before_the_payload_table_loads():
     assert_close(ctx.population.params, sim2.ctx.population.params)
 
 
+def test_offsets_become_results_by_the_row_read_where_no_mark_moved_the_weights():
+    """Where no mark changed a row since its phase read it (w = w_read), asynchronous SGP's
+    results from offsets, z + (w_read / w) offset, are the default's, x_read + offset, bit for
+    bit; with the weights moved they are not."""
+    from algorithms.asynchronous import Asynchronous
+
+    cfg, ctx, algorithm, sim = queued_pushes()
+    sim.phases.compute()
+    going = np.flatnonzero(np.isfinite(sim.phases.due))
+    assert torch.equal(algorithm.read_weights[going], algorithm.weights[going])
+    offsets = {k: torch.randn(len(going), *v.shape[1:], dtype=v.dtype)
+               for k, v in ctx.population.params.items()}
+    mine = algorithm.results_of_offsets(ctx, going, offsets)
+    default = Asynchronous.results_of_offsets(algorithm, ctx, going, offsets)
+    assert all(torch.equal(mine[k], default[k]) for k in offsets)
+    algorithm.weights[going] *= 2
+    moved = algorithm.results_of_offsets(ctx, going, offsets)
+    assert not any(torch.equal(moved[k], default[k]) for k in offsets)
+
+
 def test_a_collapsing_push_sum_weight_is_warned_once_and_named_when_it_diverges(tmp_path):
     """A directed ring of 4 with one node 30x slower (stragglers 0.3 draws one), pushes at every
     phase end, no transfer time: the node after the straggler pushes every second, keeps half

@@ -190,11 +190,12 @@ class ReleaseTable:
         rank = np.searchsorted(self.times, times)
         ok = rank < len(self.times)
         ok[ok] = self.times[rank[ok]] == times[ok]
-        key = ids * len(self.times) + rank
-        at = np.minimum(np.searchsorted(self.keys, key), max(len(self.keys) - 1, 0))
-        ok &= len(self.keys) > 0
-        ok[ok] = self.keys[at[ok]] == key[ok]
-        return np.where(ok, self.levels[at] if len(self.keys) else default, default)
+        at = np.searchsorted(self.keys, ids * len(self.times) + rank)
+        ok &= at < len(self.keys)
+        ok[ok] = self.keys[at[ok]] == ids[ok] * len(self.times) + rank[ok]
+        out = np.full(len(ids), default, dtype=np.int64)
+        out[ok] = self.levels[at[ok]]
+        return out
 
 
 def release_levels(level: np.ndarray, time: np.ndarray, first: np.ndarray,
