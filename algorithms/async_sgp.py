@@ -269,9 +269,16 @@ class AsyncSGP(Asynchronous):
         coef = mass / new.cpu().numpy()[at]  # z_j += (P_ji w_i / w_new) z_i, per message
         params, block = ctx.population.params, row_block(ctx.population.params)
         for start in range(0, len(receivers), block):  # receivers, a block at a time
-            part = index[start:start + block]
-            rows = scaled_rows(params, part, keep_rows[start:start + len(part)])
+            part, scale = index[start:start + block], keep_rows[start:start + block]
             these = (at >= start) & (at < start + len(part))
+            first, last = int(receivers[start]), int(receivers[start + len(part) - 1])
+            if last - first == len(part) - 1:  # consecutive rows: in place, on their view
+                rows = {k: v[first:last + 1] for k, v in params.items()}
+                for v in rows.values():
+                    v.mul_(row_scale(scale, v))
+                ev.add_payloads(rows, at[these] - start, slot[these], coef[these])
+                continue
+            rows = scaled_rows(params, part, scale)
             ev.add_payloads(rows, at[these] - start, slot[these], coef[these])
             ctx.population.write(part, rows)
         self.weights[index] = new
