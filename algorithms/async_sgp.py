@@ -21,9 +21,10 @@ w_j <- w_j + P_ji w_i, then z_j = x_j / w_j) whatever the receiver is doing: a n
 Additions commute, so the receiver adds what has arrived when it next reads its model (its phase
 end, its next phase), all at once: the models read are those of adding each message the instant
 it arrives (in another order of float additions), for one update per read instead of one per
-message. A record (a mark) shows them in the rows and weights and keeps them: the phase end
-adds them again to its result from the weight its phase read, so where the marks fall changes
-no bit of the run. The mass is conserved exactly: sum_i w_i plus the weights sent and not yet
+message. A record (a mark) adds them to the weights (what it reports) and keeps them; the rows
+show them when a model is read (`settle`, through `Asynchronous.current`), so that a mark no one
+evaluates costs no pass over the rows. The phase end adds them again to its result from the
+weight its phase read, so where the marks fall, and which are read, changes no bit of the run. The mass is conserved exactly: sum_i w_i plus the weights sent and not yet
 added stays N (each sender keeps w_i minus what it sends). With equal speeds, no jitter and zero
 latency every node pushes at the same instants and receives before its next phase, which is
 synchronous SGP. The staleness the run records is the age of each message added: its arrival
@@ -98,13 +99,15 @@ class AsyncSGP(Asynchronous):
         super().setup(ctx)
         self.weights = torch.ones(ctx.num_nodes, device=ctx.device, dtype=torch.float64)
         self.read_weights = self.weights.clone()  # w when each node's phase read its model
+        self.row_weights = self.weights.clone()  # w each row is divided by (z = x / w)
         self.lowest_weights = self.weights.clone()  # the smallest w each node's phases read
         self.collapse_warned = False  # a WeightCollapseWarning was given (once per run)
         self._columns: dict[int, sp.csc_array] = {}
         # arrived, kept until the receiver's phase ends or it reads its model (`shown`: a mark
-        # has shown them in its row and weight, `add_arrived`)
+        # has added them to its weight, `mark`; `in_row`: and to its row, `settle`)
         self.inbox = {"dst": np.zeros(0, dtype=np.int64), "slot": np.zeros(0, dtype=np.int64),
-                      "mass": np.zeros(0), "shown": np.zeros(0, dtype=bool)}
+                      "mass": np.zeros(0), "shown": np.zeros(0, dtype=bool),
+                      "in_row": np.zeros(0, dtype=bool)}
 
     def start(self, ctx: RunContext, ev: Instant) -> None:
         ev.begin(np.arange(ctx.num_nodes))
@@ -112,7 +115,7 @@ class AsyncSGP(Asynchronous):
     def phase_lr(self, ctx: RunContext, nodes: np.ndarray, k: np.ndarray) -> torch.Tensor:
         """lr(k) / w_i: the numerator step expressed on the stored z (w as read now, after what
         has arrived; a collapsed weight warned first: `check_collapse`)."""
-        self.add_arrived(ctx, self.events, nodes, keep=False)
+        self.read_arrived(ctx, self.events, nodes)
         index = torch.as_tensor(nodes, device=ctx.device)
         self.read_weights[index] = self.weights[index]
         self.lowest_weights[index] = torch.minimum(self.lowest_weights[index],
@@ -182,6 +185,7 @@ class AsyncSGP(Asynchronous):
         index = torch.as_tensor(nodes, device=ctx.device)
         w_send = self.weights[index].cpu().numpy()
         self.weights -= torch.as_tensor(kept, device=ctx.device)
+        self.row_weights -= torch.as_tensor(kept, device=ctx.device)  # x and w scaled: z kept
         if not len(src_a):
             ev.drop(models)
             return
@@ -218,55 +222,65 @@ class AsyncSGP(Asynchronous):
                       "slot": np.concatenate([self.inbox["slot"], messages.slot]),
                       "mass": np.concatenate([self.inbox["mass"], messages.share * scalar]),
                       "shown": np.concatenate([self.inbox["shown"],
-                                               np.zeros(len(messages), dtype=bool)])}
+                                               np.zeros(len(messages), dtype=bool)]),
+                      "in_row": np.concatenate([self.inbox["in_row"],
+                                                np.zeros(len(messages), dtype=bool)])}
         ev.mixed(messages.due - messages.sent)
 
+    def mark(self, ctx: RunContext, ev: Instant) -> None:
+        """At a mark, add what has arrived to the weights (what the record reports), not yet
+        to the rows: those are shown only when a model is read (`settle`), so that a mark no
+        one evaluates costs no pass over the rows."""
+        self._show_weights(None)
+
     def settle(self, ctx: RunContext, ev: Instant) -> None:
-        """At a mark, show in every row what has arrived (`add_arrived`), the messages kept for
-        the phase ends, so that where the marks fall changes no bit of the run."""
-        self.add_arrived(ctx, ev, None, keep=True)
+        """Show in every weight and row what has arrived, the messages kept for the phase ends,
+        which add them again to their results from the weights their phases read: where the
+        marks fall, and which of them are read, changes no bit of the run."""
+        self._show_weights(None)
+        self._show_rows(ctx, ev, None)
 
-    def add_arrived(self, ctx: RunContext, ev: Instant, nodes: np.ndarray | None,
-                    keep: bool) -> None:
-        """Add the messages that have arrived at `nodes` (None: every node), and that no mark
-        has shown yet, to their numerators and weights at once: x_j <- x_j + sum P_ji x_i,
-        w_j <- w_j + sum P_ji w_i, then z_j = x_j / w_j; on the stored z, a `row_block` of
-        receivers at a time: z_j <- (w_old / w_new) z_j plus the payload rows times
-        P_ji w_i / w_new (one sparse product with the payload pool), O(messages x parameters).
+    def read_arrived(self, ctx: RunContext, ev: Instant, nodes: np.ndarray) -> None:
+        """The phases of `nodes` (int64 [m], sorted) read their models: add what has arrived
+        to their weights and rows, and let the messages go."""
+        self._show_weights(nodes)
+        self._show_rows(ctx, ev, nodes)
+        mine = np.isin(self.inbox["dst"], nodes)
+        ev.drop(self.inbox["slot"][mine])
+        self.inbox = {k: v[~mine] for k, v in self.inbox.items()}
 
-        Parameters
-        ----------
-        ctx : the run.
-        ev : the simulation.
-        nodes : int64 [m], sorted rows whose phases read their models now, or None.
-        keep : keep the messages (`shown`), for a phase in progress at a mark, whose end adds
-            them again to its result (`end_rows`); else they are released (the phase about to
-            read the row sees them).
-        """
+    def _show_weights(self, nodes: np.ndarray | None) -> None:
+        """w_j <- w_j + sum P_ji w_i over the messages arrived at `nodes` (None: every node)
+        that no mark has added yet."""
         box = self.inbox
-        mine = np.ones(len(box["dst"]), bool) if nodes is None else np.isin(box["dst"], nodes)
-        now = mine & ~box["shown"]
-        dst, slot, mass = box["dst"][now], box["slot"][now], box["mass"][now]
-        if keep:
-            box["shown"] = box["shown"] | now
-        else:
-            self.inbox = {k: v[~mine] for k, v in box.items()}
-        if len(dst):
-            self._add(ctx, ev, dst, slot, mass)
-        if not keep:
-            ev.drop(box["slot"][mine])
+        now = ~box["shown"] if nodes is None else ~box["shown"] & np.isin(box["dst"], nodes)
+        if not now.any():
+            return
+        receivers, at = np.unique(box["dst"][now], return_inverse=True)
+        index = torch.as_tensor(receivers, device=self.weights.device)
+        self.weights[index] = self.weights[index] + torch.as_tensor(
+            np.bincount(at, weights=box["mass"][now], minlength=len(receivers)),
+            device=self.weights.device)
+        box["shown"] = box["shown"] | now
 
-    def _add(self, ctx: RunContext, ev: Instant, dst: np.ndarray, slot: np.ndarray,
-             mass: np.ndarray) -> None:
-        """The update of `add_arrived` for messages [M] (receivers, payload slots, weights)."""
-        receivers = np.unique(dst)
-        at = np.searchsorted(receivers, dst)
+    def _show_rows(self, ctx: RunContext, ev: Instant, nodes: np.ndarray | None) -> None:
+        """The rows of `nodes` (None: every node) with messages in their weights and not in
+        their rows: x_j <- x_j + sum P_ji x_i, on the stored z: z_j <- (w_row / w_j) z_j plus the
+        payload rows times P_ji w_i / w_j (one sparse product with the payload pool), a
+        `row_block` of receivers at a time, in place where they are consecutive;
+        O(messages x parameters)."""
+        box = self.inbox
+        now = box["shown"] & ~box["in_row"]
+        if nodes is not None:
+            now &= np.isin(box["dst"], nodes)
+        if not now.any():
+            return
+        dst, slot, mass = box["dst"][now], box["slot"][now], box["mass"][now]
+        receivers, at = np.unique(dst, return_inverse=True)
         index = torch.as_tensor(receivers, device=ctx.device)
-        old = self.weights[index]
-        new = old + torch.as_tensor(np.bincount(at, weights=mass, minlength=len(receivers)),
-                                    device=ctx.device)
-        keep_rows = (old / new).to(ctx.dtype)
-        coef = mass / new.cpu().numpy()[at]  # z_j += (P_ji w_i / w_new) z_i, per message
+        weights = self.weights[index]
+        keep_rows = (self.row_weights[index] / weights).to(ctx.dtype)
+        coef = mass / weights.cpu().numpy()[at]  # z_j += (P_ji w_i / w_j) z_i, per message
         params, block = ctx.population.params, row_block(ctx.population.params)
         for start in range(0, len(receivers), block):  # receivers, a block at a time
             part, scale = index[start:start + block], keep_rows[start:start + block]
@@ -281,7 +295,8 @@ class AsyncSGP(Asynchronous):
             rows = scaled_rows(params, part, scale)
             ev.add_payloads(rows, at[these] - start, slot[these], coef[these])
             ctx.population.write(part, rows)
-        self.weights[index] = new
+        self.row_weights[index] = weights
+        box["in_row"] = box["in_row"] | now
 
     def end_rows(self, ctx: RunContext, ev: Instant, nodes: np.ndarray) -> np.ndarray:
         """The phases of `nodes` end: x_j <- x_read + w_read (y - z_read) plus every message
@@ -318,6 +333,7 @@ class AsyncSGP(Asynchronous):
                          np.concatenate([(read / new).cpu().numpy(), mass / to[at]]))
         ev.copy_out(ctx.population.params, index, models)
         self.weights[index] = new
+        self.row_weights[index] = new
         ev.drop(slot)
         return models
 
@@ -340,6 +356,7 @@ class AsyncSGP(Asynchronous):
 
     def average_model(self, ctx: RunContext) -> Any:
         """sum_i w_i z_i / sum_i w_i over the nodes (what is in flight aside)."""
+        self.current(ctx)
         return ctx.comm.node_sum(ctx.population.params, self.weights / self.weights.sum())
 
     def metrics(self, ctx: RunContext) -> dict[str, float]:
@@ -376,6 +393,7 @@ class AsyncSGP(Asynchronous):
 
     def state_dict(self) -> dict[str, Any]:
         return {"weights": self.weights.clone(), "read_weights": self.read_weights.clone(),
+                "row_weights": self.row_weights.clone(),
                 "inbox": {k: torch.from_numpy(v.copy()) for k, v in self.inbox.items()},
                 "lowest_weights": self.lowest_weights.clone(),
                 "collapse_warned": self.collapse_warned}
@@ -387,5 +405,7 @@ class AsyncSGP(Asynchronous):
         # the lowest since the checkpoint
         self.inbox = {k: v.cpu().numpy().copy() for k, v in state["inbox"].items()}
         self.inbox.setdefault("shown", np.zeros(len(self.inbox["dst"]), dtype=bool))  # older
+        self.inbox.setdefault("in_row", self.inbox["shown"].copy())  # older: shown in the rows
+        self.row_weights = state.get("row_weights", self.weights).clone()  # older: as weights
         self.collapse_warned = bool(state.get("collapse_warned", False))  # older: not yet
 

@@ -213,15 +213,33 @@ class Asynchronous(Algorithm):
         """
         return self.lr(t)
 
-    def settle(self, ctx: RunContext, ev: Instant) -> None:
-        """Bring every row up to date before the models are read for a record (the engine calls
-        it at each mark); nothing by default.
+    def mark(self, ctx: RunContext, ev: Instant) -> None:
+        """What a mark's record needs of the state (the engine calls it at each mark); by
+        default `settle`. An algorithm whose rows cost a pass to bring up to date may leave
+        them to `settle`, which `current` calls before a model is read.
 
         Parameters
         ----------
         ctx : the run.
         ev : the simulation.
         """
+        self.settle(ctx, ev)
+
+    def settle(self, ctx: RunContext, ev: Instant) -> None:
+        """Bring every row up to date (what has arrived shown in it) before the models are
+        read; nothing by default.
+
+        Parameters
+        ----------
+        ctx : the run.
+        ev : the simulation.
+        """
+
+    def current(self, ctx: RunContext) -> None:
+        """`settle`, once the engine has bound the simulation: every model read (the average,
+        the local and node models) is up to date."""
+        if self.events is not None:
+            self.settle(ctx, self.events)
 
     def results_of_offsets(self, ctx: RunContext, nodes: np.ndarray, offsets: Params) -> Params:
         """With `snapshot_in_row`, loading a checkpoint whose phases in progress held their
@@ -294,9 +312,15 @@ class Asynchronous(Algorithm):
         """
 
     def average_model(self, ctx: RunContext) -> Params:
+        self.current(ctx)
         weights = torch.full((ctx.num_nodes,), 1.0 / ctx.num_nodes, device=ctx.device,
                              dtype=ctx.dtype)
         return ctx.comm.node_sum(ctx.population.params, weights)
 
     def local_models(self, ctx: RunContext) -> Params:
+        self.current(ctx)
+        return ctx.population.params
+
+    def node_models(self, ctx: RunContext) -> Params:
+        self.current(ctx)
         return ctx.population.params

@@ -368,6 +368,100 @@ def test_settling_at_marks_moves_no_model():
     assert_close(one, many)
 
 
+def test_a_mark_adds_arrivals_to_the_weights_and_to_the_rows_once_read():
+    """`mark` (what the engine calls at each mark) adds what has arrived to the weights, which
+    the record reports, and leaves the rows as they were; a model read (`current`, as the
+    evaluation does) shows the rest. Over twelve marks the weights are those of settling at
+    every mark bit for bit, the phases hold the same results bit for bit (float64), and the
+    rows read at the end equal the eagerly settled ones to round-off."""
+    cfg = small_config(algorithm__name="async_sgp", topology__name="exponential",
+                       topology__directed=True, algorithm__local_steps=1, network__enabled=True,
+                       network__jitter=0.2, algorithm__lr=0.01)
+    runs = []
+    for lazy in (False, True):
+        ctx, algorithm = build(cfg)
+        randomized(ctx)
+        sim = Simulation(ctx, algorithm)
+        end, weights, deferred = ctx.clock.nominal_s() * 6, [], 0
+        for t in np.linspace(end / 12, end, 12):
+            sim.advance(t)
+            sim.phases.compute()  # as the engine before a mark: every phase begun computed
+            rows = {k: v.clone() for k, v in ctx.population.params.items()}
+            (algorithm.mark if lazy else algorithm.settle)(ctx, sim)
+            weights.append(algorithm.weights.clone())
+            total = algorithm.weights.sum().item() + algorithm.mass_in_flight()
+            assert total == pytest.approx(ctx.num_nodes, abs=1e-12)
+            box = algorithm.inbox
+            deferred += int((box["shown"] & ~box["in_row"]).sum())
+            if lazy:
+                for k, v in ctx.population.params.items():
+                    assert torch.equal(v.view(torch.int64), rows[k].view(torch.int64))
+        assert (deferred > 0) == lazy
+        assert (sim.phases.computed & (sim.phases.slot >= 0)).all()  # results, not rows
+        results = phase_rows(sim)
+        average = algorithm.average_model(ctx)
+        assert not (algorithm.inbox["shown"] & ~algorithm.inbox["in_row"]).any()
+        runs.append((weights, results, ctx.population.params, average))
+    (w_eager, y_eager, rows_eager, avg_eager), (w_lazy, y_lazy, rows_lazy, avg_lazy) = runs
+    for a, b in zip(w_eager, w_lazy, strict=True):
+        assert torch.equal(a.view(torch.int64), b.view(torch.int64))
+    for k, v in y_eager.items():
+        assert torch.equal(y_lazy[k].view(torch.int64), v.view(torch.int64))
+    assert_close(rows_eager, rows_lazy)
+    assert_close(avg_eager, avg_lazy)
+
+
+def test_push_sum_numerators_are_conserved_in_the_rows_read_after_marks():
+    """Without a step (lr 1e-300: each phase's result is its snapshot, float64), asynchronous
+    SGP is Push-Sum: the numerators sum_j w_j z_j of the rows read (`current`) plus those in
+    flight, sum of P_ji w_i z_i, stay sum_j z_j at the start, with marks (`mark`) that left
+    the rows in between."""
+    cfg = small_config(algorithm__name="async_sgp", topology__name="exponential",
+                       topology__directed=True, algorithm__local_steps=1, network__enabled=True,
+                       network__stragglers=0.3, network__jitter=0.2, algorithm__lr=1e-300)
+    ctx, algorithm = build(cfg)
+    randomized(ctx)
+    start = {k: v.sum(0) for k, v in ctx.population.params.items()}
+    sim = Simulation(ctx, algorithm)
+    end = ctx.clock.nominal_s() * 6
+    for i, t in enumerate(np.linspace(end / 12, end, 12)):
+        sim.advance(t)
+        sim.phases.compute()
+        algorithm.mark(ctx, sim)
+        if i % 3 != 2:
+            continue
+        algorithm.current(ctx)
+        box = sim.mailbox
+        has = np.flatnonzero(box.slot >= 0)
+        assert len(has)
+        mass = torch.as_tensor(box.share[has] * box.scalar[box.slot[has]])
+        for k, v in ctx.population.params.items():
+            shape = (-1, *[1] * (v.dim() - 1))
+            flying = (mass.view(shape) * box.pool[k][torch.as_tensor(box.slot[has])]).sum(0)
+            total = (algorithm.weights.view(shape) * v).sum(0) + flying
+            assert (total - start[k]).abs().max().item() < 1e-12, k
+
+
+def test_a_checkpoint_with_arrivals_not_yet_in_the_rows_resumes_bitwise():
+    """A state saved after a mark that added arrivals to the weights only (the rows not yet
+    read) loads with them so, and goes on bit for bit, the rows read at the end too."""
+    cfg, ctx, algorithm, sim = queued_pushes()
+    sim.phases.compute()
+    algorithm.mark(ctx, sim)
+    box = algorithm.inbox
+    assert (box["shown"] & ~box["in_row"]).any()
+    sim2 = loaded(cfg, ctx, algorithm, sim.state_dict())
+    assert not torch.equal(sim2.algorithm.row_weights, sim2.algorithm.weights)
+    for _ in range(20):
+        sim.step()
+        sim2.step()
+    for one in (sim, sim2):
+        one.algorithm.settle(one.ctx, one)
+    for k, v in ctx.population.params.items():
+        assert torch.equal(sim2.ctx.population.params[k].view(torch.int64), v.view(torch.int64))
+    assert torch.equal(sim2.algorithm.weights, algorithm.weights)
+
+
 def test_each_node_runs_on_its_own_clock():
     """Nodes of 1 s a phase and 10 s for a straggler, no transfer time: after 20 nominal
     rounds (20 s) a fast node did 20 local steps and a straggler 2, with no barrier (AD-PSGD)."""

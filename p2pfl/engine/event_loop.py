@@ -77,7 +77,7 @@ class EventRunner(Runner):
         ctx, algorithm = self.ctx, self.algorithm
         self.guard.begin_round([])
         self.simulation.advance((t + 1) * self.nominal_s)
-        algorithm.settle(ctx, self.simulation)
+        algorithm.mark(ctx, self.simulation)
         if ctx.device.type == "cuda":
             torch.cuda.synchronize()
         events = self.simulation.record()
