@@ -24,8 +24,9 @@ it arrives (in another order of float additions), for one update per read instea
 message. A record (a mark) adds them to the weights (what it reports) and keeps them; the rows
 show them when a model is read (`settle`, through `Asynchronous.current`), so that a mark no one
 evaluates costs no pass over the rows. The phase end adds them again to its result from the
-weight its phase read, so where the marks fall, and which are read, changes no bit of the run. The mass is conserved exactly: sum_i w_i plus the weights sent and not yet
-added stays N (each sender keeps w_i minus what it sends). With equal speeds, no jitter and zero
+weight its phase read, so where the marks fall, and which are read, changes no bit of the run.
+The mass is conserved exactly: sum_i w_i plus the weights sent and not yet added stays N (each
+sender keeps w_i minus what it sends). With equal speeds, no jitter and zero
 latency every node pushes at the same instants and receives before its next phase, which is
 synchronous SGP. The staleness the run records is the age of each message added: its arrival
 minus its send time.

@@ -144,9 +144,9 @@ class Asynchronous(Algorithm):
     transfers: ClassVar[int] = 1  # messages one after the other in a nominal round
     couples_sender: ClassVar[bool] = False  # an arrival also changes its sender's row
     # True: the algorithm writes a node's row only when the node's phase ends (its result
-    # asked for first, `result_slots`), before its next phase reads the row, and at a mark
-    # (`settle`, every begun phase computed by then; the phase end then does not read the
-    # row); so a phase's snapshot stays its node's row until the phase is computed, and the
+    # asked for first, `result_slots`), before its next phase reads the row, and when a model
+    # is read at a mark (`settle`, every begun phase computed by then; the phase end then does
+    # not read the row); so a phase's snapshot stays its node's row until it is computed, and the
     # engine reads it there instead of copying it when the phase begins
     snapshot_in_row: ClassVar[bool] = False
     events: Instant | None = None  # the simulation, once the engine binds it
@@ -237,7 +237,7 @@ class Asynchronous(Algorithm):
 
     def current(self, ctx: RunContext) -> None:
         """`settle`, once the engine has bound the simulation: every model read (the average,
-        the local and node models) is up to date."""
+        the local and node models, at a mark: every phase begun computed) is up to date."""
         if self.events is not None:
             self.settle(ctx, self.events)
 
