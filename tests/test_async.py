@@ -442,6 +442,27 @@ def test_push_sum_numerators_are_conserved_in_the_rows_read_after_marks():
             assert (total - start[k]).abs().max().item() < 1e-12, k
 
 
+def test_the_records_of_a_run_do_not_depend_on_which_marks_are_evaluated(tmp_path):
+    """A run evaluated at every mark and one evaluated only at the last record the same losses
+    and Push-Sum weights at every mark, bit for bit, and the same final accuracy and consensus
+    distance to round-off (the rows read at the last mark showed the arrivals of six marks at
+    once in the second run)."""
+    records = []
+    for every in (1, 6):
+        cfg = small_config(algorithm__name="async_sgp", topology__name="exponential",
+                           topology__directed=True, algorithm__local_steps=1, rounds=6,
+                           network__enabled=True, network__jitter=0.2, eval__every=every)
+        records.append(run(cfg, tmp_path / f"every{every}", figures=False))
+    each, last = records
+    keys = ("train_loss", "ps_weight_min", "ps_weight_max", "ps_weight_sum",
+            "ps_weight_in_flight")
+    for a, b in zip(each, last, strict=True):
+        assert [a[k] for k in keys] == [b[k] for k in keys]
+    assert "test_acc" in each[0] and "test_acc" not in last[0]
+    assert each[-1]["test_acc"] == last[-1]["test_acc"]
+    assert each[-1]["consensus_dist"] == pytest.approx(last[-1]["consensus_dist"], rel=1e-9)
+
+
 def test_a_checkpoint_with_arrivals_not_yet_in_the_rows_resumes_bitwise():
     """A state saved after a mark that added arrivals to the weights only (the rows not yet
     read) loads with them so, and goes on bit for bit, the rows read at the end too."""
