@@ -104,11 +104,12 @@ class AsyncSGP(Asynchronous):
         self.lowest_weights = self.weights.clone()  # the smallest w each node's phases read
         self.collapse_warned = False  # a WeightCollapseWarning was given (once per run)
         self._columns: dict[int, sp.csc_array] = {}
-        # arrived, kept until the receiver's phase ends or it reads its model (`shown`: a mark
-        # has added them to its weight, `mark`; `in_row`: and to its row, `settle`)
+        # arrived, kept until the receiver's phase ends or it reads its model (`shown`: added to
+        # its weight, by the `shows`-th addition, `shown_by`; `in_row`: and to its row)
         self.inbox = {"dst": np.zeros(0, dtype=np.int64), "slot": np.zeros(0, dtype=np.int64),
                       "mass": np.zeros(0), "shown": np.zeros(0, dtype=bool),
-                      "in_row": np.zeros(0, dtype=bool)}
+                      "shown_by": np.zeros(0, dtype=np.int64), "in_row": np.zeros(0, dtype=bool)}
+        self.shows = 0  # additions to the weights so far
 
     def start(self, ctx: RunContext, ev: Instant) -> None:
         ev.begin(np.arange(ctx.num_nodes))
@@ -224,6 +225,8 @@ class AsyncSGP(Asynchronous):
                       "mass": np.concatenate([self.inbox["mass"], messages.share * scalar]),
                       "shown": np.concatenate([self.inbox["shown"],
                                                np.zeros(len(messages), dtype=bool)]),
+                      "shown_by": np.concatenate([self.inbox["shown_by"],
+                                                  np.zeros(len(messages), dtype=np.int64)]),
                       "in_row": np.concatenate([self.inbox["in_row"],
                                                 np.zeros(len(messages), dtype=bool)])}
         ev.mixed(messages.due - messages.sent)
@@ -263,25 +266,36 @@ class AsyncSGP(Asynchronous):
             np.bincount(at, weights=box["mass"][now], minlength=len(receivers)),
             device=self.weights.device)
         box["shown"] = box["shown"] | now
+        box["shown_by"] = np.where(now, self.shows, box["shown_by"])
+        self.shows += 1
 
     def _show_rows(self, ctx: RunContext, ev: Instant, nodes: np.ndarray | None) -> None:
         """The rows of `nodes` (None: every node) with messages in their weights and not in
-        their rows: x_j <- x_j + sum P_ji x_i, on the stored z: z_j <- (w_row / w_j) z_j plus the
-        payload rows times P_ji w_i / w_j (one sparse product with the payload pool), a
-        `row_block` of receivers at a time, in place where they are consecutive;
-        O(messages x parameters)."""
+        their rows: x_j <- x_j + sum P_ji x_i, on the stored z: z_j <- (w_before / w_after) z_j
+        plus the payload rows times P_ji w_i / w_after, one addition to the weights after the
+        other (`shown_by`), each as it was made (w_after = w_before plus its messages' weights,
+        the same sum), so that a row is the same bit for bit whenever it is read; one sparse
+        product with the payload pool per addition, a `row_block` of receivers at a time, in
+        place where they are consecutive. O(messages x parameters)."""
         box = self.inbox
         now = box["shown"] & ~box["in_row"]
         if nodes is not None:
             now &= np.isin(box["dst"], nodes)
-        if not now.any():
-            return
-        dst, slot, mass = box["dst"][now], box["slot"][now], box["mass"][now]
+        for show in np.unique(box["shown_by"][now]).tolist():
+            these = now & (box["shown_by"] == show)
+            self._add_to_rows(ctx, ev, box["dst"][these], box["slot"][these], box["mass"][these])
+        box["in_row"] = box["in_row"] | now
+
+    def _add_to_rows(self, ctx: RunContext, ev: Instant, dst: np.ndarray, slot: np.ndarray,
+                     mass: np.ndarray) -> None:
+        """One addition of `_show_rows`: messages [M] (receivers, payload slots, weights)."""
         receivers, at = np.unique(dst, return_inverse=True)
         index = torch.as_tensor(receivers, device=ctx.device)
-        weights = self.weights[index]
-        keep_rows = (self.row_weights[index] / weights).to(ctx.dtype)
-        coef = mass / weights.cpu().numpy()[at]  # z_j += (P_ji w_i / w_j) z_i, per message
+        before = self.row_weights[index]
+        after = before + torch.as_tensor(np.bincount(at, weights=mass, minlength=len(receivers)),
+                                         device=ctx.device)  # as `_show_weights` added them
+        keep_rows = (before / after).to(ctx.dtype)
+        coef = mass / after.cpu().numpy()[at]  # z_j += (P_ji w_i / w_after) z_i, per message
         params, block = ctx.population.params, row_block(ctx.population.params)
         for start in range(0, len(receivers), block):  # receivers, a block at a time
             part, scale = index[start:start + block], keep_rows[start:start + block]
@@ -296,8 +310,7 @@ class AsyncSGP(Asynchronous):
             rows = scaled_rows(params, part, scale)
             ev.add_payloads(rows, at[these] - start, slot[these], coef[these])
             ctx.population.write(part, rows)
-        self.row_weights[index] = weights
-        box["in_row"] = box["in_row"] | now
+        self.row_weights[index] = after
 
     def end_rows(self, ctx: RunContext, ev: Instant, nodes: np.ndarray) -> np.ndarray:
         """The phases of `nodes` end: x_j <- x_read + w_read (y - z_read) plus every message
@@ -394,7 +407,7 @@ class AsyncSGP(Asynchronous):
 
     def state_dict(self) -> dict[str, Any]:
         return {"weights": self.weights.clone(), "read_weights": self.read_weights.clone(),
-                "row_weights": self.row_weights.clone(),
+                "row_weights": self.row_weights.clone(), "shows": self.shows,
                 "inbox": {k: torch.from_numpy(v.copy()) for k, v in self.inbox.items()},
                 "lowest_weights": self.lowest_weights.clone(),
                 "collapse_warned": self.collapse_warned}
@@ -407,6 +420,8 @@ class AsyncSGP(Asynchronous):
         self.inbox = {k: v.cpu().numpy().copy() for k, v in state["inbox"].items()}
         self.inbox.setdefault("shown", np.zeros(len(self.inbox["dst"]), dtype=bool))  # older
         self.inbox.setdefault("in_row", self.inbox["shown"].copy())  # older: shown in the rows
+        self.inbox.setdefault("shown_by", np.zeros(len(self.inbox["dst"]), dtype=np.int64))
         self.row_weights = state.get("row_weights", self.weights).clone()  # older: as weights
+        self.shows = int(state.get("shows", 0))
         self.collapse_warned = bool(state.get("collapse_warned", False))  # older: not yet
 

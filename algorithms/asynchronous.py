@@ -63,6 +63,10 @@ class Instant(Protocol):
     def read_s(self, nodes: np.ndarray) -> np.ndarray:
         """float64 [m]: when the nodes' latest local phases read their models."""
 
+    def all_computed(self) -> bool:
+        """Whether every local phase begun has been computed (as at a mark), so that a row may
+        change without changing a phase's snapshot (`Asynchronous.snapshot_in_row`)."""
+
     def begin(self, nodes: np.ndarray, models: Params | None = None) -> None:
         """Begin the nodes' next local phases at their `time`, once every event of the node at
         that instant is done, from their rows as those events left them, or from `models`
@@ -237,9 +241,20 @@ class Asynchronous(Algorithm):
 
     def current(self, ctx: RunContext) -> None:
         """`settle`, once the engine has bound the simulation: every model read (the average,
-        the local and node models, at a mark: every phase begun computed) is up to date."""
-        if self.events is not None:
-            self.settle(ctx, self.events)
+        the local and node models) is up to date.
+
+        Raises
+        ------
+        RuntimeError
+            with `snapshot_in_row`, when a phase begun is not computed yet (its snapshot is
+            still its row, which settling would change): models are read at marks.
+        """
+        if self.events is None:
+            return
+        if self.snapshot_in_row and not self.events.all_computed():
+            raise RuntimeError(f"{self.name}: a model read while local phases begun are not "
+                               "computed (their snapshots are their rows); read models at a mark")
+        self.settle(ctx, self.events)
 
     def results_of_offsets(self, ctx: RunContext, nodes: np.ndarray, offsets: Params) -> Params:
         """With `snapshot_in_row`, loading a checkpoint whose phases in progress held their

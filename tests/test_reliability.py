@@ -118,6 +118,30 @@ def test_every_algorithm_resumes_exactly(tmp_path, name):
     assert_same_state(a["algorithm"], b["algorithm"], "algorithm state")
 
 
+def test_async_sgp_extended_on_resume_is_the_longer_run(tmp_path):
+    """Asynchronous SGP evaluated at its last mark only, with stragglers: 6 marks in one go, and
+    4 then extended to 6 on resume. The shorter run's last mark is evaluated (its rows show what
+    has arrived) where the longer run's is not: the records (but that evaluation), the final
+    evaluation, final.pt and the checkpoint's algorithm state are the same bit for bit."""
+    cfg = tiny(rounds=6, algorithm__name="async_sgp", topology__name="exponential",
+               algorithm__local_steps=1, network__enabled=True, network__jitter=0.3,
+               network__stragglers=0.3, eval__every=6)
+    whole = strip_times(run(cfg, tmp_path / "whole"))
+    run(with_overrides(cfg, {"rounds": 4}), tmp_path / "part")
+    resumed = strip_times(run(cfg, tmp_path / "part", resume=True))
+    assert "test_acc" in resumed[3] and "test_acc" not in whole[3]
+
+    def trained(record: dict) -> dict:
+        return {k: v for k, v in record.items() if not k.startswith(("test_", "consensus"))}
+
+    assert [trained(r) for r in resumed] == [trained(r) for r in whole]
+    assert resumed[-1] == whole[-1]
+    a, b = load(tmp_path / "whole" / "final.pt"), load(tmp_path / "part" / "final.pt")
+    assert_same_state(a, b, "final.pt")
+    a, b = load(tmp_path / "whole" / CHECKPOINT), load(tmp_path / "part" / CHECKPOINT)
+    assert_same_state(a["algorithm"], b["algorithm"], "algorithm state")
+
+
 def test_checkpoint_every_k_rounds_holds_the_state_of_that_round(tmp_path, monkeypatch):
     cfg = tiny(rounds=5, algorithm__name="osgp", topology__name="exponential",
                engine__checkpoint_every=2)

@@ -73,6 +73,12 @@ class EventRunner(Runner):
             print(f"p2pfl: {self.label + ': ' if self.label else ''}{note}", file=sys.stderr)
         return history
 
+    def checkpoint(self) -> None:
+        """`Runner.checkpoint`, the rows first brought up to date (`Asynchronous.current`, what a
+        later read shows bit for bit), so that the checkpoint and final.pt hold the same rows."""
+        self.algorithm.current(self.ctx)
+        super().checkpoint()
+
     def _round(self, t: int, start: float) -> dict[str, Any]:
         ctx, algorithm = self.ctx, self.algorithm
         self.guard.begin_round([])

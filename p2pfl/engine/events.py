@@ -105,6 +105,9 @@ class Simulation:
     def read_s(self, nodes: np.ndarray) -> np.ndarray:
         return self.phases.read[nodes]
 
+    def all_computed(self) -> bool:
+        return bool(self.phases.computed.all())
+
     def begin(self, nodes: np.ndarray, models: Params | None = None) -> None:
         # models copied now: a payload row may be released and reused before the instant ends
         kept = None if models is None else {k: v.clone() for k, v in models.items()}
